@@ -1,0 +1,15 @@
+"""API keys (Kafka's, from KIP-595/KIP-853) and this project's client API keys."""
+
+FETCH = 1
+VOTE = 52
+BEGIN_QUORUM_EPOCH = 53
+END_QUORUM_EPOCH = 54
+DESCRIBE_QUORUM = 55
+
+#: Client API (not Kafka's; see kraft/README.md): append one value, read the log.
+APPEND = 1000
+READ = 1001
+
+NAMES = {FETCH: "Fetch", VOTE: "Vote", BEGIN_QUORUM_EPOCH: "BeginQuorumEpoch",
+         END_QUORUM_EPOCH: "EndQuorumEpoch", DESCRIBE_QUORUM: "DescribeQuorum",
+         APPEND: "Append", READ: "Read"}

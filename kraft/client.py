@@ -1,0 +1,138 @@
+"""A client for a kraft node: Append, Read and DescribeQuorum over the wire format.
+
+Standard library asyncio; one request in flight per :class:`KraftClient`.
+Errors split the way Jepsen needs them: :class:`DefiniteError` means the
+request certainly had no effect (record it as ``fail``), and
+:class:`IndefiniteError` means the outcome is unknown (record it as ``info``).
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+from . import api, errors, wire
+
+#: Codes after which an Append certainly was not appended.
+_DEFINITE = {errors.NOT_LEADER_OR_FOLLOWER, errors.INCONSISTENT_CLUSTER_ID,
+             errors.INVALID_REQUEST, errors.FENCED_LEADER_EPOCH,
+             errors.UNKNOWN_LEADER_EPOCH}
+
+
+class ClientError(Exception):
+    """A request did not succeed.
+
+    ``code`` is a Kafka error name (e.g. "NOT_LEADER_OR_FOLLOWER") or one of
+    "timeout" / "connection"; ``leader_id`` and ``leader_epoch`` are the
+    node's leader hint, when it gave one.
+    """
+
+    def __init__(self, code: str, message: str = "", leader_id: int | None = None,
+                 leader_epoch: int | None = None):
+        super().__init__(f"{code}: {message}" if message else code)
+        self.code = code
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+
+
+class DefiniteError(ClientError):
+    """The request certainly had no effect (Jepsen ``fail``)."""
+
+
+class IndefiniteError(ClientError):
+    """The outcome is unknown: a timeout, a lost connection, REQUEST_TIMED_OUT (``info``)."""
+
+
+class KraftClient:
+    """A connection to one node.
+
+    ``timeout_ms`` bounds each request, from send to response (ms). The
+    connection is opened lazily and reopened after an error.
+    """
+
+    def __init__(self, host: str, port: int, cluster_id: str, timeout_ms: int = 3000):
+        self.host, self.port, self.cluster_id = host, port, cluster_id
+        self.timeout_s = timeout_ms / 1000.0
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._ids = itertools.count(1)
+
+    async def close(self) -> None:
+        """Close the connection (idempotent)."""
+        w, self._reader, self._writer = self._writer, None, None
+        if w is not None:
+            w.close()
+            try:
+                await w.wait_closed()
+            except (OSError, asyncio.CancelledError):
+                pass
+
+    async def request(self, api_key: int, body: dict) -> dict:
+        """Send one request and return the response body (ErrorCode not checked).
+
+        Raises :class:`IndefiniteError` with code "timeout" or "connection".
+        """
+        cid = next(self._ids)
+        frame = wire.encode({"ApiKey": api_key, "CorrelationId": cid,
+                             "Body": {"ClusterId": self.cluster_id, **body}})
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                if self._writer is None:
+                    self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+                self._writer.write(frame)
+                await self._writer.drain()
+                resp = await wire.read_frame(self._reader)
+        except TimeoutError:
+            await self.close()
+            raise IndefiniteError("timeout", f"no answer from {self.host}:{self.port} "
+                                  f"within {self.timeout_s:.1f}s") from None
+        except (OSError, asyncio.IncompleteReadError, wire.FrameError) as e:
+            await self.close()
+            raise IndefiniteError("connection", f"{self.host}:{self.port}: {e}") from None
+        if resp is None or resp.get("CorrelationId") != cid or not isinstance(resp.get("Body"), dict):
+            await self.close()
+            raise IndefiniteError("connection", f"{self.host}:{self.port}: bad or missing response")
+        return resp["Body"]
+
+    @staticmethod
+    def _raise_for(body: dict, definite: set[int]) -> None:
+        code = body.get("ErrorCode", errors.UNKNOWN_SERVER_ERROR)
+        if code == errors.NONE:
+            return
+        cls = DefiniteError if code in definite else IndefiniteError
+        raise cls(errors.name(code), body.get("ErrorMessage") or "",
+                  body.get("LeaderId") if body.get("LeaderId", -1) >= 0 else None,
+                  body.get("LeaderEpoch"))
+
+    async def append(self, value) -> tuple[int, int]:
+        """Append ``value`` (any JSON value); returns (offset, epoch) once committed.
+
+        Raises :class:`DefiniteError` (e.g. NOT_LEADER_OR_FOLLOWER with a
+        leader hint: not appended) or :class:`IndefiniteError`.
+        """
+        body = await self.request(api.APPEND, {"Value": value})
+        self._raise_for(body, _DEFINITE)
+        return body["Offset"], body["Epoch"]
+
+    async def read(self, from_offset: int = 0, max_records: int | None = None,
+                   linearizable: bool = True) -> dict:
+        """Read committed records from ``from_offset``.
+
+        Returns ``{"high_watermark": H, "records": [[offset, epoch, type, payload], ...]}``
+        covering ``[from_offset, H)`` (fewer when ``max_records`` is hit).
+        A linearizable read is served by the leader after a read-index round.
+        Raises :class:`DefiniteError` or :class:`IndefiniteError`.
+        """
+        body = await self.request(api.READ, {"FromOffset": from_offset, "MaxRecords": max_records,
+                                             "Linearizable": linearizable})
+        # A read has no side effect, but a timed-out read-index is still reported as indefinite.
+        self._raise_for(body, _DEFINITE)
+        return {"high_watermark": body["HighWatermark"], "records": body["Records"]}
+
+    async def describe_quorum(self) -> dict:
+        """The leader's DescribeQuorum response body (KIP-595).
+
+        Raises :class:`DefiniteError` NOT_LEADER_OR_FOLLOWER on a non-leader.
+        """
+        body = await self.request(api.DESCRIBE_QUORUM, {})
+        self._raise_for(body, _DEFINITE)
+        return body

@@ -1,0 +1,149 @@
+"""Node configuration: a Kafka-style properties file (see kraft/README.md).
+
+Keys: ``node.id``, ``listeners`` (host:port to listen on),
+``controller.quorum.voters`` (``id@host:port,...``), ``log.dir``,
+``controller.quorum.election.timeout.ms`` (1000),
+``controller.quorum.fetch.timeout.ms`` (2000),
+``controller.quorum.request.timeout.ms`` (2000),
+``controller.quorum.fetch.max.wait.ms`` (500),
+``controller.quorum.election.backoff.max.ms`` (1000),
+``controller.quorum.retry.backoff.ms`` (20),
+``pre_vote`` (true), ``check_quorum`` (true), ``cluster.id`` (optional; checked
+against meta.properties), ``unsafe`` (comma list), ``seed`` (election jitter).
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from . import unsafe as unsafe_switches
+from .meta import parse_properties
+
+
+class ConfigError(ValueError):
+    """The config file is missing a key or has a malformed value (the message names it)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Voter:
+    """A voter endpoint: ``id`` (int), ``host`` (str), ``port`` (int)."""
+
+    id: int
+    host: str
+    port: int
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeConfig:
+    """A node's configuration; times in ms."""
+
+    node_id: int
+    listen_host: str
+    listen_port: int
+    voters: tuple[Voter, ...]
+    data_dir: Path
+    election_timeout_ms: int = 1000
+    fetch_timeout_ms: int = 2000
+    request_timeout_ms: int = 2000
+    fetch_max_wait_ms: int = 500
+    election_backoff_max_ms: int = 1000
+    retry_backoff_ms: int = 20
+    pre_vote: bool = True
+    check_quorum: bool = True
+    cluster_id: str | None = None
+    unsafe: frozenset[str] = frozenset()
+    seed: int | None = None
+
+    @property
+    def voter_ids(self) -> list[int]:
+        """Ids of all voters, ascending."""
+        return sorted(v.id for v in self.voters)
+
+    def voter(self, node_id: int) -> Voter | None:
+        """The voter with ``node_id``, or None."""
+        return next((v for v in self.voters if v.id == node_id), None)
+
+
+def parse_voters(text: str) -> tuple[Voter, ...]:
+    """Parse ``1@host:9093,2@host:9093``; raises ConfigError on a malformed entry."""
+    out = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        try:
+            vid, addr = item.split("@", 1)
+            host, port = addr.rsplit(":", 1)
+            out.append(Voter(int(vid), host, int(port)))
+        except ValueError:
+            raise ConfigError(f"controller.quorum.voters: malformed entry {item!r}, expected id@host:port") from None
+    if not out:
+        raise ConfigError("controller.quorum.voters is empty")
+    if len({v.id for v in out}) != len(out):
+        raise ConfigError(f"controller.quorum.voters has a duplicate id: {text!r}")
+    return tuple(out)
+
+
+def _bool(key: str, text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise ConfigError(f"{key}: expected true or false, got {text!r}")
+
+
+def parse_config(text: str) -> NodeConfig:
+    """Parse properties text into a NodeConfig. Raises ConfigError naming the bad key."""
+    p = parse_properties(text)
+
+    def need(key: str) -> str:
+        if key not in p:
+            raise ConfigError(f"missing required key {key}")
+        return p[key]
+
+    def num(key: str, default: int | None) -> int | None:
+        if key not in p:
+            return default
+        try:
+            v = int(p[key])
+        except ValueError:
+            raise ConfigError(f"{key}: expected an integer, got {p[key]!r}") from None
+        if v < 0:
+            raise ConfigError(f"{key}: must not be negative, got {v}")
+        return v
+
+    listen = need("listeners").split("://")[-1]
+    try:
+        host, port = listen.rsplit(":", 1)
+        port_n = int(port)
+    except ValueError:
+        raise ConfigError(f"listeners: expected host:port, got {listen!r}") from None
+    try:
+        unsafe = unsafe_switches.parse(p.get("unsafe", ""))
+    except ValueError as e:
+        raise ConfigError(f"unsafe: {e}") from None
+    node_id = num("node.id", None)
+    if node_id is None:
+        raise ConfigError("missing required key node.id")
+    return NodeConfig(
+        node_id=node_id, listen_host=host, listen_port=port_n,
+        voters=parse_voters(need("controller.quorum.voters")),
+        data_dir=Path(need("log.dir")),
+        election_timeout_ms=num("controller.quorum.election.timeout.ms", 1000),
+        fetch_timeout_ms=num("controller.quorum.fetch.timeout.ms", 2000),
+        request_timeout_ms=num("controller.quorum.request.timeout.ms", 2000),
+        fetch_max_wait_ms=num("controller.quorum.fetch.max.wait.ms", 500),
+        election_backoff_max_ms=num("controller.quorum.election.backoff.max.ms", 1000),
+        retry_backoff_ms=num("controller.quorum.retry.backoff.ms", 20),
+        pre_vote=_bool("pre_vote", p.get("pre_vote", "true")) and "no-pre-vote" not in unsafe,
+        check_quorum=_bool("check_quorum", p.get("check_quorum", "true")) and "no-check-quorum" not in unsafe,
+        cluster_id=p.get("cluster.id") or None,
+        unsafe=unsafe,
+        seed=num("seed", None),
+    )
+
+
+def load_config(path: Path | str) -> NodeConfig:
+    """Read and parse a config file. Raises ConfigError (also for a missing file)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise ConfigError(f"cannot read config {path}: {e.strerror}") from None
+    return parse_config(text)

@@ -1,0 +1,24 @@
+"""Kafka error names and codes used on the wire (KIP-595, "Error codes").
+
+Responses carry ``ErrorCode`` as the Kafka numeric code; :func:`name` maps it
+back. Only the codes this implementation returns are listed.
+"""
+
+NONE = 0
+OFFSET_OUT_OF_RANGE = 1
+UNKNOWN_SERVER_ERROR = -1
+NOT_LEADER_OR_FOLLOWER = 6
+REQUEST_TIMED_OUT = 7
+INVALID_REQUEST = 42
+FENCED_LEADER_EPOCH = 74
+UNKNOWN_LEADER_EPOCH = 75
+INCONSISTENT_VOTER_SET = 94
+INCONSISTENT_CLUSTER_ID = 104
+INVALID_VOTER_KEY = 125
+
+_NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
+
+
+def name(code: int) -> str:
+    """The Kafka error name for ``code`` (e.g. 74 -> "FENCED_LEADER_EPOCH")."""
+    return _NAMES.get(code, f"UNKNOWN_ERROR_{code}")

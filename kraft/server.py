@@ -1,0 +1,98 @@
+"""The TCP server: one port for the quorum RPCs and the client API.
+
+Each connection carries frames (kraft/wire.py) answered in order. A
+malformed or oversized frame is logged and closes that connection; it never
+stops the node. A request with the wrong ClusterId is answered
+INCONSISTENT_CLUSTER_ID, one with a bad field INVALID_REQUEST. Every response
+carries the node's current LeaderId and LeaderEpoch (KIP-595).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from . import api, errors, wire
+from .raft import InvalidRequest, RaftNode
+
+log = logging.getLogger("kraft.server")
+
+
+class Server:
+    """Serves ``node`` on (host, port). ``await start()``, then ``await close()``."""
+
+    def __init__(self, node: RaftNode, host: str, port: int):
+        self.node, self.host, self.port = node, host, port
+        self._server: asyncio.base_events.Server | None = None
+        self._conns: set[asyncio.Task] = set()
+        self._handlers = {
+            api.FETCH: node.handle_fetch,
+            api.VOTE: node.handle_vote,
+            api.BEGIN_QUORUM_EPOCH: node.handle_begin_quorum_epoch,
+            api.END_QUORUM_EPOCH: node.handle_end_quorum_epoch,
+            api.DESCRIBE_QUORUM: self._describe_quorum,
+            api.APPEND: node.handle_append,
+            api.READ: node.handle_read,
+        }
+
+    async def _describe_quorum(self, body: dict) -> dict:
+        return self.node.describe_quorum()
+
+    async def start(self) -> None:
+        """Bind and listen. Raises OSError if the address is unavailable."""
+        self._server = await asyncio.start_server(self._serve, self.host, self.port)
+        log.info("listening on %s:%d", self.host, self.port)
+
+    async def close(self) -> None:
+        """Stop listening and drop every connection."""
+        if self._server is not None:
+            self._server.close()
+        for t in list(self._conns):
+            t.cancel()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        self._conns.add(task)
+        peer = writer.get_extra_info("peername")
+        try:
+            while True:
+                try:
+                    frame = await wire.read_frame(reader)
+                except wire.FrameError as e:
+                    log.warning("closing connection from %s: malformed frame: %s", peer, e)
+                    return
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                if frame is None:
+                    return
+                resp = await self.dispatch(frame)
+                if resp is None:
+                    log.warning("closing connection from %s: frame is not a request: %.200r", peer, frame)
+                    return
+                writer.write(wire.encode(resp))
+                await writer.drain()
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            self._conns.discard(task)
+            writer.close()
+
+    async def dispatch(self, frame: dict) -> dict | None:
+        """Answer one decoded request frame; None if it is not a request at all."""
+        key, cid, body = frame.get("ApiKey"), frame.get("CorrelationId"), frame.get("Body")
+        if not isinstance(key, int) or not isinstance(cid, int) or not isinstance(body, dict):
+            return None
+        handler = self._handlers.get(key)
+        if handler is None:
+            out = {"ErrorCode": errors.INVALID_REQUEST, "ErrorMessage": f"unknown ApiKey {key}"}
+        elif body.get("ClusterId") != self.node.cluster_id:
+            out = {"ErrorCode": errors.INCONSISTENT_CLUSTER_ID,
+                   "ErrorMessage": f"ClusterId {body.get('ClusterId')!r} does not match this "
+                                   f"node's cluster {self.node.cluster_id!r}"}
+        else:
+            try:
+                out = await handler(body)
+            except InvalidRequest as e:
+                out = {"ErrorCode": errors.INVALID_REQUEST, "ErrorMessage": str(e)}
+        out.setdefault("LeaderId", self.node.leader_id)
+        out.setdefault("LeaderEpoch", self.node.epoch)
+        return {"CorrelationId": cid, "Body": out}
