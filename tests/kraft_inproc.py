@@ -1,0 +1,83 @@
+"""In-process KRaft clusters for unit tests: real nodes and real TCP on loopback."""
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+from kraft.config import NodeConfig, Voter
+from kraft.meta import format_dir, read_meta
+from kraft.raft import TICK_S, RaftNode
+from kraft.server import Server
+
+CLUSTER_ID = "unit-test-cluster"
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct free TCP ports on 127.0.0.1."""
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def make_configs(root: Path, n: int, **overrides) -> list[NodeConfig]:
+    """Configs for an n-voter quorum with fast timers, data dirs formatted under root."""
+    ports = free_ports(n)
+    voters = tuple(Voter(i + 1, "127.0.0.1", p) for i, p in enumerate(ports))
+    out = []
+    for v in voters:
+        d = root / f"n{v.id}"
+        if not (d / "meta.properties").exists():
+            format_dir(d, CLUSTER_ID, v.id)
+        kw = dict(node_id=v.id, listen_host="127.0.0.1", listen_port=v.port, voters=voters, data_dir=d,
+                  election_timeout_ms=150, fetch_timeout_ms=300, request_timeout_ms=500,
+                  fetch_max_wait_ms=100, election_backoff_max_ms=100, seed=v.id)
+        kw.update(overrides)
+        out.append(NodeConfig(**kw))
+    return out
+
+
+class Running:
+    """A node with its server and tick task, inside the current event loop."""
+
+    def __init__(self, cfg: NodeConfig):
+        self.cfg = cfg
+        self.node: RaftNode | None = None
+
+    async def start(self) -> "Running":
+        self.node = RaftNode(self.cfg, read_meta(self.cfg.data_dir))
+        await self.node.start()
+        self.server = Server(self.node, self.cfg.listen_host, self.cfg.listen_port)
+        await self.server.start()
+        self.ticker = asyncio.get_running_loop().create_task(self._tick())
+        return self
+
+    async def _tick(self) -> None:
+        while True:
+            self.node.tick()
+            await asyncio.sleep(TICK_S)
+
+    async def crash(self) -> None:
+        """Stop abruptly: no resignation (the log is closed, as a kill -9 leaves fsynced data)."""
+        self.ticker.cancel()
+        await self.server.close()
+        self.server._server.close()
+        await self.node.close()
+
+
+async def wait_for_leader(nodes: list[Running], timeout_s: float = 5.0, exclude=()) -> Running:
+    """The single running node in Leader state whose epoch is highest; raises TimeoutError."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while loop.time() < deadline:
+        leaders = [r for r in nodes if r not in exclude and r.node.kind.value == "Leader"]
+        if leaders:
+            best = max(leaders, key=lambda r: r.node.epoch)
+            if best.node.hw > best.node._epoch_start:
+                return best
+        await asyncio.sleep(0.02)
+    raise TimeoutError("no leader elected")
