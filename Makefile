@@ -1,0 +1,45 @@
+# kraft-chaos: the two commands a user needs are `make run` and `make test`.
+# Both set up everything themselves: the venv and packages, the Docker engine
+# (scripts/ensure-docker.sh) and the node image (built on first use, cached).
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+RUN_ARGS ?= --nodes 5 --time-limit 60 --nemesis partition,kill,pause --workload append --concurrency 10 --rate 100
+
+.PHONY: run test unit bench engine venv image clean teardown
+
+run: venv engine
+	$(VENV)/bin/kraft-chaos run $(RUN_ARGS)
+
+test: venv engine
+	$(PY) -m pytest -q -ra
+
+unit: venv
+	$(PY) -m pytest -q -m "not docker"
+
+bench: venv engine
+	$(PY) -m harness.bench
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kraft-chaos needs python3 >= 3.11, found " + sys.version.split()[0])'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { echo "cannot create $(VENV): install python3-venv" >&2; exit 1; }
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	@touch $(STAMP)
+
+engine:
+	@bash scripts/ensure-docker.sh
+
+image: venv engine
+	$(PY) -m clusters.image
+
+teardown: venv
+	$(VENV)/bin/kraft-chaos teardown
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,78 @@
+"""Divergence: two nodes' logs differ inside both nodes' committed prefixes."""
+from __future__ import annotations
+
+from itertools import combinations
+
+from .node_data import NodeData
+from .reads import final_node_reads, is_int, record_key
+
+
+def node_high_watermarks(history: list[dict], nodes: dict[str, NodeData]) -> tuple[dict[str, int], list[str]]:
+    """Each node's high watermark and notes on the nodes skipped.
+
+    Source, in order: the ``high_watermark`` of the node's final
+    non-linearizable read (ok read, ``final: true``, ``linearizable: false``,
+    ``node`` = the node), else ``NodeData.high_watermark``. Returns
+    ``({node: hw}, [notes])``.
+    """
+    reads = final_node_reads(history)
+    hws, notes = {}, []
+    for name, data in nodes.items():
+        op = reads.get(name)
+        hw = op["value"].get("high_watermark") if op is not None else None
+        if not is_int(hw):
+            hw = data.high_watermark
+        if is_int(hw):
+            hws[name] = hw
+        else:
+            notes.append(f"{name}: no final read and no high-watermark checkpoint; not compared")
+    return hws, notes
+
+
+def check_divergence(history: list[dict], nodes: dict[str, NodeData] | None) -> dict:
+    """Find pairs of nodes whose logs differ below the lower of their high watermarks.
+
+    Records are compared by (offset, epoch, type, payload). For a pair
+    ``(a, b)`` the compared range is ``[max of the two log start offsets,
+    min(hw_a, hw_b))``; an offset in that range missing from one log counts
+    as a difference. One anomaly per pair: ``{"nodes": [a, b], "offset":
+    first differing offset, "records": {a: record or None, b: record or
+    None}, "count": differing offsets, "limit": min hw}``.
+
+    Returns ``{"valid", "anomalies", "high_watermarks", "notes"}``. ``valid``
+    is "unknown" when ``nodes`` is None, or when fewer than two nodes have a
+    known high watermark (out of two or more nodes).
+    """
+    if nodes is None:
+        return {"valid": "unknown", "anomalies": [], "high_watermarks": {},
+                "notes": ["no node data"]}
+    hws, notes = node_high_watermarks(history, nodes)
+    logs = {}
+    for name in hws:
+        by_off = {}
+        for rec in nodes[name].records:
+            by_off[rec[0]] = (rec[0], rec[1], rec[2], record_key(rec[2], rec[3]))
+        logs[name] = (by_off, min(by_off) if by_off else 0, nodes[name].records)
+    anomalies = []
+    for a, b in combinations(sorted(hws), 2):
+        la, sa, ra = logs[a]
+        lb, sb, rb = logs[b]
+        limit = min(hws[a], hws[b])
+        first, count = None, 0
+        for off in range(max(sa, sb), limit):
+            if la.get(off) != lb.get(off) or off not in la:
+                count += 1
+                if first is None:
+                    first = off
+        if count:
+            recs = {n: next((list(r) for r in rs if r[0] == first), None) for n, rs in ((a, ra), (b, rb))}
+            anomalies.append({"nodes": [a, b], "offset": first, "records": recs,
+                              "count": count, "limit": limit})
+    if anomalies:
+        valid = False
+    elif len(hws) < 2 and len(nodes) >= 2:
+        valid = "unknown"
+        notes.append("fewer than two nodes with a known high watermark")
+    else:
+        valid = True
+    return {"valid": valid, "anomalies": anomalies, "high_watermarks": hws, "notes": notes}

@@ -1,0 +1,104 @@
+"""Views on a history shared by the checkers: ok reads, their records, acks.
+
+Op and record shapes are those of DEVELOPERS.md ("Client ops"). A read's
+``records`` are ``[offset, epoch, type, payload]`` lists; an ok append's
+value is ``{"value": V, "offset": O, "epoch": E}``.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterator
+
+#: At most this many example op indices are kept per anomaly detail, so a
+#: fault seen by thousands of reads does not blow up results.json.
+MAX_EXAMPLES = 10
+
+DATA = "data"
+LEADER_CHANGE = "LeaderChange"
+
+
+def ok_ops(history: list[dict], f: str) -> Iterator[dict]:
+    """The ``ok`` completions of ``f`` in history order."""
+    for op in history:
+        if op["type"] == "ok" and op["f"] == f:
+            yield op
+
+
+def ok_reads(history: list[dict]) -> Iterator[dict]:
+    """The ``ok`` read completions whose value is a dict (the others are malformed)."""
+    for op in ok_ops(history, "read"):
+        if isinstance(op.get("value"), dict):
+            yield op
+
+
+def read_records(op: dict) -> list[tuple[int, int, str, Any]]:
+    """The well-formed records of ok read ``op`` as ``(offset, epoch, type, payload)``.
+
+    Items that are not ``[int, int, str, payload]`` are skipped (the
+    non-monotonic-read checker reports reads that do not cover their range).
+    """
+    out = []
+    recs = op["value"].get("records")
+    if not isinstance(recs, list):
+        return out
+    for r in recs:
+        if (isinstance(r, (list, tuple)) and len(r) == 4 and is_int(r[0]) and is_int(r[1])
+                and isinstance(r[2], str)):
+            out.append((r[0], r[1], r[2], r[3]))
+    return out
+
+
+def acks(history: list[dict]) -> Iterator[dict]:
+    """The ``ok`` appends whose value is ``{"value": V, "offset": int, ...}``."""
+    for op in ok_ops(history, "append"):
+        v = op.get("value")
+        if isinstance(v, dict) and "value" in v and is_int(v.get("offset")):
+            yield op
+
+
+def final_committed_read(history: list[dict]) -> dict | None:
+    """The last ok read with ``final: true`` and ``linearizable: true``, or None.
+
+    Its records are the final committed log (see lost_write).
+    """
+    found = None
+    for op in ok_reads(history):
+        v = op["value"]
+        if v.get("final") is True and v.get("linearizable") is True:
+            found = op
+    return found
+
+
+def final_node_reads(history: list[dict]) -> dict[str, dict]:
+    """Per node, its last ok read with ``final: true`` and ``linearizable: false``."""
+    out: dict[str, dict] = {}
+    for op in ok_reads(history):
+        v = op["value"]
+        if v.get("final") is True and v.get("linearizable") is False and op.get("node"):
+            out[op["node"]] = op
+    return out
+
+
+def record_key(rtype: str, payload: Any) -> tuple:
+    """A hashable key for a record's (type, payload); equal keys mean equal records.
+
+    Int payloads (the data values) are used as is; other payloads are
+    canonicalised as JSON (sorted keys).
+    """
+    if type(payload) is int:
+        return rtype, 0, payload
+    return rtype, 1, json.dumps(payload, sort_keys=True, separators=(",", ":"))
+
+
+def node_id(name: str | None) -> int | None:
+    """The numeric node id in a node name (``"n3"`` -> 3, ``"2"`` -> 2), or None."""
+    if not isinstance(name, str):
+        return None
+    m = re.search(r"(\d+)$", name)
+    return int(m.group(1)) if m else None
+
+
+def is_int(x: Any) -> bool:
+    """True for an int that is not a bool."""
+    return isinstance(x, int) and not isinstance(x, bool)

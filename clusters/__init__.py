@@ -1,0 +1,1 @@
+"""Deployments: the Remote/Cluster interface (remote.py) and the Docker backend."""

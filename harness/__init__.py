@@ -1,0 +1,1 @@
+"""The harness: runner, history, store, DB lifecycle, CLI and pytest plugin."""

@@ -1,0 +1,313 @@
+"""The ``kraft-chaos`` command line: ``run``, ``check`` and ``teardown``.
+
+Exit codes (DEVELOPERS.md): 0 valid, 1 invalid, 2 unknown; 3 bad input
+(bad arguments, malformed history), 4 the cluster or engine could not be set
+up, 5 any other harness error, 130 interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+EXIT_VALID, EXIT_INVALID, EXIT_UNKNOWN = 0, 1, 2
+EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_HARNESS, EXIT_INTERRUPTED = 3, 4, 5, 130
+
+log = logging.getLogger("kraft_chaos.cli")
+
+
+class UsageError(Exception):
+    """Bad command-line input (exit 3); the message names the bad value."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises :class:`UsageError` instead of exiting 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{self.prog}: error: {message}")
+
+
+# -- argument types ---------------------------------------------------------
+
+def _positive_int(name: str, minimum: int = 1):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}, got {v}")
+        return v
+    return parse
+
+
+def _number(name: str, minimum: float = 0.0, strict: bool = True):
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if v != v or v in (float("inf"), float("-inf")) or (v <= minimum if strict else v < minimum):
+            raise argparse.ArgumentTypeError(
+                f"{name} must be {'>' if strict else '>='} {minimum:g}, got {text!r}")
+        return v
+    return parse
+
+
+def _seed(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seed must be an integer, got {text!r}") from None
+    if not 0 <= v < 2 ** 63:
+        raise argparse.ArgumentTypeError(f"seed must be in 0..2^63-1, got {v}")
+    return v
+
+
+def _nemeses(text: str) -> list[str]:
+    from nemesis.schedule import parse_fault_names
+    try:
+        return parse_fault_names(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{e} (or 'none')") from None
+
+
+def _subnet(text: str) -> str:
+    import ipaddress
+    try:
+        net = ipaddress.ip_network(text, strict=True)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"bad --subnet {text!r}: {e}") from None
+    if net.version != 4:
+        raise argparse.ArgumentTypeError(f"--subnet must be IPv4, got {text!r}")
+    return str(net)
+
+
+def _workload(text: str) -> str:
+    from workloads import WORKLOADS
+    if text not in WORKLOADS:
+        raise argparse.ArgumentTypeError(f"unknown workload {text!r}: choose from {', '.join(WORKLOADS)}")
+    return text
+
+
+def _unsafe(text: str) -> list[str]:
+    from kraft import unsafe
+    try:
+        names = unsafe.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return [n for n in dict.fromkeys(s.strip() for s in text.split(",")) if n in names]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``kraft-chaos`` argument parser (errors raise :class:`UsageError`)."""
+    p = _Parser(prog="kraft-chaos", description="Jepsen-style fault injection for a KRaft quorum.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    r = sub.add_parser("run", help="run a test: cluster, workload, nemesis, check")
+    r.add_argument("--nodes", type=_positive_int("--nodes"), default=5, help="cluster size (default 5)")
+    r.add_argument("--time-limit", type=_number("--time-limit"), default=60.0,
+                   help="seconds of workload + nemesis (default 60)")
+    r.add_argument("--nemesis", type=_nemeses, default=["partition", "kill", "pause"],
+                   help="comma-separated faults: partition,kill,pause, or none (default all)")
+    r.add_argument("--workload", type=_workload, default="append", help="workload (default append)")
+    r.add_argument("--concurrency", type=_positive_int("--concurrency"), default=10,
+                   help="client workers (default 10)")
+    r.add_argument("--rate", type=_number("--rate"), default=100.0, help="total ops/s (default 100)")
+    r.add_argument("--seed", type=_seed, default=None, help="random seed (default: a random one)")
+    r.add_argument("--cluster", choices=["docker"], default="docker", help="backend (default docker)")
+    r.add_argument("--keep-cluster", action="store_true", help="leave the containers running")
+    r.add_argument("--store", default="store", help="store root (default ./store)")
+    r.add_argument("--base-image", default=None, help="base image for nodes (default: offline Debian)")
+    r.add_argument("--subnet", type=_subnet, default="10.77.0.0/24", help="cluster subnet (default 10.77.0.0/24)")
+    r.add_argument("--nemesis-interval", type=_number("--nemesis-interval", strict=False), default=10.0,
+                   help="seconds of calm before each fault (default 10)")
+    r.add_argument("--nemesis-duration", type=_number("--nemesis-duration"), default=10.0,
+                   help="seconds each fault lasts (default 10)")
+    r.add_argument("--unsafe", type=_unsafe, default=[], help="comma-separated kraft.unsafe switches")
+    r.add_argument("--no-progress", action="store_true", help="no live progress line")
+
+    c = sub.add_parser("check", help="re-run the checkers on a stored run")
+    c.add_argument("store_dir", help="a run directory (or a store root: its latest run)")
+
+    sub.add_parser("teardown", help="remove every container and network labelled kraft-chaos")
+    return p
+
+
+# -- output -----------------------------------------------------------------
+
+def verdict_exit(valid: Any) -> int:
+    """Exit code for a verdict: True -> 0, False -> 1, anything else ("unknown") -> 2."""
+    if valid is True:
+        return EXIT_VALID
+    if valid is False:
+        return EXIT_INVALID
+    return EXIT_UNKNOWN
+
+
+def _fmt(x: Any, unit: str = "") -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, float):
+        return f"{x:.1f}{unit}"
+    return f"{x}{unit}"
+
+
+def format_results(results: dict, max_details: int = 3) -> str:
+    """The human summary of ``results`` (results.json): verdict, anomalies, stats."""
+    valid = results.get("valid")
+    word = {True: "VALID", False: "INVALID"}.get(valid, "UNKNOWN")
+    lines = [f"verdict: {word} (valid={json.dumps(valid)})"]
+    counts = results.get("anomalies") or {}
+    checkers = results.get("checkers") or {}
+    found = {k: n for k, n in counts.items() if n}
+    if found:
+        lines.append("anomalies:")
+        for name, n in found.items():
+            lines.append(f"  {name}: {n}")
+            for a in (checkers.get(name) or {}).get("anomalies", [])[:max_details]:
+                lines.append(f"    - {json.dumps(a, default=str)[:300]}")
+    else:
+        lines.append("anomalies: none")
+    unknown = [k for k, r in checkers.items() if isinstance(r, dict) and r.get("valid") == "unknown"]
+    if unknown:
+        lines.append(f"undecided checkers: {', '.join(unknown)}")
+    stats = results.get("stats") or {}
+    if stats:
+        ap = (stats.get("counts") or {}).get("append", {})
+        lat = (stats.get("latency_ms") or {}).get("append", {})
+        avail = stats.get("availability")
+        app_avail = stats.get("append_availability")
+        lines.append(
+            f"stats: appends ok={ap.get('ok', 0)} fail={ap.get('fail', 0)} info={ap.get('info', 0)}; "
+            f"availability {_fmt(avail * 100 if avail is not None else None, '%')} "
+            f"(appends {_fmt(app_avail * 100 if app_avail is not None else None, '%')}); "
+            f"append latency p50 {_fmt(lat.get('p50'), ' ms')} p99 {_fmt(lat.get('p99'), ' ms')}")
+    return "\n".join(lines)
+
+
+def _remove_console_logging() -> None:
+    root = logging.getLogger()
+    for h in [h for h in root.handlers if getattr(h, "_kraft_chaos_console", False)]:
+        root.removeHandler(h)
+
+
+def _console_logging(verbose: bool) -> None:
+    root = logging.getLogger()
+    if any(getattr(h, "_kraft_chaos_console", False) for h in root.handlers):
+        return
+    if sys.stderr.isatty():
+        from rich.logging import RichHandler
+        h: logging.Handler = RichHandler(show_path=False, markup=False)
+        h.setFormatter(logging.Formatter("%(message)s"))
+    else:
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    h.setLevel(logging.INFO if verbose else logging.WARNING)
+    h._kraft_chaos_console = True  # type: ignore[attr-defined]
+    root.addHandler(h)
+    root.setLevel(logging.INFO)
+
+
+# -- commands ---------------------------------------------------------------
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``kraft-chaos run``: run one test and print its verdict."""
+    from clusters.errors import ClusterError
+    from harness import runner
+    from harness.db import DBError
+
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2 ** 31)
+    config = runner.RunConfig(
+        seed=seed, nodes=args.nodes, time_limit=args.time_limit, nemesis=args.nemesis,
+        workload=args.workload, concurrency=args.concurrency, rate=args.rate, cluster=args.cluster,
+        keep_cluster=args.keep_cluster, store=args.store, base_image=args.base_image,
+        subnet=args.subnet, nemesis_interval=args.nemesis_interval,
+        nemesis_duration=args.nemesis_duration, unsafe=args.unsafe)
+    print(f"seed: {seed}")
+    print(f"repeat with: {config.repeat_command()}")
+    _console_logging(verbose=True)
+    run_dir = None
+    try:
+        run_dir = runner.prepare_run(config)
+        print(f"store: {run_dir}", flush=True)
+        results, run_dir = runner.run_test(config, run_dir,
+                                           progress=False if args.no_progress else None)
+    except runner.Interrupted:
+        print(f"interrupted; cluster torn down. store: {run_dir}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (ClusterError, runner.RunSetupError, DBError) as e:
+        print(f"kraft-chaos: cluster error: {e}", file=sys.stderr)
+        return EXIT_CLUSTER
+    except ValueError as e:
+        print(f"kraft-chaos: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as e:
+        where = f" (details in {run_dir}/harness.log)" if run_dir else ""
+        print(f"kraft-chaos: harness error: {type(e).__name__}: {e}{where}", file=sys.stderr)
+        return EXIT_HARNESS
+    finally:
+        _remove_console_logging()
+    print(format_results(results))
+    print(f"store: {run_dir}")
+    print(f"repeat with: {config.repeat_command()}")
+    return verdict_exit(results.get("valid"))
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """``kraft-chaos check STORE_DIR``: re-check a stored run, rewrite results.json."""
+    from harness import runner, store
+    from harness.history import HistoryError
+
+    try:
+        run_dir = store.resolve_run_dir(args.store_dir)
+        results = runner.check_run_dir(run_dir)
+    except store.StoreError as e:
+        print(f"kraft-chaos check: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except HistoryError as e:
+        print(f"kraft-chaos check: malformed history: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (ValueError, FileNotFoundError) as e:
+        print(f"kraft-chaos check: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(format_results(results))
+    print(f"store: {run_dir}")
+    test = store.read_test_json(run_dir)
+    if test and test.get("command"):
+        print(f"repeat with: {test['command']}")
+    return verdict_exit(results.get("valid"))
+
+
+def cmd_teardown(args: argparse.Namespace) -> int:
+    """``kraft-chaos teardown``: remove everything labelled by kraft-chaos."""
+    from clusters.engine import connect_engine
+    from clusters.errors import ClusterError
+    from clusters.teardown import teardown_all
+
+    try:
+        removed = teardown_all(connect_engine())
+    except ClusterError as e:
+        print(f"kraft-chaos teardown: {e}", file=sys.stderr)
+        return EXIT_CLUSTER
+    for name in removed:
+        print(f"removed {name}")
+    print(f"removed {len(removed)} object(s)")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``kraft-chaos`` / ``python -m harness``; returns the exit code."""
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return {"run": cmd_run, "check": cmd_check, "teardown": cmd_teardown}[args.command](args)

@@ -1,0 +1,331 @@
+"""The DB lifecycle: configure, format, start, stop, kill, pause and collect KRaft nodes.
+
+Our ``kraft`` package is in the node image at ``/opt/kraft/kraft`` (with
+``PYTHONPATH=/opt/kraft``). Every node runs one ``python3 -m kraft.node``
+process, detached, its pid in a pid file. All node access goes through the
+:class:`clusters.remote.Remote` of the cluster.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import posixpath
+import shlex
+import tempfile
+import time
+from pathlib import Path
+
+from clusters.remote import Cluster, RemoteError
+from nemesis.parallel import NodeErrors, on_nodes
+
+log = logging.getLogger("kraft_chaos.db")
+
+
+class DBError(RuntimeError):
+    """A node could not be set up or started; the message names the node and shows its log tail."""
+
+
+@dataclasses.dataclass(frozen=True)
+class NodePaths:
+    """Where things live on a node (absolute POSIX paths)."""
+
+    config: str = "/etc/kraft/node.properties"
+    data_dir: str = "/var/lib/kraft/data"
+    log: str = "/var/lib/kraft/node.log"
+    pid: str = "/var/lib/kraft/node.pid"
+    python: str = "python3"
+
+    def dirs(self) -> list[str]:
+        """The directories that must exist before the node starts."""
+        return sorted({posixpath.dirname(p) for p in (self.config, self.log, self.pid)} | {self.data_dir})
+
+
+def node_seed(run_seed: int, node_id: int) -> int:
+    """The node's election-jitter seed: first 63 bits of SHA-256 of ``"<run_seed>:<node_id>"``.
+
+    Stable across Python processes (unlike ``hash``).
+    """
+    digest = hashlib.sha256(f"{run_seed}:{node_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") & (2**63 - 1)
+
+
+def _positive_ms(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer number of ms, got {value!r}")
+    return value
+
+
+class KraftDB:
+    """The KRaft nodes of ``cluster``: one voter per node, node ids 1..n in ``cluster.nodes`` order.
+
+    ``cluster_id``: the cluster id given to ``kraft format`` (non-empty, no
+    whitespace). ``seed``: the run seed (node seeds derive from it, see
+    :func:`node_seed`). ``port``: the controller listener port on every
+    node. Timeouts are in ms (KIP-595 ``controller.quorum.*`` settings).
+    ``pre_vote`` (KIP-996) and ``check_quorum`` switch those mechanisms;
+    ``unsafe`` lists ``kraft.unsafe`` switch names. Raises ``ValueError`` for
+    bad arguments.
+    """
+
+    def __init__(self, cluster: Cluster, cluster_id: str, seed: int, port: int = 9093,
+                 election_timeout_ms: int = 1000, fetch_timeout_ms: int = 2000,
+                 request_timeout_ms: int = 2000, fetch_max_wait_ms: int = 500,
+                 pre_vote: bool = True, check_quorum: bool = True,
+                 unsafe: list[str] | tuple[str, ...] = (), *, paths: NodePaths = NodePaths(),
+                 stop_timeout_s: float = 5.0, startup_check_s: float = 0.5):
+        if not isinstance(cluster_id, str) or not cluster_id or any(c.isspace() for c in cluster_id):
+            raise ValueError(f"cluster_id must be a non-empty string without whitespace, got {cluster_id!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"seed must be an int, got {seed!r}")
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+            raise ValueError(f"port must be an int in 1..65535, got {port!r}")
+        if not cluster.nodes:
+            raise ValueError("the cluster has no nodes")
+        for name in unsafe:
+            if not isinstance(name, str) or not name or any(c in name for c in ",\n=") or name != name.strip():
+                raise ValueError(f"bad unsafe switch name {name!r}")
+        self.cluster = cluster
+        self.cluster_id = cluster_id
+        self.seed = seed
+        self.port = port
+        self.election_timeout_ms = _positive_ms("election_timeout_ms", election_timeout_ms)
+        self.fetch_timeout_ms = _positive_ms("fetch_timeout_ms", fetch_timeout_ms)
+        self.request_timeout_ms = _positive_ms("request_timeout_ms", request_timeout_ms)
+        self.fetch_max_wait_ms = _positive_ms("fetch_max_wait_ms", fetch_max_wait_ms)
+        self.pre_vote = bool(pre_vote)
+        self.check_quorum = bool(check_quorum)
+        self.unsafe = list(unsafe)
+        self.paths = paths
+        self.stop_timeout_s = stop_timeout_s
+        self.startup_check_s = startup_check_s
+
+    @property
+    def remote(self):
+        """The cluster's :class:`~clusters.remote.Remote`."""
+        return self.cluster.remote
+
+    # --- identity ---------------------------------------------------------
+
+    def node_id(self, node: str) -> int:
+        """The KRaft node id of ``node``: its 1-based position in ``cluster.nodes`` (n1 -> 1).
+
+        Raises ``ValueError`` for a node not in the cluster.
+        """
+        try:
+            return self.cluster.nodes.index(node) + 1
+        except ValueError:
+            raise ValueError(f"unknown node {node!r}: nodes are {self.cluster.nodes}") from None
+
+    def node_for_id(self, node_id: int) -> str:
+        """The node name for a KRaft node id; raises ``ValueError`` if out of range."""
+        if not 1 <= node_id <= len(self.cluster.nodes):
+            raise ValueError(f"no node with id {node_id}: ids are 1..{len(self.cluster.nodes)}")
+        return self.cluster.nodes[node_id - 1]
+
+    def address(self, node: str) -> tuple[str, int]:
+        """``(host, port)`` of the node's controller listener."""
+        self.node_id(node)
+        return self.cluster.ip(node), self.port
+
+    def voters(self) -> str:
+        """The ``controller.quorum.voters`` value: ``1@ip1:port,2@ip2:port,...``."""
+        return ",".join(f"{self.node_id(n)}@{self.cluster.ip(n)}:{self.port}" for n in self.cluster.nodes)
+
+    def config_text(self, node: str) -> str:
+        """The contents of the node's properties file (see ``kraft/config.py`` for the keys)."""
+        host, port = self.address(node)
+        nid = self.node_id(node)
+        lines = [
+            f"node.id={nid}",
+            f"listeners={host}:{port}",
+            f"controller.quorum.voters={self.voters()}",
+            f"log.dir={self.paths.data_dir}",
+            f"cluster.id={self.cluster_id}",
+            f"controller.quorum.election.timeout.ms={self.election_timeout_ms}",
+            f"controller.quorum.fetch.timeout.ms={self.fetch_timeout_ms}",
+            f"controller.quorum.request.timeout.ms={self.request_timeout_ms}",
+            f"controller.quorum.fetch.max.wait.ms={self.fetch_max_wait_ms}",
+            f"pre_vote={'true' if self.pre_vote else 'false'}",
+            f"check_quorum={'true' if self.check_quorum else 'false'}",
+            f"unsafe={','.join(self.unsafe)}",
+            f"seed={node_seed(self.seed, nid)}",
+        ]
+        return "\n".join(lines) + "\n"
+
+    # --- shell snippets ---------------------------------------------------
+
+    def _running_test(self) -> str:
+        """sh condition: the pid file names a live ``kraft.node`` process (zombies have no cmdline)."""
+        pidfile = shlex.quote(self.paths.pid)
+        return (f'pid=$(cat {pidfile} 2>/dev/null) && [ -n "$pid" ] && '
+                f'tr "\\000" " " < /proc/$pid/cmdline 2>/dev/null | grep -q "kraft[.]node"')
+
+    def _signal_script(self, sig: str) -> str:
+        """sh script: send ``sig`` to the node process; prints ``signalled`` if one got it."""
+        return f'if {self._running_test()}; then kill -{sig} "$pid" && echo signalled; fi'
+
+    def _kill_script(self) -> str:
+        """sh script: SIGKILL the pid-file process, then any other ``kraft.node`` process
+        started with our config (``pkill -9 -f`` without matching this shell), then
+        wait up to 5 s for them to be gone. Prints ``signalled`` per kill."""
+        marker = f"--config {self.paths.config}"
+        return (
+            f"{self._signal_script('9')}\n"
+            "for p in /proc/[0-9]*; do\n"
+            '  n=${p#/proc/}; [ "$n" = "$$" ] && continue\n'
+            '  c=$(tr "\\000" " " < $p/cmdline 2>/dev/null) || continue\n'
+            # "kraft[.]node" cannot match this script's own text (nor that of a wrapper like timeout)
+            f'  case "$c" in *kraft[.]node*{shlex.quote(marker)}*) kill -9 "$n" 2>/dev/null && echo signalled;; esac\n'
+            "done\n"
+            f"i=0; while {self._running_test()} && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n"
+            "true"
+        )
+
+    def _stop_script(self, timeout_s: float) -> str:
+        """sh script: SIGTERM (and SIGCONT, in case it is paused), wait up to
+        ``timeout_s``, then SIGKILL. Prints ``signalled`` if a process got SIGTERM."""
+        ticks = max(1, int(timeout_s * 10))
+        return (
+            f'if {self._running_test()}; then kill -TERM "$pid"; kill -CONT "$pid"; echo signalled; fi\n'
+            f"i=0; while {self._running_test()} && [ $i -lt {ticks} ]; do sleep 0.1; i=$((i+1)); done\n"
+            f"if {self._running_test()}; then echo sigkill; fi\n"
+        )
+
+    def _start_script(self) -> str:
+        """sh script: start the node detached unless it runs; prints ``started`` or ``running``."""
+        p = self.paths
+        return (
+            f"if {self._running_test()}; then echo running; exit 0; fi\n"
+            "cd / || exit 1\n"
+            f"nohup {shlex.quote(p.python)} -m kraft.node --config {shlex.quote(p.config)} "
+            f"</dev/null >>{shlex.quote(p.log)} 2>&1 &\n"
+            f"echo $! > {shlex.quote(p.pid)}\n"
+            "echo started"
+        )
+
+    # --- lifecycle ----------------------------------------------------------
+
+    def install_config(self, node: str) -> None:
+        """Create the node's directories and write its properties file (via ``remote.put``)."""
+        dirs = " ".join(shlex.quote(d) for d in self.paths.dirs())
+        self.remote.exec(node, f"mkdir -p {dirs}", check=True)
+        with tempfile.TemporaryDirectory(prefix="kraft-conf-") as tmp:
+            local = Path(tmp) / "node.properties"
+            local.write_text(self.config_text(node))
+            self.remote.put(node, local, self.paths.config)
+
+    def format(self, node: str) -> None:
+        """Wipe the node's data dir and log, then run ``kraft format`` (cluster id, node id).
+
+        Raises ``RemoteError`` if formatting fails.
+        """
+        p = self.paths
+        argv = [p.python, "-m", "kraft", "format", "--cluster-id", self.cluster_id,
+                "--node-id", str(self.node_id(node)), "--data-dir", p.data_dir]
+        script = (f"rm -rf {shlex.quote(p.data_dir)} {shlex.quote(p.log)} {shlex.quote(p.pid)} && "
+                  f"mkdir -p {shlex.quote(p.data_dir)} && cd / && "
+                  + " ".join(shlex.quote(a) for a in argv))
+        self.remote.exec(node, script, check=True, timeout_s=60.0)
+
+    def start(self, node: str) -> bool:
+        """Start the node's process, detached, unless it already runs.
+
+        Returns True if it was started, False if it was running. Raises
+        ``RemoteError`` when the node cannot be reached.
+        """
+        result = self.remote.exec(node, self._start_script(), check=True)
+        started = "started" in result.stdout
+        log.info("%s: %s", node, "started" if started else "already running")
+        return started
+
+    def is_running(self, node: str) -> bool:
+        """True if the node's ``kraft.node`` process exists (a paused one counts)."""
+        return self.remote.exec(node, self._running_test(), check=False).exit_code == 0
+
+    def kill(self, node: str) -> bool:
+        """SIGKILL the node's process (pid file, then any process with our config).
+
+        Waits up to 5 s for it to be gone. Returns True if a process was
+        killed. Raises ``RemoteError`` when the node cannot be reached.
+        """
+        result = self.remote.exec(node, self._kill_script(), check=True)
+        return "signalled" in result.stdout
+
+    def stop(self, node: str, timeout_s: float | None = None) -> bool:
+        """SIGTERM the node's process, wait up to ``timeout_s`` (default
+        ``stop_timeout_s``) seconds for it to exit, then SIGKILL.
+
+        Returns True if a process was running. Raises ``RemoteError``.
+        """
+        timeout_s = self.stop_timeout_s if timeout_s is None else timeout_s
+        result = self.remote.exec(node, self._stop_script(timeout_s), check=True,
+                                  timeout_s=timeout_s + 30.0)
+        if "sigkill" in result.stdout:
+            log.warning("%s: did not exit within %.1f s of SIGTERM; killing it", node, timeout_s)
+            self.kill(node)
+        return "signalled" in result.stdout
+
+    def pause(self, node: str) -> bool:
+        """SIGSTOP the node's process; True if there was one. Raises ``RemoteError``."""
+        return "signalled" in self.remote.exec(node, self._signal_script("STOP"), check=True).stdout
+
+    def resume(self, node: str) -> bool:
+        """SIGCONT the node's process; True if there was one. Raises ``RemoteError``."""
+        return "signalled" in self.remote.exec(node, self._signal_script("CONT"), check=True).stdout
+
+    def log_tail(self, node: str, lines: int = 20) -> str:
+        """The last ``lines`` lines of the node's log ('' if unreadable)."""
+        res = self.remote.exec(node, f"tail -n {int(lines)} {shlex.quote(self.paths.log)}", check=False)
+        return res.stdout if res.exit_code == 0 else ""
+
+    def setup_node(self, node: str) -> None:
+        """Config, format and start one node. Raises ``RemoteError``."""
+        self.install_config(node)
+        self.format(node)
+        self.start(node)
+
+    def setup(self) -> None:
+        """Install config, format and start every node (in parallel), then check they still run
+        after ``startup_check_s`` seconds.
+
+        Raises :class:`DBError` naming the failed nodes (with their log tails).
+        """
+        nodes = list(self.cluster.nodes)
+        try:
+            on_nodes(nodes, self.setup_node, what="db setup")
+        except NodeErrors as err:
+            raise DBError(str(err)) from err
+        time.sleep(self.startup_check_s)
+        dead = [n for n in nodes if not self.is_running(n)]
+        if dead:
+            tails = "\n".join(f"--- {n} {self.paths.log}:\n{self.log_tail(n)}" for n in dead)
+            raise DBError(f"node process exited right after start on {', '.join(dead)}\n{tails}")
+
+    def teardown(self) -> dict[str, str]:
+        """Stop every node (in parallel); tolerant: returns ``{node: error}`` instead of raising."""
+        try:
+            on_nodes(self.cluster.nodes, self.stop, what="db teardown")
+        except NodeErrors as err:
+            log.warning("%s", err)
+            return {n: str(e) for n, e in err.errors.items()}
+        return {}
+
+    def collect(self, node: str, dest: Path) -> dict[str, str]:
+        """Copy the node's log, config and data dir into ``dest``.
+
+        Produces ``dest/node.log``, ``dest/node.properties`` and ``dest/data/``
+        (so ``dest/data/meta.properties`` etc.). Missing files are not fatal:
+        returns ``{local name: error}`` for what could not be copied.
+        """
+        dest = Path(dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        missing: dict[str, str] = {}
+        for remote_path, name in ((self.paths.log, "node.log"), (self.paths.config, "node.properties"),
+                                  (self.paths.data_dir, "data")):
+            try:
+                self.remote.get(node, remote_path, dest / name)
+            except (RemoteError, OSError) as err:
+                missing[name] = str(err)
+                log.warning("%s: could not collect %s: %s", node, remote_path, err)
+        return missing

@@ -1,0 +1,396 @@
+"""Runs one test end to end: cluster, DB, workload + nemesis, final reads, collection, checking.
+
+Sequence (``run_test``): connect engine -> ensure node image -> DockerCluster
+(run id ``<timestamp>-<seed>``) -> ``KraftDB.setup()`` -> wait for a leader
+-> workload and nemesis together for ``time_limit`` s -> stop the nemesis,
+heal everything -> wait for a leader (30 s) -> wait for followers to catch up
+(15 s) -> final reads -> stop nodes gracefully, collect every node into
+``nodes/<node>/`` -> check -> ``results.json``. The cluster is torn down in
+any case (unless ``keep_cluster``), also on SIGINT, which cancels the run
+cleanly and surfaces as :class:`Interrupted` (exit 130).
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+import logging
+import random
+import shlex
+import signal
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from . import store
+
+log = logging.getLogger("kraft_chaos.runner")
+
+#: seconds to wait for the first leader after the nodes start
+FIRST_LEADER_TIMEOUT_S = 60.0
+#: seconds to wait for a leader once every fault is healed
+HEALED_LEADER_TIMEOUT_S = 30.0
+#: seconds to wait for every voter to reach the leader's log end offset
+CATCH_UP_TIMEOUT_S = 15.0
+#: seconds to retry the final linearizable read
+FINAL_READ_TIMEOUT_S = 30.0
+
+
+class Interrupted(Exception):
+    """The run was interrupted (SIGINT); the cluster was torn down. Exit code 130."""
+
+
+class RunSetupError(RuntimeError):
+    """The cluster came up but never became usable (e.g. no leader elected). Exit code 4."""
+
+
+@dataclasses.dataclass
+class RunConfig:
+    """A test's configuration, as given on the ``kraft-chaos run`` command line.
+
+    Times in seconds, ``rate`` in ops/s. ``nemesis`` lists fault names
+    (``nemesis.schedule.FAULT_NAMES``); ``unsafe`` lists ``kraft.unsafe``
+    switch names. ``seed`` drives every random choice.
+    """
+
+    seed: int
+    nodes: int = 5
+    time_limit: float = 60.0
+    nemesis: list[str] = dataclasses.field(default_factory=lambda: ["partition", "kill", "pause"])
+    workload: str = "append"
+    concurrency: int = 10
+    rate: float = 100.0
+    cluster: str = "docker"
+    keep_cluster: bool = False
+    store: str = str(store.DEFAULT_ROOT)
+    base_image: str | None = None
+    subnet: str = "10.77.0.0/24"
+    nemesis_interval: float = 10.0
+    nemesis_duration: float = 10.0
+    unsafe: list[str] = dataclasses.field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as JSON-ready data (for ``test.json``)."""
+        return dataclasses.asdict(self)
+
+    def test_name(self) -> str:
+        """The store folder of this test, e.g. ``append-partition+kill+pause``."""
+        return store.test_name(self.workload, self.nemesis)
+
+    def repeat_command(self) -> str:
+        """The ``kraft-chaos run ...`` command line that repeats this run (same seed)."""
+        def num(x: float) -> str:
+            return str(int(x)) if float(x).is_integer() else str(x)
+        args = ["kraft-chaos", "run", "--nodes", str(self.nodes), "--time-limit", num(self.time_limit),
+                "--nemesis", ",".join(self.nemesis) or "none", "--workload", self.workload,
+                "--concurrency", str(self.concurrency), "--rate", num(self.rate),
+                "--nemesis-interval", num(self.nemesis_interval),
+                "--nemesis-duration", num(self.nemesis_duration), "--seed", str(self.seed)]
+        if self.cluster != "docker":
+            args += ["--cluster", self.cluster]
+        if self.subnet != RunConfig.subnet:
+            args += ["--subnet", self.subnet]
+        if self.base_image:
+            args += ["--base-image", self.base_image]
+        if self.unsafe:
+            args += ["--unsafe", ",".join(self.unsafe)]
+        if self.store != str(store.DEFAULT_ROOT):
+            args += ["--store", self.store]
+        if self.keep_cluster:
+            args.append("--keep-cluster")
+        return shlex.join(args)
+
+
+def cluster_id_for(seed: int) -> str:
+    """A KRaft cluster id (22-char base64url of 16 bytes, like ``kafka-storage random-uuid``) from ``seed``."""
+    raw = random.Random(f"{seed}:cluster-id").getrandbits(128).to_bytes(16, "big")
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def check_run_dir(run_dir: Path) -> dict:
+    """Run the checkers on a stored run and (re)write its ``results.json``.
+
+    Reads ``history.jsonl`` and ``nodes/`` (node data is left out when
+    ``nodes/`` holds none). Returns ``{"valid", "anomalies": {checker:
+    count}, "checkers": {checker: result}, "stats": ...}``. Raises
+    ``harness.history.HistoryError`` (with the line number) for a malformed
+    history and ``FileNotFoundError`` when there is none.
+    """
+    from checkers.log_safety import check_all
+    from checkers.node_data import load_node_data
+    from harness.history import read_history
+
+    run_dir = Path(run_dir)
+    history = read_history(store.history_path(run_dir))
+    ndir = store.nodes_dir(run_dir)
+    nodes = load_node_data(ndir) if ndir.is_dir() else None
+    raw = check_all(history, nodes or None)
+    results = {"valid": raw["valid"], "anomalies": raw["anomaly_counts"],
+               "checkers": raw["checkers"], "stats": raw["stats"]}
+    store.write_json(store.results_path(run_dir), results)
+    return results
+
+
+def attach_file_log(run_dir: Path) -> logging.Handler:
+    """Send every log record (INFO and up) to ``<run>/harness.log``; returns the handler."""
+    h = logging.FileHandler(store.harness_log_path(run_dir), encoding="utf-8")
+    h.setLevel(logging.INFO)
+    h.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(h)
+    if root.level > logging.INFO or root.level == logging.NOTSET:
+        root.setLevel(logging.INFO)
+    return h
+
+
+def prepare_run(config: RunConfig) -> Path:
+    """Create the run directory, write ``test.json`` and point ``store/latest`` at it."""
+    run_dir = store.create_run_dir(config.store, config.test_name())
+    store.write_test_json(run_dir, config.to_dict(), config.seed, config.repeat_command())
+    store.update_latest(config.store, run_dir)
+    return run_dir
+
+
+def run_test(config: RunConfig, run_dir: Path | None = None,
+             progress: bool | None = None) -> tuple[dict, Path]:
+    """Run the test ``config`` describes; returns ``(results, run_dir)``.
+
+    ``run_dir`` defaults to a new store directory (:func:`prepare_run`);
+    ``progress`` forces the live line on/off (None: when stdout is a TTY).
+    Raises :class:`Interrupted` on SIGINT, ``clusters.errors.ClusterError``,
+    ``harness.db.DBError`` or :class:`RunSetupError` when the cluster cannot be set up, ``ValueError``
+    for a bad config; the cluster is torn down before any of these propagate
+    (unless ``keep_cluster``).
+    """
+    if config.workload != "append":
+        raise ValueError(f"unknown workload {config.workload!r}: choose from append")
+    if config.cluster != "docker":
+        raise ValueError(f"unknown cluster backend {config.cluster!r}: choose from docker")
+    run_dir = Path(run_dir) if run_dir is not None else prepare_run(config)
+    handler = attach_file_log(run_dir)
+    try:
+        log.info("run %s: %s", run_dir, config.repeat_command())
+        results = asyncio.run(_Run(config, run_dir, progress).main())
+        return results, run_dir
+    except Interrupted:
+        log.warning("run interrupted")
+        raise
+    except Exception as e:
+        from clusters.errors import ClusterError
+        from harness.db import DBError
+        if isinstance(e, (ClusterError, RunSetupError, DBError, ValueError)):
+            log.error("run failed: %s", e)
+        else:
+            log.exception("run failed with a harness error")
+        raise
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+
+
+class _Run:
+    """One run's state, so cleanup knows what exists (see :func:`run_test`)."""
+
+    def __init__(self, config: RunConfig, run_dir: Path, progress: bool | None):
+        self.config, self.run_dir, self.progress = config, run_dir, progress
+        self.cluster_id = cluster_id_for(config.seed)
+        self.run_id = f"{run_dir.name}-{config.seed}"
+        self.engine = None
+        self.cluster = None
+        self.db = None
+        self.controller = None
+        self.history = None
+        self.workload = None
+        self.collected = False
+        self.interrupted = False
+        self._pending: list[asyncio.Future] = []
+
+    # -- plumbing ---------------------------------------------------------
+
+    async def _blocking(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        """Run blocking ``fn`` in a thread. If we are cancelled meanwhile, the
+        thread's future is remembered so cleanup waits for it before tearing down."""
+        fut = asyncio.get_running_loop().run_in_executor(None, lambda: fn(*args, **kwargs))
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            self._pending.append(fut)
+            raise
+
+    def _on_sigint(self, task: asyncio.Task) -> None:
+        if self.interrupted:
+            log.warning("interrupt again: still cleaning up (tearing down the cluster), please wait; "
+                        "to force, kill -9 this process and run `kraft-chaos teardown`")
+            return
+        self.interrupted = True
+        log.warning("interrupted: stopping the test and tearing down the cluster")
+        task.cancel()
+
+    async def main(self) -> dict:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        on_main = threading.current_thread() is threading.main_thread()
+        if on_main:
+            loop.add_signal_handler(signal.SIGINT, self._on_sigint, task)
+        try:
+            try:
+                return await self._body()
+            except asyncio.CancelledError:
+                if self.interrupted:
+                    raise Interrupted("interrupted by SIGINT") from None
+                raise
+            finally:
+                await self._cleanup()
+        finally:
+            if on_main:
+                loop.remove_signal_handler(signal.SIGINT)
+
+    # -- the test ---------------------------------------------------------
+
+    async def _body(self) -> dict:
+        from clusters.docker_cluster import DockerCluster
+        from clusters.engine import connect_engine
+        from clusters.image import ensure_node_image
+        import kraft
+
+        cfg = self.config
+        client = self.engine = await self._blocking(connect_engine)
+        image = await self._blocking(ensure_node_image, client, Path(kraft.__file__).parent,
+                                     cfg.base_image, log=lambda m: log.info("%s", m))
+        self.cluster = DockerCluster(cfg.nodes, self.run_id, image, subnet=cfg.subnet,
+                                     keep=cfg.keep_cluster, client=client)
+        log.info("setting up %d nodes (run id %s, image %s)", cfg.nodes, self.run_id, image)
+        await self._blocking(self.cluster.setup)
+        self.db = self._make_db()
+        await self._blocking(self.db.setup)
+        nodes = list(self.cluster.nodes)
+
+        from .leader import wait_for_leader
+        leader = await wait_for_leader(self.db, nodes, self.cluster_id, FIRST_LEADER_TIMEOUT_S)
+        if leader is None:
+            raise RunSetupError(f"no leader was elected within {FIRST_LEADER_TIMEOUT_S:.0f} s of "
+                                f"starting the nodes; see {store.nodes_dir(self.run_dir)}/*/node.log")
+        log.info("first leader: %s", leader)
+
+        await self._run_phase(nodes)
+        return await self._finish(nodes)
+
+    def _make_db(self):
+        from harness.db import KraftDB
+        return KraftDB(self.cluster, self.cluster_id, self.config.seed, unsafe=list(self.config.unsafe))
+
+    async def _run_phase(self, nodes: list[str]) -> None:
+        """Workload and nemesis together for ``time_limit`` seconds, then heal."""
+        from harness.history import HistoryWriter
+        from workloads.append import AppendOptions, AppendWorkload
+        from workloads.topology import Topology
+        from .leader import find_leader
+        from .progress import Progress, Snapshot
+
+        cfg = self.config
+        self.history = HistoryWriter(store.history_path(self.run_dir))
+        self.workload = AppendWorkload(Topology.from_db(self.db, nodes), self.cluster_id, self.history,
+                                       cfg.seed, AppendOptions(concurrency=cfg.concurrency, rate=cfg.rate))
+        stop = asyncio.Event()
+        tasks = [asyncio.create_task(self.workload.run(stop), name="workload")]
+        if cfg.nemesis:
+            from nemesis.controller import NemesisController
+            from nemesis.runner import run_nemesis
+            from nemesis.schedule import FaultSchedule
+            rng = random.Random(f"{cfg.seed}:nemesis")
+            self.controller = NemesisController(self.cluster, self.db,
+                                                lambda: find_leader(self.db, nodes, self.cluster_id), rng)
+            schedule = FaultSchedule(cfg.nemesis, rng, cfg.nemesis_interval, cfg.nemesis_duration,
+                                     n_nodes=cfg.nodes)
+            tasks.append(asyncio.create_task(run_nemesis(self.controller, schedule, self.history, stop),
+                                             name="nemesis"))
+        mon = self.workload.monitor
+        snap = Snapshot(lambda: self.workload.tally.totals(),
+                        (lambda: self.controller.active) if self.controller else None,
+                        lambda: (f"id {mon.leader[1]} (epoch {mon.leader[0]})" if mon.leader else None),
+                        cfg.time_limit)
+        log.info("running %s for %.0f s with nemesis %s", cfg.workload, cfg.time_limit,
+                 ",".join(cfg.nemesis) or "none")
+        try:
+            async with Progress(snap, live=self.progress):
+                await asyncio.wait(tasks, timeout=cfg.time_limit, return_when=asyncio.FIRST_EXCEPTION)
+                stop.set()
+                results = await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            # On cancellation (SIGINT) the workload and nemesis must end before the history
+            # closes: cancelling records in-flight ops as info and heals an active fault.
+            stop.set()
+            for t in tasks:
+                if not t.done():
+                    t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for t, r in zip(tasks, results):
+            if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
+                log.error("%s failed: %r", t.get_name(), r)
+                raise r
+        if self.controller is not None:
+            log.info("healing every fault")
+            await self._blocking(self.controller.heal_all)
+
+    async def _finish(self, nodes: list[str]) -> dict:
+        from workloads.append import final_reads
+        from .leader import wait_for_catch_up, wait_for_leader
+
+        leader = await wait_for_leader(self.db, nodes, self.cluster_id, HEALED_LEADER_TIMEOUT_S)
+        if leader is None:
+            log.warning("no leader within %.0f s after healing", HEALED_LEADER_TIMEOUT_S)
+        elif not await wait_for_catch_up(self.db, nodes, self.cluster_id, CATCH_UP_TIMEOUT_S):
+            log.warning("voters did not all reach the leader's log end offset within %.0f s",
+                        CATCH_UP_TIMEOUT_S)
+        log.info("final reads (leader %s)", leader)
+        await final_reads(self.workload, leader, FINAL_READ_TIMEOUT_S)
+        self.history.close()
+        log.info("stopping nodes and collecting their data")
+        await self._blocking(self.db.teardown)
+        await self._collect(nodes)
+        log.info("checking the history")
+        results = await self._blocking(check_run_dir, self.run_dir)
+        log.info("verdict: valid=%s anomalies=%s", results["valid"], results["anomalies"])
+        return results
+
+    async def _collect(self, nodes: list[str]) -> None:
+        for node in nodes:
+            dest = store.nodes_dir(self.run_dir) / node
+            try:
+                await self._blocking(self.db.collect, node, dest)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.error("could not collect %s: %s", node, e)
+        self.collected = True
+
+    async def _cleanup(self) -> None:
+        """Wait for in-flight blocking calls, heal, collect (best effort), tear down."""
+        for fut in self._pending:
+            try:
+                await fut
+            except BaseException:
+                pass
+        if self.history is not None:
+            self.history.close()
+        if self.controller is not None and self.config.keep_cluster:
+            await self._best_effort("heal", self.controller.heal_all)
+        if self.db is not None and not self.collected:
+            await self._best_effort("stop nodes", self.db.teardown)
+            try:
+                await self._collect(list(self.cluster.nodes))
+            except BaseException as e:
+                log.error("collecting node data failed: %r", e)
+        if self.cluster is not None:
+            if self.config.keep_cluster:
+                log.info("keeping cluster %s (remove it with `kraft-chaos teardown`)", self.run_id)
+            else:
+                await self._best_effort("tear down the cluster", self.cluster.teardown)
+        if self.engine is not None:
+            await self._best_effort("close the engine connection", self.engine.close)
+
+    async def _best_effort(self, what: str, fn: Callable) -> None:
+        try:
+            await self._blocking(fn)
+        except BaseException as e:
+            log.error("could not %s: %r", what, e)

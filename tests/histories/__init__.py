@@ -1,0 +1,1 @@
+"""Hand-made histories for the checker tests."""

@@ -1,0 +1,256 @@
+"""The ``append`` workload: concurrent clients append unique ints and read the committed log.
+
+C workers (``concurrency``) share a target total rate (ops/s); each paces
+itself at rate/C with seeded jitter. About one op in ten is a linearizable
+read of the last ~200 committed offsets. Each worker keeps its own belief of
+who leads: it follows the ``leader_id`` hint of a DefiniteError and picks a
+random other node after an indefinite error or a hint-less failure. History
+shapes are those of DEVELOPERS.md, "Client ops". A worker whose op ends in
+``info`` takes a fresh process id (Jepsen: the process may be stuck forever).
+
+A :class:`workloads.monitor.QuorumMonitor` runs alongside and samples
+DescribeQuorum on every node (for election safety and availability).
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import random
+from typing import Any
+
+from .clients import ClientFactory, ClientPool
+from .counters import OpTally, Sequence
+from .monitor import QuorumMonitor
+from .recorder import Outcome, record
+from .topology import Topology
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class AppendOptions:
+    """Knobs of the append workload.
+
+    ``concurrency``: number of workers (>= 1). ``rate``: target total ops/s
+    (> 0). ``read_fraction``: probability an op is a read (0..1).
+    ``read_window``: reads start at max(0, last seen high watermark - window)
+    (records). ``timeout_ms``: per-request client timeout (ms).
+    ``monitor_interval_ms`` / ``monitor_timeout_ms``: DescribeQuorum sampling
+    period and timeout (ms). Raises ``ValueError`` naming the bad field.
+    """
+
+    concurrency: int = 10
+    rate: float = 100.0
+    read_fraction: float = 0.1
+    read_window: int = 200
+    timeout_ms: int = 3000
+    monitor_interval_ms: int = 500
+    monitor_timeout_ms: int = 1000
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.concurrency, int) or self.concurrency < 1:
+            raise ValueError(f"concurrency must be an int >= 1, got {self.concurrency!r}")
+        if not self.rate > 0:
+            raise ValueError(f"rate must be > 0 ops/s, got {self.rate!r}")
+        if not 0 <= self.read_fraction <= 1:
+            raise ValueError(f"read_fraction must be in [0, 1], got {self.read_fraction!r}")
+        if self.read_window < 0:
+            raise ValueError(f"read_window must be >= 0, got {self.read_window!r}")
+        for name in ("timeout_ms", "monitor_interval_ms", "monitor_timeout_ms"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0 ms, got {getattr(self, name)!r}")
+
+
+class AppendWorkload:
+    """Drives the cluster with appends and reads until a stop event is set.
+
+    ``history`` is a ``harness.history.HistoryWriter``; ``seed`` (int) seeds
+    every random choice (worker i uses ``Random(f"{seed}:append:worker:{i}")``).
+    ``pids`` hands out process ids (shared with any other client of the
+    history); ``client_factory`` builds clients (default
+    ``kraft.client.KraftClient``). ``tally`` counts outcomes for progress.
+    """
+
+    def __init__(self, topology: Topology, cluster_id: str, history, seed: int,
+                 options: AppendOptions | None = None, pids: Sequence | None = None,
+                 client_factory: ClientFactory | None = None):
+        self.topology, self.cluster_id, self.history = topology, cluster_id, history
+        self.seed = seed
+        self.options = options or AppendOptions()
+        self.pids = pids or Sequence(0)
+        self.values = Sequence(0)
+        self.tally = OpTally()
+        self.client_factory = client_factory
+        self.monitor = QuorumMonitor(topology, cluster_id, history, self.pids,
+                                     interval_ms=self.options.monitor_interval_ms,
+                                     timeout_ms=self.options.monitor_timeout_ms,
+                                     client_factory=client_factory)
+
+    def pool(self, timeout_ms: int | None = None) -> ClientPool:
+        """A fresh client pool (one client per node) for one owner."""
+        return ClientPool(self.topology, self.cluster_id, timeout_ms or self.options.timeout_ms,
+                          self.client_factory)
+
+    async def run(self, stop: asyncio.Event, monitor: bool = True) -> None:
+        """Run the workers (and the monitor) until ``stop`` is set.
+
+        Ops in flight when ``stop`` is set finish (bounded by ``timeout_ms``)
+        before this returns. Cancellation records in-flight ops as ``info``.
+        """
+        tasks = [asyncio.create_task(_Worker(self, i).run(stop), name=f"append-worker-{i}")
+                 for i in range(self.options.concurrency)]
+        if monitor:
+            tasks.append(asyncio.create_task(self.monitor.run(stop), name="quorum-monitor"))
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class _Worker:
+    """One client thread of the append workload (see :class:`AppendWorkload`)."""
+
+    def __init__(self, wl: AppendWorkload, index: int):
+        self.wl, self.index = wl, index
+        self.rng = random.Random(f"{wl.seed}:append:worker:{index}")
+        self.nodes = list(wl.topology.nodes)
+        self.process = wl.pids.next()
+        self.target = self.rng.choice(self.nodes)
+        self.last_hw = 0
+        self.clients = wl.pool()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Issue paced ops until ``stop`` is set."""
+        loop = asyncio.get_running_loop()
+        interval = self.wl.options.concurrency / self.wl.options.rate  # seconds per op, per worker
+        next_at = loop.time() + self.rng.uniform(0, interval)
+        try:
+            while not stop.is_set():
+                delay = next_at - loop.time()
+                if delay > 0:
+                    try:
+                        await asyncio.wait_for(stop.wait(), delay)
+                        break
+                    except TimeoutError:
+                        pass
+                now = loop.time()
+                next_at = max(next_at, now - interval) + interval * self.rng.uniform(0.5, 1.5)
+                if self.rng.random() < self.wl.options.read_fraction:
+                    await self.read()
+                else:
+                    await self.append()
+        finally:
+            await self.clients.close()
+
+    async def append(self) -> Outcome:
+        """Append the next unique value to the believed leader; record it."""
+        node, v = self.target, self.wl.values.next()
+        out = await record(self.wl.history, self.wl.tally, self.process, "append", v, node,
+                           lambda: self.clients.get(node).append(v),
+                           lambda r: {"value": v, "offset": r[0], "epoch": r[1]})
+        if out.type == "ok":
+            self.last_hw = max(self.last_hw, out.result[0] + 1)
+        self._after(out)
+        return out
+
+    async def read(self) -> Outcome:
+        """A linearizable read of the recent committed log from the believed leader."""
+        node = self.target
+        value = {"from": max(0, self.last_hw - self.wl.options.read_window),
+                 "linearizable": True, "final": False}
+        out = await record(self.wl.history, self.wl.tally, self.process, "read", value, node,
+                           lambda: self.clients.get(node).read(value["from"], linearizable=True),
+                           lambda r: read_ok_value(value, r))
+        if out.type == "ok":
+            self.last_hw = max(self.last_hw, out.result["high_watermark"])
+        self._after(out)
+        return out
+
+    def _after(self, out: Outcome) -> None:
+        """Update process id and leader belief after an op."""
+        if out.type == "ok":
+            return
+        if out.type == "info":
+            self.process = self.wl.pids.next()
+        hinted = self.wl.topology.node_for_id(out.leader_hint)
+        self.target = hinted if hinted is not None else pick_other(self.rng, self.nodes, self.target)
+
+
+def read_ok_value(invoke_value: dict, result: dict) -> dict:
+    """The ok value of a read: the invoke value plus ``high_watermark`` and ``records``."""
+    return {**invoke_value, "high_watermark": result["high_watermark"],
+            "records": result["records"]}
+
+
+def pick_other(rng: random.Random, nodes: list[str], current: str | None) -> str:
+    """A random node, other than ``current`` when there is a choice."""
+    choices = [n for n in nodes if n != current] or nodes
+    return rng.choice(choices)
+
+
+async def final_reads(wl: AppendWorkload, leader: str | None, timeout_s: float = 30.0,
+                      node_timeout_s: float = 10.0, retry_delay_s: float = 0.5) -> dict[str, Any]:
+    """The end-of-test reads, recorded with ``"final": true``.
+
+    First one linearizable read of the whole log (``from`` 0) via ``leader``
+    (or any node), retried — following leader hints — until ok or
+    ``timeout_s`` (s). Then one non-linearizable read from offset 0 on every
+    node, concurrently, each retried until ok or ``node_timeout_s``. Returns
+    ``{"linearizable": ok value | None, "nodes": {node: ok value | None}}``.
+    """
+    loop = asyncio.get_running_loop()
+    rng = random.Random(f"{wl.seed}:append:final")
+    nodes = list(wl.topology.nodes)
+    pool = wl.pool()
+    result: dict[str, Any] = {"linearizable": None, "nodes": {}}
+    try:
+        process, target = wl.pids.next(), leader or nodes[0]
+        deadline = loop.time() + timeout_s
+        value = {"from": 0, "linearizable": True, "final": True}
+        while True:
+            node = target
+            out = await record(wl.history, wl.tally, process, "read", value, node,
+                               lambda: pool.get(node).read(0, linearizable=True),
+                               lambda r: read_ok_value(value, r))
+            if out.type == "ok":
+                result["linearizable"] = read_ok_value(value, out.result)
+                break
+            if out.type == "info":
+                process = wl.pids.next()
+            hinted = wl.topology.node_for_id(out.leader_hint)
+            target = hinted if hinted is not None else pick_other(rng, nodes, node)
+            if loop.time() + retry_delay_s >= deadline:
+                log.warning("final linearizable read did not succeed within %.0f s", timeout_s)
+                break
+            await asyncio.sleep(retry_delay_s)
+    finally:
+        await pool.close()
+
+    async def node_read(node: str) -> None:
+        npool = wl.pool()
+        process = wl.pids.next()
+        value = {"from": 0, "linearizable": False, "final": True}
+        end = loop.time() + node_timeout_s
+        try:
+            while True:
+                out = await record(wl.history, wl.tally, process, "read", value, node,
+                                   lambda: npool.get(node).read(0, linearizable=False),
+                                   lambda r: read_ok_value(value, r))
+                if out.type == "ok":
+                    result["nodes"][node] = read_ok_value(value, out.result)
+                    return
+                if out.type == "info":
+                    process = wl.pids.next()
+                if loop.time() + retry_delay_s >= end:
+                    log.warning("final read on %s did not succeed within %.0f s", node, node_timeout_s)
+                    result["nodes"][node] = None
+                    return
+                await asyncio.sleep(retry_delay_s)
+        finally:
+            await npool.close()
+
+    await asyncio.gather(*(node_read(n) for n in nodes))
+    return result

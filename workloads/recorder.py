@@ -1,0 +1,72 @@
+"""Run one client request and record it in the history as invoke + ok/fail/info.
+
+The mapping is Jepsen's: a :class:`kraft.client.DefiniteError` is ``fail``
+(the op certainly did not happen), a :class:`kraft.client.IndefiniteError`
+is ``info`` (outcome unknown), and so is any unexpected exception or a
+cancellation mid-request (error ``"interrupted"``).
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from typing import Any, Awaitable, Callable
+
+from kraft import client as kclient
+
+from .counters import OpTally
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What happened to one op: ``type`` is "ok" | "fail" | "info".
+
+    ``result`` is the request's return value when ok; ``error`` the exception
+    otherwise (a :class:`kraft.client.ClientError` or anything unexpected).
+    """
+
+    type: str
+    result: Any = None
+    error: BaseException | None = None
+
+    @property
+    def leader_hint(self) -> int | None:
+        """The leader id a DefiniteError carried, if any."""
+        return getattr(self.error, "leader_id", None) if self.type == "fail" else None
+
+
+async def record(history, tally: OpTally | None, process: int, f: str, value: Any, node: str,
+                 request: Callable[[], Awaitable[Any]],
+                 ok_value: Callable[[Any], Any]) -> Outcome:
+    """Invoke ``request()`` and write the invoke and completion ops to ``history``.
+
+    ``ok_value(result)`` builds the ok op's value. A fail or info op keeps the
+    invoke ``value`` and gets ``error`` = the client error code. On
+    cancellation the info op is written before ``CancelledError`` propagates.
+    """
+    inv = history.invoke(process, f, value, node=node)
+    try:
+        result = await request()
+    except kclient.DefiniteError as e:
+        out = Outcome("fail", error=e)
+        history.complete(inv, "fail", value, error=e.code)
+    except kclient.IndefiniteError as e:
+        out = Outcome("info", error=e)
+        history.complete(inv, "info", value, error=e.code)
+    except asyncio.CancelledError:
+        history.complete(inv, "info", value, error="interrupted")
+        if tally is not None:
+            tally.add(f, "info")
+        raise
+    except Exception as e:  # a bug or an unexpected reply: outcome unknown
+        log.exception("unexpected error from %s on %s", f, node)
+        out = Outcome("info", error=e)
+        history.complete(inv, "info", value, error=f"{type(e).__name__}: {e}")
+    else:
+        out = Outcome("ok", result=result)
+        history.complete(inv, "ok", ok_value(result))
+    if tally is not None:
+        tally.add(f, out.type)
+    return out
