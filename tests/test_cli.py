@@ -197,7 +197,7 @@ def test_pytest_plugin_fixture_and_marker(pytester, monkeypatch, tmp_path):
             results, store_dir = kraft_chaos_run(nodes=3, nemesis=["kill"])
             assert results == {"valid": True}
     """)
-    result = pytester.runpytest_inprocess("-p", "harness.pytest_plugin", "--strict-markers",
+    result = pytester.runpytest_inprocess("--strict-markers",
                                           "--kraft-chaos-store", str(tmp_path / "s"))
     result.assert_outcomes(passed=1)
     (config, progress), = calls

@@ -20,14 +20,8 @@ SUBNET = os.environ.get("KRAFT_CHAOS_TEST_SUBNET", "10.78.0.0/24")
 
 
 @pytest.fixture(scope="module")
-def client():
-    from clusters.engine import connect_engine
-    try:
-        c = connect_engine(timeout_s=3)
-    except ClusterError as e:
-        pytest.skip(f"no Docker engine: {e}")
-    yield c
-    c.close()
+def client(engine):
+    return engine
 
 
 @pytest.fixture(scope="module")
