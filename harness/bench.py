@@ -69,7 +69,11 @@ async def throughput(db: KraftDB, nodes: list[str], cid: str, clients: int, seco
 
 
 async def failover_once(db: KraftDB, nodes: list[str], cid: str) -> float:
-    """Kill -9 the leader; ms from the kill to the first commit of an append invoked after it."""
+    """Kill -9 the leader; ms from issuing the kill to the first commit of an append invoked after it.
+
+    The appenders only talk to the other nodes, so nothing commits until a
+    new leader is elected among them.
+    """
     leader = await wait_for_leader(db, nodes, cid, 30.0)
     others = [n for n in nodes if n != leader]
     done = asyncio.Event()
@@ -97,8 +101,8 @@ async def failover_once(db: KraftDB, nodes: list[str], cid: str) -> float:
 
     tasks = [asyncio.create_task(appender(k)) for k in range(4)]
     await asyncio.sleep(0.5)
+    killed_at.append(time.monotonic())   # before the kill command: includes its latency
     await asyncio.to_thread(db.kill, leader)
-    killed_at.append(time.monotonic())
     try:
         await asyncio.wait_for(done.wait(), 30.0)
     finally:

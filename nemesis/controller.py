@@ -17,7 +17,7 @@ from nemesis.parallel import NodeErrors
 from nemesis.partition import Partitioner
 from nemesis.pause import pause_nodes, resume_nodes
 from nemesis.process_db import ProcessDB
-from nemesis.schedule import FAULT_NAMES, PARTITION_KINDS, PROCESS_KINDS, Fault
+from nemesis.schedule import CRASH_KINDS, FAULT_NAMES, PARTITION_KINDS, PROCESS_KINDS, Fault
 from nemesis.targets import choose_targets
 
 log = logging.getLogger("kraft_chaos.nemesis")
@@ -111,15 +111,16 @@ class NemesisController:
                 self._active[fault.name] = targets
             self.partitioner.apply(g)
         else:
-            if fault.kind not in PROCESS_KINDS:
-                raise ValueError(f"unknown {fault.name} kind {fault.kind!r}: choose from {', '.join(PROCESS_KINDS)}")
-            leader = self._leader() if fault.kind == "leader" else None
+            kinds = CRASH_KINDS if fault.name == "crash" else PROCESS_KINDS
+            if fault.kind not in kinds:
+                raise ValueError(f"unknown {fault.name} kind {fault.kind!r}: choose from {', '.join(kinds)}")
+            leader = self._leader() if fault.kind in ("leader", "majority") else None
             choice = choose_targets(fault.kind, self.nodes, self.rng, leader)
             targets, leader_unknown = choice.targets, choice.leader_unknown
             value["targets"] = targets
             with self._lock:
                 self._active[fault.name] = targets
-            signalled = (kill_nodes if fault.name == "kill" else pause_nodes)(self.db, targets)
+            signalled = (pause_nodes if fault.name == "pause" else kill_nodes)(self.db, targets)
             missing = [n for n in targets if not signalled[n]]
             if missing:
                 value["no_process"] = missing
@@ -130,7 +131,7 @@ class NemesisController:
 
     def stop(self, fault: Fault) -> dict:
         """Heal ``fault``: flush iptables on every node (partition), restart
-        the killed nodes (kill) or SIGCONT the paused ones (pause).
+        the killed nodes (kill, crash) or SIGCONT the paused ones (pause).
 
         Returns ``{"kind": K, "targets": [nodes]}``; stopping a fault that
         is not active does nothing and returns ``"targets": []``. Raises
@@ -144,7 +145,7 @@ class NemesisController:
         try:
             if fault.name == "partition":
                 self.partitioner.heal()
-            elif fault.name == "kill":
+            elif fault.name in ("kill", "crash"):
                 restart_nodes(self.db, targets)
             else:
                 resume_nodes(self.db, targets)

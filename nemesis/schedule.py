@@ -12,9 +12,12 @@ import dataclasses
 import random
 from typing import Iterable, Iterator
 
-FAULT_NAMES = ("kill", "partition", "pause")
+FAULT_NAMES = ("kill", "partition", "pause", "crash")
 PARTITION_KINDS = ("random-halves", "isolate-one", "isolate-leader", "majorities-ring", "bridge")
 PROCESS_KINDS = ("one", "minority", "leader")
+#: ``crash``: SIGKILL a majority (the leader among them) or every node at
+#: once, like a power loss; what a node had not written out is gone.
+CRASH_KINDS = ("majority", "all")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,9 +60,12 @@ def kinds_for(name: str, n_nodes: int) -> list[str]:
 
     Partitions: ``majorities-ring`` only with 5 nodes, ``bridge`` with 3 or
     more, the others with 2 or more. Kill and pause: all of
-    :data:`PROCESS_KINDS`. Raises ``ValueError`` for an unknown name.
+    :data:`PROCESS_KINDS`. Crash: :data:`CRASH_KINDS`. Raises
+    ``ValueError`` for an unknown name.
     """
     validate_fault_names([name])
+    if name == "crash":
+        return list(CRASH_KINDS)
     if name != "partition":
         return list(PROCESS_KINDS)
     kinds = []

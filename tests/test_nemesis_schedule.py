@@ -13,14 +13,15 @@ def take(schedule, k):
 def test_unknown_name_error_message():
     with pytest.raises(ValueError) as info:
         FaultSchedule(["kill", "foo"], random.Random(1))
-    assert str(info.value) == "unknown nemesis 'foo': choose from kill, partition, pause"
+    assert str(info.value) == "unknown nemesis 'foo': choose from kill, partition, pause, crash"
 
 
 def test_parse_fault_names():
     assert parse_fault_names("kill, partition,kill") == ["kill", "partition"]
     assert parse_fault_names("none") == [] and parse_fault_names("") == []
-    with pytest.raises(ValueError, match="unknown nemesis 'crash'"):
-        parse_fault_names("kill,crash")
+    assert parse_fault_names("crash") == ["crash"]
+    with pytest.raises(ValueError, match="unknown nemesis 'power'"):
+        parse_fault_names("kill,power")
 
 
 def test_same_seed_same_schedule():
