@@ -37,7 +37,7 @@ FINAL_READ_TIMEOUT_S = 30.0
 
 
 class Interrupted(Exception):
-    """The run was interrupted (SIGINT); the cluster was torn down. Exit code 130."""
+    """The run was interrupted (SIGINT or SIGTERM); the cluster was torn down. Exit code 130."""
 
 
 class RunSetupError(RuntimeError):
@@ -231,19 +231,21 @@ class _Run:
         task = asyncio.current_task()
         on_main = threading.current_thread() is threading.main_thread()
         if on_main:
-            loop.add_signal_handler(signal.SIGINT, self._on_sigint, task)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, self._on_sigint, task)
         try:
             try:
                 return await self._body()
             except asyncio.CancelledError:
                 if self.interrupted:
-                    raise Interrupted("interrupted by SIGINT") from None
+                    raise Interrupted("interrupted by SIGINT or SIGTERM") from None
                 raise
             finally:
                 await self._cleanup()
         finally:
             if on_main:
-                loop.remove_signal_handler(signal.SIGINT)
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(sig)
 
     # -- the test ---------------------------------------------------------
 
