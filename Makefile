@@ -9,13 +9,18 @@ STAMP  := $(VENV)/.installed
 
 RUN_ARGS ?= --nodes 5 --time-limit 60 --nemesis partition,kill,pause --workload append --concurrency 10 --rate 100
 
-.PHONY: run test unit bench engine venv image clean teardown
+.PHONY: run test test-slow unit bench engine venv image clean teardown
 
 run: venv engine
 	$(VENV)/bin/kraft-chaos run $(RUN_ARGS)
 
+# The default suite: unit tests and short Docker runs (a few minutes).
 test: venv engine
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra -m "not slow"
+
+# Long real runs that show the harness catches the bugs of the --unsafe switches.
+test-slow: venv engine
+	$(PY) -m pytest -q -ra -m slow
 
 unit: venv
 	$(PY) -m pytest -q -m "not docker"
@@ -36,7 +41,7 @@ engine:
 	@bash scripts/ensure-docker.sh
 
 image: venv engine
-	$(PY) -m clusters.image
+	PYTHON=$(PY) bash scripts/build-node-image.sh
 
 teardown: venv
 	$(VENV)/bin/kraft-chaos teardown
