@@ -111,34 +111,31 @@ def test_stop_event_during_fault_heals_at_once():
     assert [c[0] for c in ctl.calls] == ["start", "stop"]
 
 
-def test_cancel_during_fault_heals():
+def run_then_cancel(ctl, sched, after_s: float):
+    """Run the nemesis, cancel it after ``after_s`` seconds; returns the fake history."""
     async def main():
-        hist, ctl, stop = FakeHistory(), FakeController(), asyncio.Event()
-        task = asyncio.create_task(run_nemesis(ctl, schedule(interval=0.01, duration=30), hist, stop))
-        await asyncio.sleep(0.1)
+        hist = FakeHistory()
+        task = asyncio.create_task(run_nemesis(ctl, sched, hist, asyncio.Event()))
+        await asyncio.sleep(after_s)
         task.cancel()
         try:
             await task
         except asyncio.CancelledError:
             pass
-        return hist, ctl
-    hist, ctl = asyncio.run(main())
+        return hist
+    return asyncio.run(main())
+
+
+def test_cancel_during_fault_heals():
+    ctl = FakeController()
+    hist = run_then_cancel(ctl, schedule(interval=0.01, duration=30), 0.1)
     check_pairs(hist.ops)
     assert [c[0] for c in ctl.calls] == ["start", "stop"]
 
 
 def test_cancel_during_stop_records_it_once():
-    async def main():
-        hist, ctl, stop = FakeHistory(), FakeController(slow_stop_s=0.3), asyncio.Event()
-        task = asyncio.create_task(run_nemesis(ctl, schedule(interval=0.01, duration=0.01), hist, stop))
-        await asyncio.sleep(0.15)  # inside the first, slow stop
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            pass
-        return hist, ctl
-    hist, ctl = asyncio.run(main())
+    ctl = FakeController(slow_stop_s=0.3)
+    hist = run_then_cancel(ctl, schedule(interval=0.01, duration=0.01), 0.15)  # inside the slow stop
     check_pairs(hist.ops)
     assert [c[0] for c in ctl.calls] == ["start", "stop"]
 
