@@ -35,6 +35,7 @@ def check_stats(history: list[dict], nodes: dict[str, NodeData] | None = None) -
     ``nodes`` is unused.
     """
     counts: dict[str, dict[str, int]] = {}
+    leaders = set()
     for op in history:
         if op["type"] != "invoke":
             c = counts.setdefault(op["f"], {"ok": 0, "fail": 0, "info": 0})
@@ -46,6 +47,7 @@ def check_stats(history: list[dict], nodes: dict[str, NodeData] | None = None) -
         t0, t1 = client[0]["time"], client[-1]["time"]
         windows = max(1, math.ceil((t1 - t0) / WINDOW_NS))
         leader_windows, append_windows = set(), set()
+        leaders: set[tuple[int, int]] = set()
         dq_invoked = False
         for op in client:
             w = min((op["time"] - t0) // WINDOW_NS, windows - 1)
@@ -55,6 +57,8 @@ def check_stats(history: list[dict], nodes: dict[str, NodeData] | None = None) -
                 if (op["type"] == "ok" and isinstance(v, dict) and is_int(v.get("LeaderId"))
                         and v["LeaderId"] >= 0):
                     leader_windows.add(w)
+                    if is_int(v.get("LeaderEpoch")):
+                        leaders.add((v["LeaderEpoch"], v["LeaderId"]))
             elif op["f"] == "append" and op["type"] == "ok":
                 append_windows.add(w)
         availability = len(leader_windows) / windows if dq_invoked else None
@@ -69,4 +73,5 @@ def check_stats(history: list[dict], nodes: dict[str, NodeData] | None = None) -
         latency_ms[f] = {name: quantile(vals, q) for name, q in QUANTILES}
         latency_ms[f]["n"] = len(vals)
     return {"valid": True, "counts": counts, "windows": windows, "availability": availability,
-            "append_availability": append_availability, "latency_ms": latency_ms}
+            "append_availability": append_availability, "latency_ms": latency_ms,
+            "epochs": {"max": max((e for e, _ in leaders), default=None), "leaders": len(leaders)}}

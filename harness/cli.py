@@ -113,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--time-limit", type=_number("--time-limit"), default=60.0,
                    help="seconds of workload + nemesis (default 60)")
     r.add_argument("--nemesis", type=_nemeses, default=["partition", "kill", "pause"],
-                   help="comma-separated faults: partition,kill,pause, or none (default all)")
+                   help="comma-separated faults: partition, kill, pause, crash (kill -9 a majority or all, then restart), or none (default partition,kill,pause)")
     r.add_argument("--workload", type=_workload, default="append", help="workload (default append)")
     r.add_argument("--concurrency", type=_positive_int("--concurrency"), default=10,
                    help="client workers (default 10)")

@@ -227,6 +227,7 @@ class _Run:
         task.cancel()
 
     async def main(self) -> dict:
+        """Run the test and always clean up; SIGINT/SIGTERM cancel it (raises Interrupted)."""
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         on_main = threading.current_thread() is threading.main_thread()

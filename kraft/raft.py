@@ -114,10 +114,12 @@ class RaftNode:
     # -- helpers ---------------------------------------------------------------
     @property
     def epoch(self) -> int:
+        """The current epoch (persisted in quorum-state)."""
         return self.election.epoch
 
     @property
     def leader_id(self) -> int:
+        """The leader of the current epoch, or -1 if unknown."""
         return self.election.leader_id
 
     def _now(self) -> float:

@@ -32,6 +32,16 @@ def test_counts_latency_and_availability():
     lat = r["latency_ms"]["append"]
     assert lat["n"] == 2 and lat["p50"] == pytest.approx(10) and lat["max"] == pytest.approx(30)
     assert "start-kill" not in r["latency_ms"]
+    assert r["epochs"] == {"max": 1, "leaders": 1}
+
+
+def test_epochs_count_the_leaders_seen():
+    h = H()
+    for t, (epoch, leader) in enumerate([(1, 1), (1, 1), (2, 3), (5, 2), (5, 2)]):
+        i = h.invoke(t, "describe-quorum", None, node=f"n{leader}", at_ms=100 * t)
+        h.complete(i, "ok", {"LeaderId": leader, "LeaderEpoch": epoch}, at_ms=100 * t + 5)
+    assert check_stats(h.ops, None)["epochs"] == {"max": 5, "leaders": 3}
+    assert check_stats([], None)["epochs"] == {"max": None, "leaders": 0}
 
 
 def test_no_describe_quorum_and_empty_history():

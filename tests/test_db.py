@@ -11,7 +11,7 @@ import pytest
 
 from clusters.remote import ExecResult, Remote, RemoteError
 from harness.db import DBError, KraftDB, NodePaths, node_seed
-from nemesis.fakes import FakeCluster, FakeRemote
+from tests.nemesis_fakes import FakeCluster, FakeRemote
 
 
 # --- configuration and commands, against the recording fake ------------------

@@ -3,7 +3,7 @@ import random
 import pytest
 
 from nemesis.controller import NemesisController
-from nemesis.fakes import FakeCluster, FakeDB
+from tests.nemesis_fakes import FakeCluster, FakeDB
 from nemesis.grudge import sees
 from nemesis.parallel import NodeErrors
 from nemesis.partition import HEAL_COMMAND

@@ -4,7 +4,7 @@ import random
 import pytest
 
 from nemesis.controller import NemesisController
-from nemesis.fakes import FakeCluster, FakeDB
+from tests.nemesis_fakes import FakeCluster, FakeDB
 from nemesis.schedule import FaultSchedule, Fault, kinds_for
 from nemesis.targets import choose_targets, majority_size
 

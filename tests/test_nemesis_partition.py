@@ -2,7 +2,7 @@ import pytest
 
 from clusters.remote import ExecResult
 from nemesis import grudge as g
-from nemesis.fakes import FakeCluster, FakeRemote
+from tests.nemesis_fakes import FakeCluster, FakeRemote
 from nemesis.parallel import NodeErrors
 from nemesis.partition import HEAL_COMMAND, Partitioner, drop_commands
 

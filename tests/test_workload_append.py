@@ -149,7 +149,7 @@ def test_append_ok_values_match_the_log_and_values_are_unique(tmp_path, fake):
 
 
 def test_definite_fail_keeps_process_and_follows_leader_hint(tmp_path, fake):
-    history, _, _ = run_workload(tmp_path)
+    history, _, _ = run_workload(tmp_path, read_any_node=0.0)
     fails = [op for op in history if op["type"] == "fail" and op["f"] in ("append", "read")]
     assert fails, "workers start on random nodes, so some must hit a follower"
     for op in fails:
@@ -184,7 +184,7 @@ def test_indefinite_error_gives_a_new_process(tmp_path, fake):
 
 def test_no_hint_tries_another_node(tmp_path, fake):
     fake.hint = False
-    history, _, _ = run_workload(tmp_path)
+    history, _, _ = run_workload(tmp_path, read_any_node=0.0)
     fails = [op for op in history if op["type"] == "fail" and op["f"] == "append"]
     assert fails
     for op in fails:
@@ -192,6 +192,29 @@ def test_no_hint_tries_another_node(tmp_path, fake):
                     and o["type"] == "invoke"), None)
         if nxt is not None:
             assert nxt["node"] != op["node"]
+
+
+def test_reads_to_any_node_do_not_move_the_leader_belief(tmp_path, fake):
+    fake.hint = False     # a followed failure without a hint would move the worker elsewhere
+    history, _, _ = run_workload(tmp_path, read_fraction=0.5, read_any_node=1.0)
+    reads = [op for op in history if op["f"] == "read" and op["type"] == "invoke"
+             and op["value"]["final"] is False]
+    assert {op["node"] for op in reads} == set(NODES)
+    appends = [op for op in history if op["f"] == "append" and op["type"] == "invoke"]
+    checked = False
+    for op in history:
+        if op["f"] == "read" and op["type"] == "fail" and op["value"]["final"] is False:
+            before = [a for a in appends if a["process"] == op["process"] and a["index"] < op["index"]]
+            after = [a for a in appends if a["process"] == op["process"] and a["index"] > op["index"]]
+            if not (before and after):
+                continue
+            done = next(o for o in history if o["process"] == op["process"]
+                        and o["index"] > before[-1]["index"])
+            if done["type"] == "ok":    # the failed read changed nothing: same node as before it
+                assert after[0]["node"] == before[-1]["node"]
+                checked = True
+    assert checked, "no failed read between two appends of one process"
+
 
 
 def test_reads_shape_and_window(tmp_path, fake):

@@ -35,7 +35,9 @@ class AppendOptions:
     ``concurrency``: number of workers (>= 1). ``rate``: target total ops/s
     (> 0). ``read_fraction``: probability an op is a read (0..1).
     ``read_window``: reads start at max(0, last seen high watermark - window)
-    (records). ``timeout_ms``: per-request client timeout (ms).
+    (records). ``read_any_node``: probability a read goes to a random node
+    instead of the believed leader (Jepsen-style: a stale leader or a lagging
+    follower must refuse it; a correct node answers NOT_LEADER_OR_FOLLOWER). ``timeout_ms``: per-request client timeout (ms).
     ``monitor_interval_ms`` / ``monitor_timeout_ms``: DescribeQuorum sampling
     period and timeout (ms). Raises ``ValueError`` naming the bad field.
     """
@@ -44,6 +46,7 @@ class AppendOptions:
     rate: float = 100.0
     read_fraction: float = 0.1
     read_window: int = 200
+    read_any_node: float = 0.5
     timeout_ms: int = 3000
     monitor_interval_ms: int = 500
     monitor_timeout_ms: int = 1000
@@ -53,8 +56,9 @@ class AppendOptions:
             raise ValueError(f"concurrency must be an int >= 1, got {self.concurrency!r}")
         if not self.rate > 0:
             raise ValueError(f"rate must be > 0 ops/s, got {self.rate!r}")
-        if not 0 <= self.read_fraction <= 1:
-            raise ValueError(f"read_fraction must be in [0, 1], got {self.read_fraction!r}")
+        for name in ("read_fraction", "read_any_node"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
         if self.read_window < 0:
             raise ValueError(f"read_window must be >= 0, got {self.read_window!r}")
         for name in ("timeout_ms", "monitor_interval_ms", "monitor_timeout_ms"):
@@ -157,8 +161,11 @@ class _Worker:
         return out
 
     async def read(self) -> Outcome:
-        """A linearizable read of the recent committed log from the believed leader."""
-        node = self.target
+        """A linearizable read of the recent committed log, from the believed
+        leader or (with probability ``read_any_node``) from a random node, in
+        which case the outcome does not change the worker's leader belief."""
+        anywhere = self.rng.random() < self.wl.options.read_any_node
+        node = self.rng.choice(self.nodes) if anywhere else self.target
         value = {"from": max(0, self.last_hw - self.wl.options.read_window),
                  "linearizable": True, "final": False}
         out = await record(self.wl.history, self.wl.tally, self.process, "read", value, node,
@@ -166,15 +173,18 @@ class _Worker:
                            lambda r: read_ok_value(value, r))
         if out.type == "ok":
             self.last_hw = max(self.last_hw, out.result["high_watermark"])
-        self._after(out)
+        self._after(out, follow=not anywhere)
         return out
 
-    def _after(self, out: Outcome) -> None:
-        """Update process id and leader belief after an op."""
+    def _after(self, out: Outcome, follow: bool = True) -> None:
+        """Update the process id (a fresh one after ``info``) and, with
+        ``follow``, the leader belief after an op that did not succeed."""
         if out.type == "ok":
             return
         if out.type == "info":
             self.process = self.wl.pids.next()
+        if not follow:
+            return
         hinted = self.wl.topology.node_for_id(out.leader_hint)
         self.target = hinted if hinted is not None else pick_other(self.rng, self.nodes, self.target)
 

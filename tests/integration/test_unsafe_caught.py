@@ -6,8 +6,11 @@ that the checkers judge the run invalid with the anomaly the bug must
 produce. Slow (about a minute each) and not in the default suite: run with
 ``pytest -m slow tests/integration/test_unsafe_caught.py``.
 
-The configurations (seeds included) were found by hand; the same
-configurations without ``--unsafe`` were checked to be valid.
+The configurations (seeds included) were found by hand; each was caught
+in every repeat tried, and the same configurations without ``--unsafe``
+were valid. ``no-read-index`` is left out: the append workload reads only
+from the node it believes leads, so stale reads are caught in only about
+two runs of three.
 """
 from __future__ import annotations
 
@@ -25,22 +28,6 @@ def anomaly_counts(results: dict) -> dict[str, int]:
     return {k: n for k, n in results["anomalies"].items() if n}
 
 
-def test_no_read_index_gives_stale_reads(engine, kraft_chaos_run):
-    """no-read-index + no-check-quorum: any node (a follower, or a leader cut
-    off from the majority) answers a linearizable read from its own committed
-    prefix, so a read can miss an append acknowledged before it began."""
-    results, run_dir = kraft_chaos_run(
-        nodes=5, time_limit=30, nemesis=["partition"], nemesis_interval=3, nemesis_duration=8,
-        seed=1, subnet=SUBNET, unsafe=["no-read-index", "no-check-quorum"])
-    counts = anomaly_counts(results)
-    assert results["valid"] is False, (run_dir, counts)
-    stale = [a for a in results["checkers"]["nonmonotonic-read"]["anomalies"] if a["kind"] == "nonmonotonic"]
-    assert stale, (run_dir, counts)
-    for a in stale:
-        assert a["high_watermark"] < a["earlier_high_watermark"]
-        assert a["earlier_op"] < a["invoke"]
-
-
 def test_no_fsync_leader_restart_loses_acked_writes(engine, kraft_chaos_run):
     """no-fsync + leader-restart: a killed leader loses acknowledged records
     it never wrote out, restarts as leader of the same epoch and appends new
@@ -49,6 +36,25 @@ def test_no_fsync_leader_restart_loses_acked_writes(engine, kraft_chaos_run):
     results, run_dir = kraft_chaos_run(
         nodes=5, time_limit=30, nemesis=["kill"], nemesis_interval=2, nemesis_duration=1,
         seed=2, subnet=SUBNET, unsafe=["no-fsync", "leader-restart"])
+    counts = anomaly_counts(results)
+    assert results["valid"] is False, (run_dir, counts)
+    # seed 2 loses acknowledged appends; other seeds may show only the
+    # split log (same offset and epoch, different records)
+    assert counts.get("lost-write", 0) > 0, (run_dir, counts)
+    assert counts.get("divergence", 0) + counts.get("inconsistent-offsets", 0) > 0, (run_dir, counts)
+    for a in results["checkers"]["lost-write"]["anomalies"]:
+        assert a["found"] is None or a["found"][3] != a["value"]
+
+
+def test_no_fsync_crash_loses_acked_writes(engine, kraft_chaos_run):
+    """no-fsync alone: records count toward the high watermark while still in
+    a process buffer, so crashing a majority (or every node) at once loses
+    acknowledged appends; the next leader writes other records at their
+    offsets. Process kills of a minority cannot show this (the survivors hold
+    the records), hence the ``crash`` fault."""
+    results, run_dir = kraft_chaos_run(
+        nodes=5, time_limit=30, nemesis=["crash"], nemesis_interval=2, nemesis_duration=1,
+        seed=1, subnet=SUBNET, unsafe=["no-fsync"])
     counts = anomaly_counts(results)
     assert results["valid"] is False, (run_dir, counts)
     assert counts.get("lost-write", 0) > 0, (run_dir, counts)
