@@ -237,6 +237,17 @@ def wait_up(db, count):
         time.sleep(0.02)
 
 
+def proc_state(pid: int, want: str, timeout_s: float = 2.0) -> str:
+    """The process state letter from /proc, polled until it is in ``want`` or the time is up
+    (signals are delivered asynchronously, and a loaded machine may take a moment)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0]
+        if state in want or time.monotonic() > deadline:
+            return state
+        time.sleep(0.01)
+
+
 def test_local_lifecycle(local_db, tmp_path):
     db = local_db()
     db.setup()
@@ -248,11 +259,10 @@ def test_local_lifecycle(local_db, tmp_path):
     assert db.start("n1") is False and pid_of(db) == pid  # already running: no second process
 
     assert db.pause("n1") is True
-    assert Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] == "T"
+    assert proc_state(pid, "T") == "T"
     assert db.is_running("n1")
     assert db.resume("n1") is True
-    time.sleep(0.05)
-    assert Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] in "SR"
+    assert proc_state(pid, "SR") in "SR"
 
     assert db.kill("n1") is True
     assert not _alive(pid) and not db.is_running("n1")
