@@ -262,4 +262,31 @@ def ensure_node_image(client: docker.DockerClient, kraft_dir: Path, base_image: 
         raise ClusterError(f"building node image {tag} on {base} failed: {e.msg}\n{tail}") from e
     except docker.errors.DockerException as e:
         raise ClusterError(f"building node image {tag} on {base} failed: {e}") from e
+    prune_node_images(client, tag, log)
     return tag
+
+
+def prune_node_images(client: docker.DockerClient, keep: str, log: Log = print) -> list[str]:
+    """Remove the node images of older ``kraft/`` versions (every image labelled
+    ``kraft-chaos.image=node`` but ``keep``); returns the tags removed.
+
+    Best effort: an image still used by a container (for example a cluster
+    kept with ``--keep-cluster``) is left alone, and no error is raised.
+    """
+    removed = []
+    try:
+        images = client.images.list(filters={"label": "kraft-chaos.image=node"})
+    except docker.errors.DockerException:
+        return removed
+    for image in images:
+        if keep in image.tags:
+            continue
+        for t in image.tags:
+            try:
+                client.images.remove(t)
+                removed.append(t)
+            except docker.errors.DockerException:
+                pass
+    if removed:
+        log(f"removed older node images: {', '.join(removed)}")
+    return removed
