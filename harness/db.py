@@ -221,7 +221,8 @@ class KraftDB:
         Raises ``RemoteError`` if formatting fails.
         """
         p = self.paths
-        argv = [p.python, "-m", "kraft", "format", "--cluster-id", self.cluster_id,
+        # --cluster-id=X: a base64url id may start with "-", which argparse would take for an option
+        argv = [p.python, "-m", "kraft", "format", f"--cluster-id={self.cluster_id}",
                 "--node-id", str(self.node_id(node)), "--data-dir", p.data_dir]
         script = (f"rm -rf {shlex.quote(p.data_dir)} {shlex.quote(p.log)} {shlex.quote(p.pid)} && "
                   f"mkdir -p {shlex.quote(p.data_dir)} && cd / && "

@@ -103,8 +103,12 @@ class RunConfig:
 
 def cluster_id_for(seed: int) -> str:
     """A KRaft cluster id (22-char base64url of 16 bytes, like ``kafka-storage random-uuid``) from ``seed``."""
-    raw = random.Random(f"{seed}:cluster-id").getrandbits(128).to_bytes(16, "big")
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    rng = random.Random(f"{seed}:cluster-id")
+    while True:   # like Kafka's Uuid.randomUuid: never an id starting with "-"
+        raw = rng.getrandbits(128).to_bytes(16, "big")
+        cid = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def check_run_dir(run_dir: Path) -> dict:

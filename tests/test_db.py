@@ -87,7 +87,7 @@ def test_setup_sequence_on_each_node():
         assert calls[0][2].startswith("mkdir -p ") and "/etc/kraft" in calls[0][2]
         assert calls[1][2] == "/etc/kraft/node.properties" and calls[1][3] == db.config_text(n)
         fmt = calls[2][2]
-        assert f"python3 -m kraft format --cluster-id CID --node-id {db.node_id(n)} --data-dir /var/lib/kraft/data" in fmt
+        assert f"python3 -m kraft format --cluster-id=CID --node-id {db.node_id(n)} --data-dir /var/lib/kraft/data" in fmt
         assert fmt.startswith("rm -rf /var/lib/kraft/data ")
         assert "nohup python3 -m kraft.node --config /etc/kraft/node.properties" in calls[3][2]
         assert "echo $! > /var/lib/kraft/node.pid" in calls[3][2]

@@ -143,3 +143,13 @@ def test_check_quorum_resigns_a_cut_off_leader(tmp_path):
         await leader.crash()
 
     asyncio.run(run())
+
+
+def test_format_command_takes_a_cluster_id_starting_with_a_dash(tmp_path, capsys):
+    from kraft.__main__ import main
+    from kraft.meta import read_meta
+    assert main(["format", "--cluster-id=-JVXHGR4SRM540QbhjbOwQ", "--node-id", "3",
+                 "--data-dir", str(tmp_path / "d")]) == 0
+    assert read_meta(tmp_path / "d").cluster_id == "-JVXHGR4SRM540QbhjbOwQ"
+    assert main(["format", "--cluster-id=x", "--node-id", "3", "--data-dir", str(tmp_path / "d")]) == 2
+    assert "already formatted" in capsys.readouterr().err

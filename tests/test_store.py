@@ -81,3 +81,5 @@ def test_cluster_id_is_seeded_and_kraft_shaped():
     a, b = cluster_id_for(1), cluster_id_for(2)
     assert a == cluster_id_for(1) and a != b
     assert len(a) == 22 and all(c.isalnum() or c in "-_" for c in a)
+    # a leading "-" would read as an option on a command line (Kafka never makes one)
+    assert not any(cluster_id_for(s).startswith("-") for s in range(3000))

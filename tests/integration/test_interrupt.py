@@ -54,3 +54,17 @@ def test_interrupted_run_tears_down(engine, tmp_path, sig, seed):
     # the history written so far is intact, every line parses
     lines = history.read_text().splitlines()
     assert len(lines) > 50 and all(json.loads(line)["index"] == i for i, line in enumerate(lines))
+
+
+def test_failed_run_tears_down(engine, tmp_path):
+    """A run whose nodes cannot start (an unknown unsafe switch reaches their
+    config) fails with a clear DBError naming the node's complaint, and
+    leaves nothing behind."""
+    from harness.db import DBError
+    from harness.runner import RunConfig, run_test
+
+    seed = 9191003
+    with pytest.raises(DBError, match="unknown unsafe switch bogus"):
+        run_test(RunConfig(seed=seed, nodes=3, time_limit=5, subnet=SUBNET, store=str(tmp_path),
+                           unsafe=["bogus"]), progress=False)
+    assert ours(engine, seed) == ([], [])
