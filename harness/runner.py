@@ -355,6 +355,9 @@ class _Run:
         log.info("stopping nodes and collecting their data")
         await self._blocking(self.db.teardown)
         await self._collect(nodes)
+        if self.config.keep_cluster:   # --keep-cluster leaves the quorum running, for inspection
+            for node in nodes:
+                await self._best_effort(f"restart {node}", lambda n=node: self.db.start(n))
         log.info("checking the history")
         results = await self._blocking(check_run_dir, self.run_dir)
         log.info("verdict: valid=%s anomalies=%s", results["valid"], results["anomalies"])
