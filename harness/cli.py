@@ -187,6 +187,9 @@ def format_results(results: dict, max_details: int = 3) -> str:
             f"availability {_fmt(avail * 100 if avail is not None else None, '%')} "
             f"(appends {_fmt(app_avail * 100 if app_avail is not None else None, '%')}); "
             f"append latency p50 {_fmt(lat.get('p50'), ' ms')} p99 {_fmt(lat.get('p99'), ' ms')}")
+        epochs = stats.get("epochs") or {}
+        if epochs.get("max") is not None:
+            lines.append(f"elections: {epochs['leaders']} leader(s) seen, highest epoch {epochs['max']}")
     return "\n".join(lines)
 
 
@@ -310,4 +313,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(str(e), file=sys.stderr)
         return EXIT_BAD_INPUT
-    return {"run": cmd_run, "check": cmd_check, "teardown": cmd_teardown}[args.command](args)
+    try:
+        return {"run": cmd_run, "check": cmd_check, "teardown": cmd_teardown}[args.command](args)
+    except BrokenPipeError:      # e.g. `kraft-chaos check DIR | head`
+        sys.stdout = None
+        return 0
