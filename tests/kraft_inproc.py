@@ -5,6 +5,7 @@ import asyncio
 import socket
 from pathlib import Path
 
+from kraft.client import IndefiniteError
 from kraft.config import NodeConfig, Voter
 from kraft.meta import format_dir, read_meta
 from kraft.raft import TICK_S, RaftNode
@@ -44,12 +45,15 @@ def make_configs(root: Path, n: int, **overrides) -> list[NodeConfig]:
 class Running:
     """A node with its server and tick task, inside the current event loop."""
 
-    def __init__(self, cfg: NodeConfig):
+    def __init__(self, cfg: NodeConfig, partition: "Partition | None" = None):
         self.cfg = cfg
+        self.partition = partition
         self.node: RaftNode | None = None
 
     async def start(self) -> "Running":
         self.node = RaftNode(self.cfg, read_meta(self.cfg.data_dir))
+        if self.partition is not None:
+            self.partition.attach(self.node)
         await self.node.start()
         self.server = Server(self.node, self.cfg.listen_host, self.cfg.listen_port)
         await self.server.start()
@@ -81,3 +85,44 @@ async def wait_for_leader(nodes: list[Running], timeout_s: float = 5.0, exclude=
                 return best
         await asyncio.sleep(0.02)
     raise TimeoutError("no leader elected")
+
+
+class Partition:
+    """Drops traffic between node ids in ``cut`` (a set of frozensets {a, b}).
+
+    Pass it to :class:`Running`; it wraps the client each node makes for a
+    peer (``RaftNode._peer``) so that every request on a cut link, also on a
+    connection made before the cut, fails like a dropped connection. Every RPC is a request from one
+    side, so this cuts both directions.
+    """
+
+    def __init__(self) -> None:
+        self.cut: set[frozenset] = set()
+
+    def attach(self, node: RaftNode) -> None:
+        """Route ``node``'s outbound requests through this partition (before it starts)."""
+        real, part, me = node._peer, self, node.id
+
+        class CutClient:
+            def __init__(self, peer_id: int, inner):
+                self.peer_id, self.inner = peer_id, inner
+
+            async def request(self, api_key: int, body: dict) -> dict:
+                if frozenset((me, self.peer_id)) in part.cut:
+                    await self.inner.close()
+                    await asyncio.sleep(0.01)
+                    raise IndefiniteError("connection", f"link {me}-{self.peer_id} is cut")
+                return await self.inner.request(api_key, body)
+
+            async def close(self) -> None:
+                await self.inner.close()
+
+        node._peer = lambda node_id, timeout_ms: CutClient(node_id, real(node_id, timeout_ms))
+
+    def isolate(self, node_id: int, others: list[int]) -> None:
+        """Cut ``node_id`` off from every id in ``others``."""
+        self.cut |= {frozenset((node_id, o)) for o in others}
+
+    def heal(self) -> None:
+        """Restore every link."""
+        self.cut.clear()
