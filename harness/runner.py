@@ -115,7 +115,8 @@ def check_run_dir(run_dir: Path) -> dict:
     """Run the checkers on a stored run and (re)write its ``results.json``.
 
     Reads ``history.jsonl`` and ``nodes/`` (node data is left out when
-    ``nodes/`` holds none). Returns ``{"valid", "anomalies": {checker:
+    ``nodes/`` holds none), and also writes ``latency-raw.png`` and
+    ``rate.png`` (harness/plots.py). Returns ``{"valid", "anomalies": {checker:
     count}, "checkers": {checker: result}, "stats": ...}``. Raises
     ``harness.history.HistoryError`` (with the line number) for a malformed
     history and ``FileNotFoundError`` when there is none.
@@ -132,6 +133,11 @@ def check_run_dir(run_dir: Path) -> dict:
     results = {"valid": raw["valid"], "anomalies": raw["anomaly_counts"],
                "checkers": raw["checkers"], "stats": raw["stats"]}
     store.write_json(store.results_path(run_dir), results)
+    from harness.plots import write_plots
+    try:
+        write_plots(history, run_dir)
+    except Exception as e:   # a plot must never cost the verdict
+        log.error("could not write plots: %r", e)
     return results
 
 

@@ -1,0 +1,24 @@
+"""harness/plots.py: fault bands from the nemesis ops, and the PNG files."""
+from harness.plots import fault_intervals, write_plots
+from tests.histories.builder import clean_run
+
+
+def nem(i, t_s, typ, f, value=None):
+    return {"index": i, "time": int(t_s * 1e9), "type": typ, "process": "nemesis", "f": f, "value": value}
+
+
+def test_fault_intervals_pair_start_and_stop_infos():
+    h = [nem(0, 1, "invoke", "start-kill"), nem(1, 1.2, "info", "start-kill"),
+         nem(2, 3, "invoke", "stop-kill"), nem(3, 3.1, "info", "stop-kill"),
+         nem(4, 5, "invoke", "start-partition"), nem(5, 5.5, "info", "start-partition"),
+         {"index": 6, "time": int(9e9), "type": "invoke", "process": 0, "f": "append", "value": 1}]
+    assert fault_intervals(h) == [("kill", 1.2, 3.1), ("partition", 5.5, 9.0)]   # still active at the end
+    assert fault_intervals([]) == []
+
+
+def test_write_plots_makes_two_pngs(tmp_path):
+    h, _ = clean_run(300)
+    paths = write_plots(h.ops, tmp_path)
+    assert [p.name for p in paths] == ["latency-raw.png", "rate.png"]
+    for p in paths:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
