@@ -166,7 +166,10 @@ class DockerRemote(Remote):
                 with tempfile.TemporaryDirectory(dir=local_path.parent,
                                                  prefix=f".{local_path.name}.get-") as tmp:
                     with tarfile.open(fileobj=spool, mode="r") as tar:
-                        tar.extractall(tmp, filter="tar")
+                        if hasattr(tarfile, "tar_filter"):   # Python >= 3.11.4
+                            tar.extractall(tmp, filter="tar")
+                        else:
+                            tar.extractall(tmp)
                     extracted = Path(tmp) / stat["name"]
                     if local_path.is_symlink() or local_path.is_file():
                         local_path.unlink()
