@@ -69,24 +69,35 @@ class KraftClient:
     async def request(self, api_key: int, body: dict) -> dict:
         """Send one request and return the response body (ErrorCode not checked).
 
-        Raises :class:`IndefiniteError` with code "timeout" or "connection".
+        Raises :class:`DefiniteError` with code "connection" when no
+        connection could be made (nothing was sent), and
+        :class:`IndefiniteError` with code "timeout" or "connection" once the
+        request may have left.
         """
         cid = next(self._ids)
         frame = wire.encode({"ApiKey": api_key, "CorrelationId": cid,
                              "Body": {"ClusterId": self.cluster_id, **body}})
+        sent = False
         try:
             async with asyncio.timeout(self.timeout_s):
                 if self._writer is None:
                     self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+                sent = True
                 self._writer.write(frame)
                 await self._writer.drain()
                 resp = await wire.read_frame(self._reader)
         except TimeoutError:
             await self.close()
+            if not sent:
+                raise DefiniteError("connection", f"cannot connect to {self.host}:{self.port} "
+                                    f"within {self.timeout_s:.1f}s; nothing was sent") from None
             raise IndefiniteError("timeout", f"no answer from {self.host}:{self.port} "
                                   f"within {self.timeout_s:.1f}s") from None
         except (OSError, asyncio.IncompleteReadError, wire.FrameError) as e:
             await self.close()
+            if not sent:      # e.g. connection refused: the request never left
+                raise DefiniteError("connection", f"cannot connect to {self.host}:{self.port}: {e}; "
+                                    f"nothing was sent") from None
             raise IndefiniteError("connection", f"{self.host}:{self.port}: {e}") from None
         if resp is None or resp.get("CorrelationId") != cid or not isinstance(resp.get("Body"), dict):
             await self.close()

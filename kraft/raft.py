@@ -110,6 +110,7 @@ class RaftNode:
         self._last_hw_checkpoint = (-1, 0.0)
         self._last_buffer_write = 0.0
         self.stopping = False
+        self.fatal: FatalError | None = None   # set when an invariant broke; the node stops
 
     # -- helpers ---------------------------------------------------------------
     @property
@@ -145,8 +146,6 @@ class RaftNode:
                 self.fatal = exc
             else:
                 log.error("task failed: %r", exc, exc_info=exc)
-
-    fatal: FatalError | None = None
 
     def _notify(self) -> None:
         """Wake every parked Fetch (new records, a new high watermark, or a read-index round)."""

@@ -153,3 +153,27 @@ def test_format_command_takes_a_cluster_id_starting_with_a_dash(tmp_path, capsys
     assert read_meta(tmp_path / "d").cluster_id == "-JVXHGR4SRM540QbhjbOwQ"
     assert main(["format", "--cluster-id=x", "--node-id", "3", "--data-dir", str(tmp_path / "d")]) == 2
     assert "already formatted" in capsys.readouterr().err
+
+
+def test_client_errors_are_definite_only_when_nothing_was_sent(tmp_path):
+    from kraft.client import IndefiniteError
+    from tests.kraft_inproc import free_ports
+
+    async def run():
+        closed = KraftClient("127.0.0.1", free_ports(1)[0], CLUSTER_ID, timeout_ms=500)
+        with pytest.raises(DefiniteError) as e:          # connection refused: never sent
+            await closed.append(1)
+        assert e.value.code == "connection"
+
+        async def silent(reader, writer):                # accepts, reads, never answers
+            await reader.read(1 << 16)
+        server = await asyncio.start_server(silent, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        mute = KraftClient("127.0.0.1", port, CLUSTER_ID, timeout_ms=300)
+        with pytest.raises(IndefiniteError) as e:        # sent, no answer: outcome unknown
+            await mute.append(1)
+        assert e.value.code == "timeout"
+        server.close()
+        await mute.close()
+
+    asyncio.run(run())
