@@ -102,16 +102,46 @@ class DockerCluster(Cluster):
 
     def _check_free(self) -> None:
         """Raise :class:`ClusterError` if the run's network exists or its subnet is taken."""
-        hint = ("run `kraft-chaos teardown` to remove leftovers of earlier runs, "
+        hint = ("run `kraft-chaos teardown` to remove a kept cluster, "
                 "or pass --subnet with a free subnet")
         # The engine's name filter matches substrings, hence the exact comparison.
         if any(n.name == self.network_name for n in self.client.networks.list(names=[self.network_name])):
             raise ClusterError(f"network {self.network_name} already exists (run id {self.run_id} "
                                f"in use): {hint}")
         clash = overlapping_networks(self.client, ipaddress.ip_network(self.subnet))
+        if clash and self._reap_stale([name for name, _ in clash]):
+            clash = overlapping_networks(self.client, ipaddress.ip_network(self.subnet))
         if clash:
             names = ", ".join(f"{name} ({sub})" for name, sub in clash)
             raise ClusterError(f"subnet {self.subnet} overlaps existing Docker network(s) {names}: {hint}")
+
+    def _reap_stale(self, network_names: list[str]) -> bool:
+        """Remove the leftovers of dead kraft-chaos runs among ``network_names``.
+
+        A run counts as dead when its network carries a ``kraft-chaos.run``
+        label and none of that run's containers is running (a harness killed
+        with SIGKILL, or an engine restart, leaves such networks behind). A
+        kept cluster (``--keep-cluster``) has running containers and is never
+        touched, nor is any network kraft-chaos did not create. Returns True
+        if anything was removed.
+        """
+        removed = False
+        for name in network_names:
+            try:
+                labels = self.client.networks.get(name).attrs.get("Labels") or {}
+            except docker.errors.DockerException:
+                continue
+            run = labels.get(RUN_LABEL)
+            if not run:
+                continue
+            running = self.client.containers.list(filters={"label": f"{RUN_LABEL}={run}",
+                                                           "status": "running"})
+            if running:
+                continue
+            log.warning("removing leftovers of dead run %s (network %s): %s", run, name,
+                        ", ".join(teardown_run(self.client, run)))
+            removed = True
+        return removed
 
     def setup(self) -> None:
         """Create the network and start one container per node.

@@ -149,6 +149,21 @@ def test_subnet_overlap_is_a_clear_error(client, image):
         assert run_labelled(client, second_id) == ([], [])
 
 
+def test_leftovers_of_a_dead_run_are_reaped(client, image):
+    """A run whose harness died (its containers stopped, network left) does not
+    block the subnet: the next cluster removes its leftovers and comes up."""
+    from clusters.docker_cluster import DockerCluster
+    dead_id, next_id = f"t{uuid.uuid4().hex[:8]}", f"t{uuid.uuid4().hex[:8]}"
+    dead = DockerCluster(2, dead_id, image, subnet=SUBNET, client=client)
+    dead.setup()
+    for c in run_labelled(client, dead_id)[0]:
+        c.kill()
+    with DockerCluster(2, next_id, image, subnet=SUBNET, client=client) as c:
+        assert run_labelled(client, dead_id) == ([], [])
+        assert c.remote.exec("n1", "hostname").stdout.strip() == "n1"
+    assert run_labelled(client, next_id) == ([], [])
+
+
 def test_missing_image_is_a_clear_error(client):
     from clusters.docker_cluster import DockerCluster
     c = DockerCluster(1, f"t{uuid.uuid4().hex[:8]}", "kraft-chaos-node:does-not-exist",
