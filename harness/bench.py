@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from checkers.stats import quantile
 from clusters.docker_cluster import DockerCluster
 from clusters.engine import connect_engine
 from clusters.errors import ClusterError
@@ -29,14 +30,6 @@ from harness.runner import cluster_id_for
 from kraft.client import ClientError, KraftClient
 
 KRAFT_DIR = Path(__file__).resolve().parent.parent / "kraft"
-
-
-def quantile(xs: list[float], q: float) -> float:
-    """The q-quantile (0..1) of ``xs`` by nearest rank; raises ValueError when empty."""
-    if not xs:
-        raise ValueError("no samples")
-    s = sorted(xs)
-    return s[min(len(s) - 1, int(q * len(s)))]
 
 
 async def throughput(db: KraftDB, nodes: list[str], cid: str, clients: int, seconds: float) -> dict:
@@ -64,6 +57,7 @@ async def throughput(db: KraftDB, nodes: list[str], cid: str, clients: int, seco
     t0 = time.monotonic()
     await asyncio.gather(*(worker(w) for w in range(clients)))
     elapsed = time.monotonic() - t0
+    lat.sort()
     return {"ops": len(lat), "errors": errors, "ops_per_s": len(lat) / elapsed,
             "p50_ms": quantile(lat, 0.5), "p99_ms": quantile(lat, 0.99)}
 

@@ -5,7 +5,6 @@ back. Only the codes this implementation returns are listed.
 """
 
 NONE = 0
-OFFSET_OUT_OF_RANGE = 1
 UNKNOWN_SERVER_ERROR = -1
 NOT_LEADER_OR_FOLLOWER = 6
 REQUEST_TIMED_OUT = 7

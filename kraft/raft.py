@@ -385,16 +385,20 @@ class RaftNode:
             if vid != self.id:
                 self._spawn(self._request_vote(vid, dict(body, VoterId=vid), pre_vote, self._gen))
 
-    async def _request_vote(self, vid: int, body: dict, pre_vote: bool, gen: int) -> None:
+    async def _rpc(self, vid: int, key: int, body: dict) -> dict | None:
+        """One request to voter ``vid`` on a connection of its own; None if it failed."""
         client = self._peer(vid, self.cfg.request_timeout_ms)
         try:
-            resp = await client.request(api.VOTE, body)
+            return await client.request(key, body)
         except ClientError as e:
-            log.debug("Vote to %d failed: %s", vid, e)
-            return
+            log.debug("%s to %d failed: %s", api.NAMES[key], vid, e)
+            return None
         finally:
             await client.close()
-        if gen != self._gen or self.observe(resp.get("LeaderEpoch", -1), resp.get("LeaderId", -1)):
+
+    async def _request_vote(self, vid: int, body: dict, pre_vote: bool, gen: int) -> None:
+        resp = await self._rpc(vid, api.VOTE, body)
+        if resp is None or gen != self._gen or self.observe(resp.get("LeaderEpoch", -1), resp.get("LeaderId", -1)):
             return
         if resp.get("ErrorCode") == errors.NONE and resp.get("VoteGranted") is True:
             self._votes_granted.add(vid)
@@ -430,15 +434,8 @@ class RaftNode:
             "PreferredSuccessors": successors}, gen)
 
     async def _send_one(self, vid: int, key: int, body: dict, gen: int) -> None:
-        client = self._peer(vid, self.cfg.request_timeout_ms)
-        try:
-            resp = await client.request(key, body)
-        except ClientError as e:
-            log.debug("%s to %d failed: %s", api.NAMES[key], vid, e)
-            return
-        finally:
-            await client.close()
-        if gen == self._gen and resp.get("LeaderEpoch", -1) > self.epoch:
+        resp = await self._rpc(vid, key, body)
+        if resp is not None and gen == self._gen and resp.get("LeaderEpoch", -1) > self.epoch:
             self.observe(resp["LeaderEpoch"], resp.get("LeaderId", -1))
 
     # -- replication: follower side ------------------------------------------------

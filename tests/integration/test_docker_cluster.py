@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from clusters.errors import ClusterError
+from tests.integration.conftest import run_labelled
 
 pytestmark = pytest.mark.docker
 
@@ -39,11 +40,6 @@ def kraft_dir(tmp_path_factory):
 def image(client, kraft_dir):
     from clusters.image import ensure_node_image
     return ensure_node_image(client, kraft_dir, log=lambda m: None)
-
-
-def run_labelled(client, run_id):
-    f = {"label": f"kraft-chaos.run={run_id}"}
-    return client.containers.list(all=True, filters=f), client.networks.list(filters=f)
 
 
 @pytest.fixture

@@ -10,18 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.conftest import harness_run_id, run_labelled
+
 pytestmark = pytest.mark.docker
 
 SUBNET = "10.75.0.0/24"
-
-
-def ours(engine, seed: int) -> tuple[list, list]:
-    """Containers and networks labelled by a kraft-chaos run with this seed."""
-    cs = [c for c in engine.containers.list(all=True, filters={"label": "kraft-chaos.run"})
-          if c.labels.get("kraft-chaos.run", "").endswith(f"-{seed}")]
-    ns = [n for n in engine.networks.list(filters={"label": "kraft-chaos.run"})
-          if (n.attrs.get("Labels") or {}).get("kraft-chaos.run", "").endswith(f"-{seed}")]
-    return cs, ns
 
 
 @pytest.mark.parametrize("sig,seed", [(signal.SIGINT, 9191001), (signal.SIGTERM, 9191002)])
@@ -34,23 +27,25 @@ def test_interrupted_run_tears_down(engine, tmp_path, sig, seed):
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 120
-        history = None
+        history = run_id = None
         while time.monotonic() < deadline:
             hs = list(store.glob("*/*/history.jsonl"))
-            if hs and sum(1 for _ in hs[0].open()) > 50 and ours(engine, seed)[0]:
-                history = hs[0]
-                break
+            if hs:
+                run_id = harness_run_id(hs[0].parent, seed)
+                if sum(1 for _ in hs[0].open()) > 50 and run_labelled(engine, run_id)[0]:
+                    history = hs[0]
+                    break
             assert proc.poll() is None, proc.stdout.read()
             time.sleep(0.5)
         assert history is not None, "the run never got going"
-        assert len(ours(engine, seed)[0]) == 3
+        assert len(run_labelled(engine, run_id)[0]) == 3
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, out
-    assert ours(engine, seed) == ([], [])
+    assert run_labelled(engine, run_id) == ([], [])
     # the history written so far is intact, every line parses
     lines = history.read_text().splitlines()
     assert len(lines) > 50 and all(json.loads(line)["index"] == i for i, line in enumerate(lines))
@@ -67,4 +62,5 @@ def test_failed_run_tears_down(engine, tmp_path):
     with pytest.raises(DBError, match="unknown unsafe switch bogus"):
         run_test(RunConfig(seed=seed, nodes=3, time_limit=5, subnet=SUBNET, store=str(tmp_path),
                            unsafe=["bogus"]), progress=False)
-    assert ours(engine, seed) == ([], [])
+    run_dir = next(tmp_path.glob("*/*"))
+    assert run_labelled(engine, harness_run_id(run_dir, seed)) == ([], [])

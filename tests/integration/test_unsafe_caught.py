@@ -26,6 +26,15 @@ def anomaly_counts(results: dict) -> dict[str, int]:
     return {k: n for k, n in results["anomalies"].items() if n}
 
 
+def assert_lost_writes(results: dict, run_dir) -> None:
+    """The run is invalid with lost writes, each really missing from its acked offset."""
+    counts = anomaly_counts(results)
+    assert results["valid"] is False, (run_dir, counts)
+    assert counts.get("lost-write", 0) > 0, (run_dir, counts)
+    for a in results["checkers"]["lost-write"]["anomalies"]:
+        assert a["found"] is None or a["found"][3] != a["value"]
+
+
 def test_no_fsync_leader_restart_loses_acked_writes(engine, kraft_chaos_run):
     """no-fsync + leader-restart: a killed leader loses acknowledged records
     it never wrote out, restarts as leader of the same epoch and appends new
@@ -34,14 +43,11 @@ def test_no_fsync_leader_restart_loses_acked_writes(engine, kraft_chaos_run):
     results, run_dir = kraft_chaos_run(
         nodes=5, time_limit=30, nemesis=["kill"], nemesis_interval=2, nemesis_duration=1,
         seed=2, subnet=SUBNET, unsafe=["no-fsync", "leader-restart"])
-    counts = anomaly_counts(results)
-    assert results["valid"] is False, (run_dir, counts)
     # seed 2 loses acknowledged appends; other seeds may show only the
     # split log (same offset and epoch, different records)
-    assert counts.get("lost-write", 0) > 0, (run_dir, counts)
+    assert_lost_writes(results, run_dir)
+    counts = anomaly_counts(results)
     assert counts.get("divergence", 0) + counts.get("inconsistent-offsets", 0) > 0, (run_dir, counts)
-    for a in results["checkers"]["lost-write"]["anomalies"]:
-        assert a["found"] is None or a["found"][3] != a["value"]
 
 
 def test_no_fsync_crash_loses_acked_writes(engine, kraft_chaos_run):
@@ -53,11 +59,7 @@ def test_no_fsync_crash_loses_acked_writes(engine, kraft_chaos_run):
     results, run_dir = kraft_chaos_run(
         nodes=5, time_limit=30, nemesis=["crash"], nemesis_interval=2, nemesis_duration=1,
         seed=1, subnet=SUBNET, unsafe=["no-fsync"])
-    counts = anomaly_counts(results)
-    assert results["valid"] is False, (run_dir, counts)
-    assert counts.get("lost-write", 0) > 0, (run_dir, counts)
-    for a in results["checkers"]["lost-write"]["anomalies"]:
-        assert a["found"] is None or a["found"][3] != a["value"]
+    assert_lost_writes(results, run_dir)
 
 
 def test_no_read_index_gives_stale_reads(engine, kraft_chaos_run):
