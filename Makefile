@@ -29,8 +29,9 @@ bench: venv engine
 	$(PY) -m harness.bench
 
 venv: $(STAMP)
+	@ls checkers/linearizability/_wgl*.so >/dev/null 2>&1 || $(PY) -m pip install -q -e .
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml checkers/linearizability/_wgl.c
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kraft-chaos needs python3 >= 3.11, found " + sys.version.split()[0])'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { echo "cannot create $(VENV): install python3-venv" >&2; exit 1; }
 	$(PY) -m pip install -q --upgrade pip

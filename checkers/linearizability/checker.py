@@ -1,0 +1,132 @@
+"""Checks a history for linearizability: partitions searched interleaved, first illegal one wins.
+
+Porcupine's ``checkParallel``, in one process: each partition (P-compositionality,
+e.g. each key) gets its own :class:`~.search.PartitionSearch`; they run in
+round-robin slices, smallest first, so a small illegal partition is found
+before a huge legal one is finished (porcupine's ``c50-bad`` has a partition
+whose search alone fills 24 GiB). The check stops at the first illegal
+partition, at the timeout, or when the searches together hold more than the
+memory bound; the last two give the verdict ``unknown``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Any
+
+from .explain import explain_partition
+from .model import Model
+from .operation import Operation
+from .search import ILLEGAL_STATUS, OK, RUNNING, PartitionSearch
+
+#: steps each running partition gets in the first round; doubled every round
+FIRST_SLICE = 2_000
+#: the largest slice (steps)
+MAX_SLICE = 200_000
+
+
+def default_memory_bound() -> int:
+    """Half the machine's physical memory, in bytes (8 GiB if it cannot be read)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+@dataclasses.dataclass
+class CheckResult:
+    """The verdict and what supports it.
+
+    ``valid``: True, False or "unknown". ``reason``: why unknown (timeout,
+    memory) or None. ``partitions``: per partition ``{"key", "ops",
+    "valid", "steps", "cache_entries"}``. ``explanations``: for each illegal
+    partition, the explanation (see :func:`.explain.explain_partition`).
+    ``check_s``: seconds spent searching (parsing excluded).
+    """
+
+    valid: Any
+    reason: str | None
+    partitions: list[dict]
+    explanations: list[dict]
+    check_s: float
+    model: str
+
+    def summary(self) -> dict:
+        """The JSON-able summary for results.json (no full linearizations)."""
+        anomalies = []
+        for ex in self.explanations:
+            stuck = ex.get("stuck")
+            anomalies.append({"key": ex["key"], "linearized_prefix": len(ex["linearizations"][0])
+                              if ex["linearizations"] else 0,
+                              "op": stuck, "state": stuck and stuck.get("state"),
+                              "needs": stuck and stuck.get("needs")})
+        return {"valid": self.valid, "reason": self.reason, "model": self.model,
+                "partitions": len(self.partitions),
+                "ops": sum(p["ops"] for p in self.partitions),
+                "illegal_partitions": [p["key"] for p in self.partitions if p["valid"] is False],
+                "anomalies": anomalies, "check_s": round(self.check_s, 6)}
+
+
+def check_operations(model: Model, ops: list[Operation], partitioned: bool = True,
+                     timeout_s: float | None = None, memory_bound: int | None = None,
+                     explain: bool = True) -> CheckResult:
+    """Check ``ops`` against ``model``.
+
+    ``partitioned``: split with ``model.partition`` (else one search over the
+    whole history, the state a vector of the model's components).
+    ``timeout_s``: give up with "unknown" after this many seconds (None:
+    never). ``memory_bound``: bytes the searches may hold together (default
+    :func:`default_memory_bound`). ``explain``: re-run an illegal partition
+    to record its longest linearizable prefixes. Raises ValueError for an op
+    that returns before its call, and whatever the model raises.
+    """
+    t0 = time.perf_counter()
+    bound = memory_bound or default_memory_bound()
+    deadline = None if timeout_s is None else t0 + timeout_s
+    for op in ops:
+        model.validate(op)
+    groups = model.partition(ops) if partitioned else [(None, ops)]
+    searches = [PartitionSearch(model, g, key=k, components=not partitioned) for k, g in groups]
+    running = sorted(searches, key=lambda s: len(s.ops))
+    reason = None
+    failed: PartitionSearch | None = None
+    slice_steps = FIRST_SLICE
+    while running and failed is None and reason is None:
+        still = []
+        for s in running:
+            st = s.run(slice_steps)
+            if st == ILLEGAL_STATUS:
+                failed = s
+                break
+            if st == RUNNING:
+                still.append(s)
+            if deadline is not None and time.perf_counter() > deadline:
+                reason = f"timed out after {timeout_s:g} s"
+                break
+            if sum(x.memory() for x in still) > bound:
+                reason = f"the search outgrew the memory bound of {bound / 2**30:.1f} GiB"
+                break
+        running = still
+        slice_steps = min(MAX_SLICE, slice_steps * 2)
+    check_s = time.perf_counter() - t0
+    parts = []
+    for s in searches:
+        st = s.stats()
+        verdict = {OK: True, ILLEGAL_STATUS: False}.get(s.status, "unknown")
+        parts.append({"key": s.key, "ops": len(s.ops), "valid": verdict,
+                      "steps": st["steps"], "cache_entries": st["cache_entries"]})
+    if failed is not None:
+        valid: Any = False
+        reason = None
+    elif reason is not None:
+        valid = "unknown"
+    else:
+        valid = True
+    explanations = []
+    if failed is not None and explain:
+        explanations.append(explain_partition(model, failed.ops, failed.key, not partitioned))
+    for s in searches:  # free the caches now
+        s.core = None
+    return CheckResult(valid=valid, reason=reason, partitions=parts, explanations=explanations,
+                       check_s=check_s, model=model.name)

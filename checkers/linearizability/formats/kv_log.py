@@ -1,0 +1,52 @@
+"""Porcupine's kv logs (``test_data/kv/c*-ok.txt``, ``c*-bad.txt``).
+
+One Jepsen op map per line, e.g. ``{:process 9, :type :invoke, :f :append,
+:key "0", :value "x 9 0 y"}``; ``get`` returns the key's string, ``put`` and
+``append`` return nothing. Read with porcupine's regular expressions (these
+files are a fixed format, not general EDN). Times are event positions; an op
+never completed is open to +infinity with an unknown output.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..operation import UNKNOWN, Operation
+from .errors import FormatError
+
+_LINE = re.compile(r'^\{:process (\d+), :type :(invoke|ok), :f :(get|put|append), '
+                   r':key "(.*?)", :value (nil|"(.*)")\}\s*$')
+
+
+def read_kv_log(path: Path) -> list[Operation]:
+    """Parse a kv log into kv ops (get, put, append) keyed by ``:key``.
+
+    Raises :class:`FormatError` naming the line for a line of another shape or
+    a completion with no open invoke.
+    """
+    ops: list[dict] = []
+    open_: dict[int, dict] = {}
+    pos = 0
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            m = _LINE.match(line)
+            if not m:
+                raise FormatError(path, lineno, f"not a kv op map: {line.strip()[:80]!r}")
+            proc, typ, f, key = int(m.group(1)), m.group(2), m.group(3), m.group(4)
+            value = None if m.group(5) == "nil" else m.group(6)
+            pos += 1
+            if typ == "invoke":
+                op = {"process": proc, "f": f, "key": key, "input": value, "output": UNKNOWN,
+                      "call": pos, "ret": None, "line": lineno}
+                open_[proc] = op
+                ops.append(op)
+            else:
+                op = open_.pop(proc, None)
+                if op is None:
+                    raise FormatError(path, lineno, f":ok for process {proc} with no open invoke")
+                op["output"] = value if f == "get" else None
+                op["ret"] = pos
+    return [Operation(process=o["process"], f=o["f"], input=o["input"], output=o["output"],
+                      call=o["call"], ret=o["ret"], key=o["key"], line=o["line"]) for o in ops]

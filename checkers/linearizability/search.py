@@ -1,0 +1,91 @@
+"""One partition's search: builds the time-ordered entries and drives the C core.
+
+The core (``_wgl.Search``, see ``_wgl.c``) is porcupine's ``checkSingle``:
+Wing & Gong's search with Lowe's memoization. This module turns a list of
+:class:`Operation` into its inputs: entries sorted by time with calls before
+returns at equal times, ops open to +infinity returning after every other
+event, and the model's step as a callable over op ids.
+"""
+from __future__ import annotations
+
+from typing import Any, Hashable
+
+from . import _wgl
+from .model import ILLEGAL, Model
+from .operation import Operation
+
+RUNNING, OK, ILLEGAL_STATUS = _wgl.RUNNING, _wgl.OK, _wgl.ILLEGAL
+
+
+def entry_order(ops: list[Operation]) -> list[int]:
+    """The 2n entries ``op*2 + is_return`` in time order (calls first on ties).
+
+    Ops with ``ret is None`` return after every other event, in op order.
+    Raises ValueError for an op that returns before it is called.
+    """
+    inf_rank = max((o.ret for o in ops if o.ret is not None), default=0)
+    inf_rank = max(inf_rank, max((o.call for o in ops), default=0)) + 1
+    keyed = []
+    for i, o in enumerate(ops):
+        if o.ret is not None and o.ret < o.call:
+            raise ValueError(f"op {i} (index {o.index}, line {o.line}) returns at {o.ret} "
+                             f"before its call at {o.call}")
+        keyed.append((o.call, 0, i, i * 2))
+        keyed.append((o.ret if o.ret is not None else inf_rank, 1, i, i * 2 + 1))
+    keyed.sort()
+    return [k[3] for k in keyed]
+
+
+class PartitionSearch:
+    """The search over one partition's ``ops`` against ``model``, run in slices.
+
+    With ``partitioned=False`` and a keyed model, the state is the vector of
+    the model's components (e.g. one register per key). ``explain=True``
+    records the longest linearizable prefixes (slower; use it to explain a
+    partition already known to be illegal).
+    """
+
+    def __init__(self, model: Model, ops: list[Operation], key: Any = None,
+                 components: bool = False, explain: bool = False):
+        self.model, self.ops, self.key = model, ops, key
+        if components:
+            initial, comp = model.components(ops)
+        else:
+            initial, comp = [model.init()], [0] * len(ops)
+        self.initial = initial
+        self.comp = comp
+        step = model.step
+        native = [model.native(o) for o in ops]
+        self.core = _wgl.Search(entry_order(ops), comp, initial,
+                                lambda state, i: step(state, ops[i]), ILLEGAL, explain,
+                                native if any(x is not None for x in native) else None,
+                                [i for i, o in enumerate(ops) if o.ret is None])
+        self.status = RUNNING if ops else OK
+
+    def run(self, max_steps: int) -> int:
+        """Search at most ``max_steps`` steps; returns RUNNING, OK or ILLEGAL_STATUS."""
+        if self.status == RUNNING:
+            self.status = self.core.run(max_steps)
+        return self.status
+
+    def memory(self) -> int:
+        """Bytes held by this search (cache, tables)."""
+        return self.core.memory()
+
+    def stats(self) -> dict:
+        """Counters: steps, step_calls (model calls), backtracks, cache_entries, states."""
+        return self.core.stats()
+
+    def linearization(self) -> list[int]:
+        """Op indices in linearization order (complete once OK)."""
+        return self.core.linearization()
+
+    def state_after(self, order: list[int]) -> list[Hashable]:
+        """Replay ``order`` (op indices) from the initial state; the state after each op."""
+        vec = list(self.initial)
+        out = []
+        for i in order:
+            c = self.comp[i]
+            vec[c] = self.model.step(vec[c], self.ops[i])
+            out.append(vec[c])
+        return out
