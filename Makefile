@@ -26,6 +26,7 @@ unit: venv
 	$(PY) -m pytest -q -m "not docker"
 
 bench: venv engine
+	$(PY) -m harness.bench_linearizability
 	$(PY) -m harness.bench
 
 venv: $(STAMP)

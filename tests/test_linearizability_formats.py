@@ -133,3 +133,12 @@ def test_unknown_format_and_model_are_named(tmp_path):
         check_file(p)
     with pytest.raises(ValueError, match="unknown model 'nope': choose from"):
         check_file(write(tmp_path, "h.edn", ""), model="nope")
+
+
+def test_edn_knossos_op_vectors(tmp_path):
+    """knossos' oldest histories: [process type f value] (and an error after), one per line."""
+    p = write(tmp_path, "old.edn", "[1 :invoke :write 3]\n[1 :ok :write 3]\n[2 :invoke :read nil]\n"
+                                   "[3 :invoke :read nil]\n[3 :fail :read nil :conn-lost]\n[2 :ok :read 4]\n")
+    paired = read_file(p, "edn", model_for("edn", "cas-register"))
+    assert paired.failed == 1 and [o.f for o in paired.ops] == ["write", "read"]
+    assert check_file(p, model="cas-register")["valid"] is False  # read 4, but only 3 was written

@@ -243,6 +243,7 @@ typedef struct {
     /* explanation: longest partial linearization */
     int explain;
     Py_ssize_t best_len;
+    Py_ssize_t best_done;  /* completed (not crashed) ops in best_seq */
     int32_t *best_seq;     /* op ids */
     int32_t best_stuck;    /* op that could not be placed after best_seq, or -1 */
     /* per-op longest prefix containing it (porcupine's "largest") */
@@ -386,9 +387,13 @@ static int32_t transition_slow(Search *s, int32_t op, int32_t sid) {
 
 /* ---- explanation bookkeeping (only when explain is on) ---- */
 static int record_partial(Search *s, int32_t stuck_op) {
-    Py_ssize_t d = s->depth;
-    if (d > s->best_len || (d == s->best_len && s->best_stuck < 0)) {
+    Py_ssize_t d = s->depth, done = 0;
+    for (Py_ssize_t i = 0; i < d; i++) done += !s->open_end[s->opof[s->stk_node[i]]];
+    /* The best prefix to show places the most ops that completed: a crashed
+       op placed early (it may or may not have happened) explains nothing. */
+    if (done > s->best_done || (done == s->best_done && d < s->best_len)) {
         s->best_len = d;
+        s->best_done = done;
         for (Py_ssize_t i = 0; i < d; i++) {
             int32_t op = s->opof[s->stk_node[i]];
             s->best_seq[i] = op;
@@ -653,7 +658,7 @@ static int Search_init(Search *s, PyObject *args, PyObject *kw) {
     s->cur = s->next[0];
     s->status = ST_RUNNING;
     s->explain = explain;
-    s->best_len = -1; s->best_stuck = -1;
+    s->best_len = -1; s->best_done = -1; s->best_stuck = -1;
     if (explain) {
         s->best_seq = PyMem_Malloc((n ? n : 1) * sizeof(int32_t));
         s->longest_len = PyMem_Calloc(n ? n : 1, sizeof(int32_t));

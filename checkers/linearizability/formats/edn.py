@@ -1,5 +1,8 @@
 """Jepsen's ``history.edn``: op maps, one per line (Jepsen) or inside a vector (knossos' test data).
 
+Knossos' oldest histories write an op as a vector ``[process type f value]``;
+those are read too.
+
 Each top-level map is cut out of the text by a small scanner that knows
 EDN strings, characters and ``;`` comments, so every op keeps the line it
 starts on; the map itself is read with the edn-format library. Keywords
@@ -74,6 +77,8 @@ def op_maps(text: str, path: Any) -> Iterator[tuple[int, str]]:
                     yield start_line, text[start:i + 1]
         elif ch == "{":
             depth, start, start_line = 1, i, line
+        elif ch == "[" and not _opens_container(text, i + 1):
+            depth, start, start_line = 1, i, line  # an op as [process type f value]
         elif ch in "[(" and outer == 0:
             outer = 1
         elif ch in "])" and outer == 1:
@@ -86,6 +91,24 @@ def op_maps(text: str, path: Any) -> Iterator[tuple[int, str]]:
         raise FormatError(path, start_line, "op map never closes (truncated file?)")
 
 
+def _opens_container(text: str, i: int) -> bool:
+    """Does the ``[`` or ``(`` before ``text[i]`` enclose ops (its first item a map or vector)?"""
+    while i < len(text) and (text[i].isspace() or text[i] == ","):
+        i += 1
+    return i < len(text) and text[i] in "{[("
+
+
+def as_op_map(v: Any) -> Any:
+    """An op vector ``[process type f value]`` (optionally ``error`` after) as an op map;
+    anything else unchanged."""
+    if isinstance(v, tuple) and len(v) in (4, 5):
+        op = {"process": v[0], "type": v[1], "f": v[2], "value": v[3]}
+        if len(v) == 5:
+            op["error"] = v[4]
+        return op
+    return v
+
+
 def read_edn_ops(path: Path) -> list[tuple[int, dict]]:
     """(line, op dict) for each op map in a history.edn; raises FormatError naming the line."""
     text = Path(path).read_text(encoding="utf-8", errors="replace")
@@ -95,9 +118,10 @@ def read_edn_ops(path: Path) -> list[tuple[int, dict]]:
             v = edn_format.loads(chunk)
         except Exception as e:  # edn-format raises several types for bad input
             raise FormatError(path, line, f"invalid EDN map: {e}") from None
-        if not isinstance(v, (dict, edn_format.ImmutableDict)):
-            raise FormatError(path, line, f"expected an op map, got {type(v).__name__}")
-        out.append((line, plain(v)))
+        v = as_op_map(plain(v))
+        if not isinstance(v, dict):
+            raise FormatError(path, line, f"expected an op map or [process type f value], got {chunk[:60]!r}")
+        out.append((line, v))
     return out
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..operation import UNKNOWN, Operation
 from .errors import FormatError
+from .text import numbered_lines
 
 _LINE = re.compile(r"^INFO\s+jepsen\.util\s+-\s+(\d+)\s+:(\w+)\s+:([\w-]+)\s+(.*?)\s*$")
 _INT = re.compile(r"^-?\d+$")
@@ -44,46 +45,43 @@ def read_jepsen_log(path: Path) -> list[Operation]:
     ops: list[dict] = []
     open_: dict[int, dict] = {}
     pos = 0
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            m = _LINE.match(line)
-            if not m:
-                raise FormatError(path, lineno, f"not a Jepsen op line: {line.strip()[:80]!r}")
-            proc, typ, f, text = int(m.group(1)), m.group(2), m.group(3), m.group(4)
-            if f not in ("read", "write", "cas"):
-                raise FormatError(path, lineno, f"unknown function :{f}: expected :read, :write or :cas")
-            value = _value(path, lineno, text)
-            pos += 1
-            if typ == "invoke":
-                if f == "cas" and not isinstance(value, tuple):
-                    raise FormatError(path, lineno, f"cas needs [old new], got {text!r}")
-                op = {"process": proc, "f": f, "input": value if f != "read" else None,
-                      "output": UNKNOWN, "call": pos, "ret": None, "line": lineno}
-                open_[proc] = op
-                ops.append(op)
-                continue
-            if typ == "info":
-                continue  # stays open (porcupine ignores :info lines)
-            if typ not in ("ok", "fail"):
-                raise FormatError(path, lineno, f"unknown op type :{typ}")
-            op = open_.pop(proc, None)
-            if op is None:
-                raise FormatError(path, lineno, f":{typ} for process {proc} with no open invoke")
-            if op["f"] != f:
-                raise FormatError(path, lineno, f":{typ} :{f} completes process {proc}'s :{op['f']} "
-                                  f"from line {op['line']}")
-            if typ == "fail":
-                if f == "cas":
-                    op["output"] = False
-                elif f == "read" and value is UNKNOWN:
-                    op["output"] = UNKNOWN
-                else:
-                    raise FormatError(path, lineno, f":fail :{f} {text}: porcupine's format has only "
-                                      ":fail :cas and :fail :read :timed-out")
+    for lineno, line in numbered_lines(path):
+        m = _LINE.match(line)
+        if not m:
+            raise FormatError(path, lineno, f"not a Jepsen op line: {line.strip()[:80]!r}")
+        proc, typ, f, text = int(m.group(1)), m.group(2), m.group(3), m.group(4)
+        if f not in ("read", "write", "cas"):
+            raise FormatError(path, lineno, f"unknown function :{f}: expected :read, :write or :cas")
+        value = _value(path, lineno, text)
+        pos += 1
+        if typ == "invoke":
+            if f == "cas" and not isinstance(value, tuple):
+                raise FormatError(path, lineno, f"cas needs [old new], got {text!r}")
+            op = {"process": proc, "f": f, "input": value if f != "read" else None,
+                  "output": UNKNOWN, "call": pos, "ret": None, "line": lineno}
+            open_[proc] = op
+            ops.append(op)
+            continue
+        if typ == "info":
+            continue  # stays open (porcupine ignores :info lines)
+        if typ not in ("ok", "fail"):
+            raise FormatError(path, lineno, f"unknown op type :{typ}")
+        op = open_.pop(proc, None)
+        if op is None:
+            raise FormatError(path, lineno, f":{typ} for process {proc} with no open invoke")
+        if op["f"] != f:
+            raise FormatError(path, lineno, f":{typ} :{f} completes process {proc}'s :{op['f']} "
+                              f"from line {op['line']}")
+        if typ == "fail":
+            if f == "cas":
+                op["output"] = False
+            elif f == "read" and value is UNKNOWN:
+                op["output"] = UNKNOWN
             else:
-                op["output"] = value if f == "read" else (True if f == "cas" else None)
-            op["ret"] = pos
+                raise FormatError(path, lineno, f":fail :{f} {text}: porcupine's format has only "
+                                  ":fail :cas and :fail :read :timed-out")
+        else:
+            op["output"] = value if f == "read" else (True if f == "cas" else None)
+        op["ret"] = pos
     return [Operation(process=o["process"], f=o["f"], input=o["input"], output=o["output"],
                       call=o["call"], ret=o["ret"], line=o["line"]) for o in ops]

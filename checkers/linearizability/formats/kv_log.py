@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..operation import UNKNOWN, Operation
 from .errors import FormatError
+from .text import numbered_lines
 
 _LINE = re.compile(r'^\{:process (\d+), :type :(invoke|ok), :f :(get|put|append), '
                    r':key "(.*?)", :value (nil|"(.*)")\}\s*$')
@@ -27,26 +28,23 @@ def read_kv_log(path: Path) -> list[Operation]:
     ops: list[dict] = []
     open_: dict[int, dict] = {}
     pos = 0
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            m = _LINE.match(line)
-            if not m:
-                raise FormatError(path, lineno, f"not a kv op map: {line.strip()[:80]!r}")
-            proc, typ, f, key = int(m.group(1)), m.group(2), m.group(3), m.group(4)
-            value = None if m.group(5) == "nil" else m.group(6)
-            pos += 1
-            if typ == "invoke":
-                op = {"process": proc, "f": f, "key": key, "input": value, "output": UNKNOWN,
-                      "call": pos, "ret": None, "line": lineno}
-                open_[proc] = op
-                ops.append(op)
-            else:
-                op = open_.pop(proc, None)
-                if op is None:
-                    raise FormatError(path, lineno, f":ok for process {proc} with no open invoke")
-                op["output"] = value if f == "get" else None
-                op["ret"] = pos
+    for lineno, line in numbered_lines(path):
+        m = _LINE.match(line)
+        if not m:
+            raise FormatError(path, lineno, f"not a kv op map: {line.strip()[:80]!r}")
+        proc, typ, f, key = int(m.group(1)), m.group(2), m.group(3), m.group(4)
+        value = None if m.group(5) == "nil" else m.group(6)
+        pos += 1
+        if typ == "invoke":
+            op = {"process": proc, "f": f, "key": key, "input": value, "output": UNKNOWN,
+                  "call": pos, "ret": None, "line": lineno}
+            open_[proc] = op
+            ops.append(op)
+        else:
+            op = open_.pop(proc, None)
+            if op is None:
+                raise FormatError(path, lineno, f":ok for process {proc} with no open invoke")
+            op["output"] = value if f == "get" else None
+            op["ret"] = pos
     return [Operation(process=o["process"], f=o["f"], input=o["input"], output=o["output"],
                       call=o["call"], ret=o["ret"], key=o["key"], line=o["line"]) for o in ops]

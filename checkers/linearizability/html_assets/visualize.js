@@ -115,8 +115,12 @@
   // --- per partition state ---
   const parts = data.partitions.map((p, pi) => {
     const byId = new Map(p.ops.map((op) => [op.id, op]));
+    // linearizations[0] is the checker's explanation (the prefix the stuck op
+    // could not follow); for a valid partition it is the full linearization.
     let longest = 0;
-    p.linearizations.forEach((lin, i) => { if (lin.length > p.linearizations[longest].length) longest = i; });
+    if (!p.stuck) {
+      p.linearizations.forEach((lin, i) => { if (lin.length > p.linearizations[longest].length) longest = i; });
+    }
     // Lanes: one per process; ops of a process that overlap go to extra rows.
     const procs = [...new Set(p.ops.map((op) => op.process))].sort(cmpProc);
     const lanes = procs.map((proc) => ({proc, rows: []}));
@@ -161,7 +165,7 @@
       const sel = h('select', null, null, ctl);
       p.linearizations.forEach((lin, i) => {
         const o = h('option', null, '#' + (i + 1) + ': ' + lin.length + ' of ' + p.ops.length + ' ops' +
-          (i === st.longest ? ' (longest)' : ''), sel);
+          (i === st.longest ? (st.p.stuck ? ' (the explanation)' : ' (longest)') : ''), sel);
         o.value = String(i);
       });
       sel.addEventListener('change', () => { st.sel = Number(sel.value); st.selOp = null; st.status = ''; draw(st); });
