@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from checkers.linearizability.checker import check_operations
@@ -63,7 +62,7 @@ def kv_history(min_ops: int) -> Path:
     cmd = [sys.executable, "-m", "harness", "run", "--workload", "kv", "--nodes", "5",
            "--nemesis", "partition,kill,pause", "--concurrency", "40", "--rate", "2000",
            "--time-limit", str(int(min_ops / 2000 * 1.3) + 10), "--store", str(KV_STORE),
-           "--subnet", "10.77.0.0/24", "--seed", "100000", "--no-progress"]
+           "--subnet", "10.82.0.0/24", "--seed", "100000", "--no-progress"]
     subprocess.run(cmd, cwd=REPO, check=False)
     hs = sorted(KV_STORE.glob("*/*/history.jsonl"), reverse=True)
     if not hs:

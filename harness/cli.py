@@ -11,7 +11,6 @@ import json
 import logging
 import random
 import sys
-from pathlib import Path
 from typing import Any, Sequence
 
 EXIT_VALID, EXIT_INVALID, EXIT_UNKNOWN = 0, 1, 2
@@ -114,7 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds of workload + nemesis (default 60)")
     r.add_argument("--nemesis", type=_nemeses, default=["partition", "kill", "pause"],
                    help="comma-separated faults: partition, kill, pause, crash (kill -9 a majority or all, then restart), or none (default partition,kill,pause)")
-    r.add_argument("--workload", type=_workload, default="append", help="workload (default append)")
+    r.add_argument("--workload", type=_workload, default="append",
+                   help="append (unique appends, log reads; the log-safety checkers) or kv "
+                        "(read/write/cas on 5 keys; linearizability by key) (default append)")
     r.add_argument("--concurrency", type=_positive_int("--concurrency"), default=10,
                    help="client workers (default 10)")
     r.add_argument("--rate", type=_number("--rate"), default=100.0, help="total ops/s (default 100)")
@@ -131,8 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--unsafe", type=_unsafe, default=[], help="comma-separated kraft.unsafe switches")
     r.add_argument("--no-progress", action="store_true", help="no live progress line")
 
-    c = sub.add_parser("check", help="re-run the checkers on a stored run")
-    c.add_argument("store_dir", help="a run directory (or a store root: its latest run)")
+    c = sub.add_parser("check", help="re-run the checkers on a stored run, or check a history file "
+                                      "for linearizability (--model, --format)")
+    c.add_argument("store_dir", metavar="RUN_DIR_OR_FILE",
+                   help="a run directory (or a store root: its latest run), or a history file")
+    from harness.check_file import add_file_options
+    add_file_options(c)
 
     sub.add_parser("teardown", help="remove every container and network labelled kraft-chaos")
     return p
@@ -176,8 +181,14 @@ def format_results(results: dict, max_details: int = 3) -> str:
     unknown = [k for k, r in checkers.items() if isinstance(r, dict) and r.get("valid") == "unknown"]
     if unknown:
         lines.append(f"undecided checkers: {', '.join(unknown)}")
+        for k in unknown:
+            if checkers[k].get("error"):
+                lines.append(f"  {k}: {checkers[k]['error']}")
     stats = results.get("stats") or {}
-    if stats:
+    op_counts = stats.get("counts") or {}
+    if stats and "append" not in op_counts and any(f in op_counts for f in ("write", "cas")):
+        lines.append(_kv_stats_line(stats))
+    elif stats:
         ap = (stats.get("counts") or {}).get("append", {})
         lat = (stats.get("latency_ms") or {}).get("append", {})
         avail = stats.get("availability")
@@ -187,10 +198,25 @@ def format_results(results: dict, max_details: int = 3) -> str:
             f"availability {_fmt(avail * 100 if avail is not None else None, '%')} "
             f"(appends {_fmt(app_avail * 100 if app_avail is not None else None, '%')}); "
             f"append latency p50 {_fmt(lat.get('p50'), ' ms')} p99 {_fmt(lat.get('p99'), ' ms')}")
-        epochs = stats.get("epochs") or {}
-        if epochs.get("max") is not None:
-            lines.append(f"elections: {epochs['leaders']} leader(s) seen, highest epoch {epochs['max']}")
+    epochs = stats.get("epochs") or {}
+    if epochs.get("max") is not None:
+        lines.append(f"elections: {epochs['leaders']} leader(s) seen, highest epoch {epochs['max']}")
     return "\n".join(lines)
+
+
+def _kv_stats_line(stats: dict) -> str:
+    """The stats line of a kv run: counts and latency per f, availability."""
+    counts, lat = stats.get("counts") or {}, stats.get("latency_ms") or {}
+    parts = []
+    for f in ("read", "write", "cas"):
+        c = counts.get(f, {})
+        extra = f" (cas-mismatch {stats['cas_mismatches']})" if f == "cas" and "cas_mismatches" in stats else ""
+        parts.append(f"{f} ok={c.get('ok', 0)} fail={c.get('fail', 0)}{extra} info={c.get('info', 0)}")
+    avail = stats.get("availability")
+    latency = ", ".join(f"{f} {_fmt((lat.get(f) or {}).get('p50'))}/{_fmt((lat.get(f) or {}).get('p99'))}"
+                        for f in ("read", "write", "cas"))
+    return (f"stats: {'; '.join(parts)}; availability "
+            f"{_fmt(avail * 100 if avail is not None else None, '%')}; latency p50/p99 ms: {latency}")
 
 
 def _remove_console_logging() -> None:
@@ -265,9 +291,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """``kraft-chaos check STORE_DIR``: re-check a stored run, rewrite results.json."""
+    """``kraft-chaos check STORE_DIR``: re-check a stored run, rewrite results.json.
+
+    With a file, or ``--model``/``--format``: the linearizability check of
+    that history file (:mod:`harness.check_file`).
+    """
     from harness import runner, store
+    from harness.check_file import cmd_check_file, wants_file_check
     from harness.history import HistoryError
+
+    if wants_file_check(args):
+        return cmd_check_file(args)
 
     try:
         run_dir = store.resolve_run_dir(args.store_dir)

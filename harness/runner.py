@@ -3,9 +3,11 @@
 Sequence (``run_test``): connect engine -> ensure node image -> DockerCluster
 (run id ``<timestamp>-<seed>``) -> ``KraftDB.setup()`` -> wait for a leader
 -> workload and nemesis together for ``time_limit`` s -> stop the nemesis,
-heal everything -> wait for a leader (30 s) -> wait for followers to catch up
-(15 s) -> final reads -> stop nodes gracefully, collect every node into
-``nodes/<node>/`` -> check -> ``results.json``. The cluster is torn down in
+heal everything -> (``append`` only: wait for a leader (30 s), wait for
+followers to catch up (15 s), final reads) -> stop nodes gracefully, collect
+every node into ``nodes/<node>/`` -> check -> ``results.json``. The checks
+depend on the workload (:func:`check_run_dir`): the log-safety checkers for
+``append``, linearizability by key for ``kv``. The cluster is torn down in
 any case (unless ``keep_cluster``), also on SIGINT, which cancels the run
 cleanly and surfaces as :class:`Interrupted` (exit 130).
 """
@@ -34,6 +36,8 @@ HEALED_LEADER_TIMEOUT_S = 30.0
 CATCH_UP_TIMEOUT_S = 15.0
 #: seconds to retry the final linearizable read
 FINAL_READ_TIMEOUT_S = 30.0
+#: seconds the linearizability checker may search (kv runs); past it the verdict is "unknown"
+LINEARIZABILITY_TIMEOUT_S = 300.0
 
 
 class Interrupted(Exception):
@@ -111,25 +115,99 @@ def cluster_id_for(seed: int) -> str:
             return cid
 
 
+def run_workload_name(run_dir: Path) -> str:
+    """The workload of a stored run, from ``test.json`` (``config.workload``); "append"
+    when absent. Raises ValueError for a workload this harness does not know."""
+    from workloads import WORKLOADS
+    test = store.read_test_json(run_dir) or {}
+    config = test.get("config") if isinstance(test, dict) else None
+    name = config.get("workload", "append") if isinstance(config, dict) else "append"
+    if name not in WORKLOADS:
+        raise ValueError(f"{run_dir}: test.json names unknown workload {name!r}: "
+                         f"choose from {', '.join(WORKLOADS)}")
+    return name
+
+
+def check_linearizability(history: list[dict], run_dir: Path,
+                          timeout_s: float = LINEARIZABILITY_TIMEOUT_S) -> dict:
+    """Linearizability of the kv client ops, by key, as registers (checkers/linearizability).
+
+    Passes the ``read``/``write``/``cas`` ops of client processes (nemesis
+    and describe-quorum ops left out) to ``check_history``, which writes
+    ``run_dir/linearizability.html``. Returns its result (``{"valid":
+    True|False|"unknown", "anomalies": [...], ...}``); "unknown" with an
+    ``error`` when the checker itself failed (the run's other verdicts and
+    its history are kept). Raises ``harness.history.HistoryError`` for a
+    malformed history.
+    """
+    from harness.history import NEMESIS, HistoryError
+    from workloads.kv import CLIENT_FS
+
+    ops = [op for op in history if op["process"] != NEMESIS and op["f"] in CLIENT_FS]
+    from checkers import linearizability
+
+    try:
+        return linearizability.check_history(ops, model="register", by_key=True, timeout_s=timeout_s,
+                                             out_dir=run_dir)
+    except HistoryError:
+        raise
+    except Exception as e:
+        log.exception("linearizability checker failed")
+        return {"valid": "unknown", "anomalies": [], "error": f"checker failed: {type(e).__name__}: {e}"}
+
+
+def check_kv(history: list[dict], nodes, run_dir: Path) -> dict:
+    """The kv run's checks: linearizability by key, election safety, divergence of
+    the nodes' logs (``nodes``: checkers.node_data, or None) and stats.
+
+    Returns ``{"valid", "checkers": {name: result}, "anomaly_counts": {name:
+    n}, "stats"}`` like ``checkers.log_safety.check_all``; stats also count
+    ``cas_mismatches`` (cas ops that failed their compare).
+    """
+    from checkers.divergence import check_divergence
+    from checkers.election_safety import check_election_safety
+    from checkers.log_safety import combine
+    from checkers.stats import check_stats
+    from workloads.kv import CAS_MISMATCH
+
+    results = {"linearizability": check_linearizability(history, run_dir),
+               "election-safety": check_election_safety(history, nodes),
+               "divergence": check_divergence(history, nodes)}
+    stats = check_stats(history, nodes)
+    stats.pop("append_availability", None)      # no appends in a kv run
+    stats["cas_mismatches"] = sum(1 for op in history if op["f"] == "cas" and op["type"] == "fail"
+                                  and op.get("error") == CAS_MISMATCH)
+    return {"valid": combine([r.get("valid") for r in results.values()]),
+            "checkers": results,
+            "anomaly_counts": {name: len(r.get("anomalies") or []) for name, r in results.items()},
+            "stats": stats}
+
+
 def check_run_dir(run_dir: Path) -> dict:
     """Run the checkers on a stored run and (re)write its ``results.json``.
 
-    Reads ``history.jsonl`` and ``nodes/`` (node data is left out when
-    ``nodes/`` holds none), and also writes ``latency-raw.png`` and
-    ``rate.png`` (harness/plots.py). Returns ``{"valid", "anomalies": {checker:
-    count}, "checkers": {checker: result}, "stats": ...}``. Raises
-    ``harness.history.HistoryError`` (with the line number) for a malformed
-    history and ``FileNotFoundError`` when there is none.
+    Reads ``history.jsonl``, ``test.json`` (which workload ran: the log-safety
+    checkers for ``append``, :func:`check_kv` for ``kv``) and ``nodes/``
+    (node data is left out when ``nodes/`` holds none), and also writes
+    ``latency-raw.png`` and ``rate.png`` (harness/plots.py). Returns
+    ``{"valid", "anomalies": {checker: count}, "checkers": {checker:
+    result}, "stats": ...}``. Raises ``harness.history.HistoryError`` (with
+    the line number) for a malformed history, ``FileNotFoundError`` when
+    there is none, and ValueError for an unknown workload in test.json.
     """
     from checkers.log_safety import check_all
     from checkers.node_data import load_node_data
     from harness.history import read_history
 
     run_dir = Path(run_dir)
+    workload = run_workload_name(run_dir)
     history = read_history(store.history_path(run_dir))
     ndir = store.nodes_dir(run_dir)
     nodes = load_node_data(ndir) if ndir.is_dir() else None
-    raw = check_all(history, nodes or None)
+    if workload == "kv":
+        raw = check_kv(history, nodes or None, run_dir)
+    else:
+        raw = check_all(history, nodes or None)
     results = {"valid": raw["valid"], "anomalies": raw["anomaly_counts"],
                "checkers": raw["checkers"], "stats": raw["stats"]}
     store.write_json(store.results_path(run_dir), results)
@@ -172,8 +250,9 @@ def run_test(config: RunConfig, run_dir: Path | None = None,
     for a bad config; the cluster is torn down before any of these propagate
     (unless ``keep_cluster``).
     """
-    if config.workload != "append":
-        raise ValueError(f"unknown workload {config.workload!r}: choose from append")
+    from workloads import WORKLOADS
+    if config.workload not in WORKLOADS:
+        raise ValueError(f"unknown workload {config.workload!r}: choose from {', '.join(WORKLOADS)}")
     if config.cluster != "docker":
         raise ValueError(f"unknown cluster backend {config.cluster!r}: choose from docker")
     run_dir = Path(run_dir) if run_dir is not None else prepare_run(config)
@@ -295,15 +374,13 @@ class _Run:
     async def _run_phase(self, nodes: list[str]) -> None:
         """Workload and nemesis together for ``time_limit`` seconds, then heal."""
         from harness.history import HistoryWriter
-        from workloads.append import AppendOptions, AppendWorkload
         from workloads.topology import Topology
         from .leader import find_leader
         from .progress import Progress, Snapshot
 
         cfg = self.config
         self.history = HistoryWriter(store.history_path(self.run_dir))
-        self.workload = AppendWorkload(Topology.from_db(self.db, nodes), self.cluster_id, self.history,
-                                       cfg.seed, AppendOptions(concurrency=cfg.concurrency, rate=cfg.rate))
+        self.workload = self._make_workload(Topology.from_db(self.db, nodes))
         stop = asyncio.Event()
         tasks = [asyncio.create_task(self.workload.run(stop), name="workload")]
         if cfg.nemesis:
@@ -318,7 +395,7 @@ class _Run:
             tasks.append(asyncio.create_task(run_nemesis(self.controller, schedule, self.history, stop),
                                              name="nemesis"))
         mon = self.workload.monitor
-        snap = Snapshot(lambda: self.workload.tally.totals(),
+        snap = Snapshot(lambda: self.workload.tally.totals(self.workload.client_fs),
                         (lambda: self.controller.active) if self.controller else None,
                         lambda: (f"id {mon.leader[1]} (epoch {mon.leader[0]})" if mon.leader else None),
                         cfg.time_limit)
@@ -345,18 +422,20 @@ class _Run:
             log.info("healing every fault")
             await self._blocking(self.controller.heal_all)
 
-    async def _finish(self, nodes: list[str]) -> dict:
-        from workloads.append import final_reads
-        from .leader import wait_for_catch_up, wait_for_leader
+    def _make_workload(self, topology):
+        """The configured workload (``append`` or ``kv``) on ``topology``."""
+        cfg = self.config
+        if cfg.workload == "kv":
+            from workloads.kv import KvOptions, KvWorkload
+            return KvWorkload(topology, self.cluster_id, self.history, cfg.seed,
+                              KvOptions(concurrency=cfg.concurrency, rate=cfg.rate))
+        from workloads.append import AppendOptions, AppendWorkload
+        return AppendWorkload(topology, self.cluster_id, self.history, cfg.seed,
+                              AppendOptions(concurrency=cfg.concurrency, rate=cfg.rate))
 
-        leader = await wait_for_leader(self.db, nodes, self.cluster_id, HEALED_LEADER_TIMEOUT_S)
-        if leader is None:
-            log.warning("no leader within %.0f s after healing", HEALED_LEADER_TIMEOUT_S)
-        elif not await wait_for_catch_up(self.db, nodes, self.cluster_id, CATCH_UP_TIMEOUT_S):
-            log.warning("voters did not all reach the leader's log end offset within %.0f s",
-                        CATCH_UP_TIMEOUT_S)
-        log.info("final reads (leader %s)", leader)
-        await final_reads(self.workload, leader, FINAL_READ_TIMEOUT_S)
+    async def _finish(self, nodes: list[str]) -> dict:
+        if self.config.workload == "append":
+            await self._final_reads(nodes)
         self.history.close()
         log.info("stopping nodes and collecting their data")
         await self._blocking(self.db.teardown)
@@ -368,6 +447,20 @@ class _Run:
         results = await self._blocking(check_run_dir, self.run_dir)
         log.info("verdict: valid=%s anomalies=%s", results["valid"], results["anomalies"])
         return results
+
+    async def _final_reads(self, nodes: list[str]) -> None:
+        """The append workload's end: a leader, caught-up voters, then the final reads."""
+        from workloads.append import final_reads
+        from .leader import wait_for_catch_up, wait_for_leader
+
+        leader = await wait_for_leader(self.db, nodes, self.cluster_id, HEALED_LEADER_TIMEOUT_S)
+        if leader is None:
+            log.warning("no leader within %.0f s after healing", HEALED_LEADER_TIMEOUT_S)
+        elif not await wait_for_catch_up(self.db, nodes, self.cluster_id, CATCH_UP_TIMEOUT_S):
+            log.warning("voters did not all reach the leader's log end offset within %.0f s",
+                        CATCH_UP_TIMEOUT_S)
+        log.info("final reads (leader %s)", leader)
+        await final_reads(self.workload, leader, FINAL_READ_TIMEOUT_S)
 
     async def _collect(self, nodes: list[str]) -> None:
         for node in nodes:

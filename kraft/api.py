@@ -6,10 +6,14 @@ BEGIN_QUORUM_EPOCH = 53
 END_QUORUM_EPOCH = 54
 DESCRIBE_QUORUM = 55
 
-#: Client API (not Kafka's; see kraft/README.md): append one value, read the log.
+#: Client API (not Kafka's; see kraft/README.md): append one value, read the log,
+#: and the key-value state machine (kraft/kv.py): put or cas, linearizable get.
 APPEND = 1000
 READ = 1001
+KV_WRITE = 1002
+KV_GET = 1003
 
 NAMES = {FETCH: "Fetch", VOTE: "Vote", BEGIN_QUORUM_EPOCH: "BeginQuorumEpoch",
          END_QUORUM_EPOCH: "EndQuorumEpoch", DESCRIBE_QUORUM: "DescribeQuorum",
-         APPEND: "Append", READ: "Read"}
+         APPEND: "Append", READ: "Read",
+         KV_WRITE: "KvWrite", KV_GET: "KvGet"}

@@ -1,4 +1,5 @@
-"""A client for a kraft node: Append, Read and DescribeQuorum over the wire format.
+"""A client for a kraft node: Append, Read, DescribeQuorum and the key-value API
+(KvWrite: put and cas, KvGet: get; kraft/kv_service.py) over the wire format.
 
 Standard library asyncio; one request in flight per :class:`KraftClient`.
 Errors split the way Jepsen needs them: :class:`DefiniteError` means the
@@ -12,7 +13,7 @@ import itertools
 
 from . import api, errors, wire
 
-#: Codes after which an Append certainly was not appended.
+#: Codes after which an Append (or a KvWrite) certainly was not appended.
 _DEFINITE = {errors.NOT_LEADER_OR_FOLLOWER, errors.INCONSISTENT_CLUSTER_ID,
              errors.INVALID_REQUEST, errors.FENCED_LEADER_EPOCH,
              errors.UNKNOWN_LEADER_EPOCH}
@@ -138,6 +139,44 @@ class KraftClient:
         # A read has no side effect, but a timed-out read-index is still reported as indefinite.
         self._raise_for(body, _DEFINITE)
         return {"high_watermark": body["HighWatermark"], "records": body["Records"]}
+
+    async def put(self, key: str, value: int | None) -> dict:
+        """Set ``key`` (str) to ``value`` (int or None); returns ``{"offset": O, "epoch": E}``
+        once the command is committed and applied by the leader.
+
+        Raises :class:`DefiniteError` (e.g. NOT_LEADER_OR_FOLLOWER with a
+        leader hint: not appended) or :class:`IndefiniteError`, as :meth:`append`.
+        """
+        body = await self.request(api.KV_WRITE, {"Op": "put", "Key": key, "Value": value})
+        self._raise_for(body, _DEFINITE)
+        return {"offset": body["Offset"], "epoch": body["Epoch"]}
+
+    async def cas(self, key: str, expected: int | None, value: int | None) -> dict:
+        """Compare-and-set: set ``key`` to ``value`` iff its current value is ``expected``.
+
+        Returns ``{"offset": O, "epoch": E, "succeeded": bool, "previous":
+        value before}`` once committed and applied; ``succeeded`` is False
+        when the compare failed (the command took no effect). Raises as
+        :meth:`put`.
+        """
+        body = await self.request(api.KV_WRITE, {"Op": "cas", "Key": key, "Expected": expected,
+                                                 "Value": value})
+        self._raise_for(body, _DEFINITE)
+        return {"offset": body["Offset"], "epoch": body["Epoch"], "succeeded": body["Succeeded"],
+                "previous": body.get("Previous")}
+
+    async def get(self, key: str) -> dict:
+        """Linearizable read of ``key``: ``{"value": int or None (never written),
+        "applied_offset": the leader's applied index it was read at}``.
+
+        Served by the leader after a read-index round. Raises
+        :class:`DefiniteError` (NOT_LEADER_OR_FOLLOWER on a non-leader) or
+        :class:`IndefiniteError` (e.g. REQUEST_TIMED_OUT: leadership not
+        confirmed in time), as :meth:`read`.
+        """
+        body = await self.request(api.KV_GET, {"Key": key})
+        self._raise_for(body, _DEFINITE)
+        return {"value": body["Value"], "applied_offset": body["AppliedOffset"]}
 
     async def describe_quorum(self) -> dict:
         """The leader's DescribeQuorum response body (KIP-595).

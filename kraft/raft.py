@@ -9,6 +9,12 @@ checked by :meth:`RaftNode.tick` every ``TICK_S``.
 Rule of persistence: quorum-state is written *before* the in-memory
 transition it records (Unattached, voted, Follower, Candidate, Leader);
 Prospective and Resigned are not persisted.
+
+Every node feeds its committed records, in offset order, to the key-value
+state machine (:mod:`kraft.kv`) whenever its high watermark advances; the
+KvWrite/KvGet requests are served by :mod:`kraft.kv_service` on top of
+:meth:`RaftNode.append_and_commit`, :meth:`RaftNode.read_index` and
+:meth:`RaftNode.wait_applied`.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from . import api, errors
 from .client import ClientError, KraftClient
 from .config import NodeConfig
 from .high_watermark import end_quorum_backoff_ms, next_high_watermark
+from .kv import KvStateMachine
 from .log import Log
 from .meta import Meta
 from .quorum_state import ElectionState, read_state, write_state
@@ -41,6 +48,15 @@ NO_FSYNC_WRITE_INTERVAL_S = 1.0
 
 class InvalidRequest(ValueError):
     """A request field is missing or has the wrong type (answered INVALID_REQUEST)."""
+
+
+class Refused(Exception):
+    """A client request is answered with an error: ``body`` is the response body
+    (``{"ErrorCode": code, "ErrorMessage"?: str}``)."""
+
+    def __init__(self, code: int, message: str | None = None):
+        super().__init__(f"{errors.name(code)}: {message}" if message else errors.name(code))
+        self.body = {"ErrorCode": code, **({"ErrorMessage": message} if message else {})}
 
 
 class FatalError(RuntimeError):
@@ -102,6 +118,8 @@ class RaftNode:
         self._begin_sent: dict[int, float] = {}
         self._pending_appends: dict[int, asyncio.Future] = {}
         self._pending_reads: list[tuple[float, asyncio.Future]] = []
+        self.kv = KvStateMachine()           # applied from committed records (kraft/kv.py)
+        self._apply_waiters: list[tuple[int, asyncio.Future]] = []
         self._last_read_at = float("-inf")   # arrival time of the newest read-index request
         self._flush_handle: asyncio.Handle | None = None
         self._wakeup = asyncio.Event()
@@ -483,6 +501,7 @@ class RaftNode:
         hw = min(resp.get("HighWatermark", 0), self.log.end_offset)
         if hw > self.hw:
             self.hw = hw
+            self._apply_committed()
         self._fetched_ok()
         return True
 
@@ -522,6 +541,7 @@ class RaftNode:
                                   require_epoch_commit="early-high-watermark" not in self.cfg.unsafe)
         if new > self.hw:
             self.hw = new
+            self._apply_committed()     # before answering appends: a KvWrite needs its result
             self._notify()
             done = [o for o in self._pending_appends if o < new]
             for o in sorted(done):
@@ -529,6 +549,20 @@ class RaftNode:
                 if not fut.done():
                     fut.set_result((o, self.log.records[o].epoch))
             self._complete_reads()
+
+    def _apply_committed(self) -> None:
+        """Apply the newly committed records to the kv state machine; wake :meth:`wait_applied`."""
+        self.kv.apply_committed(self.log, self.hw)
+        if self._apply_waiters:
+            keep = []
+            for index, fut in self._apply_waiters:
+                if fut.done():
+                    continue
+                if self.kv.applied >= index:
+                    fut.set_result(self.kv.applied)
+                else:
+                    keep.append((index, fut))
+            self._apply_waiters = keep
 
     def _epoch_committed(self) -> bool:
         return self.hw > self._epoch_start or "early-high-watermark" in self.cfg.unsafe
@@ -695,25 +729,86 @@ class RaftNode:
         """
         if "Value" not in body:
             raise InvalidRequest("missing field Value")
+        try:
+            offset, epoch = await self.append_and_commit(body["Value"])
+        except Refused as e:
+            return e.body
+        return {"ErrorCode": errors.NONE, "Offset": offset, "Epoch": epoch}
+
+    async def append_and_commit(self, payload, on_appended=None) -> tuple[int, int]:
+        """Leader only: append a data record holding ``payload`` (any JSON value) and
+        wait until it is committed and applied; returns ``(offset, epoch)``.
+
+        ``on_appended(offset)`` is called as soon as the record is in the log,
+        before any wait. Raises :class:`Refused` NOT_LEADER_OR_FOLLOWER
+        (definite: nothing appended) or REQUEST_TIMED_OUT (appended, commit
+        unknown: leadership was lost or ``request.timeout.ms`` passed), and
+        InvalidRequest for an oversized payload.
+        """
         if self.kind is not StateKind.LEADER:
-            return {"ErrorCode": errors.NOT_LEADER_OR_FOLLOWER}
-        r = Record(self.log.end_offset, self.epoch, DATA, body["Value"])
+            raise Refused(errors.NOT_LEADER_OR_FOLLOWER)
+        r = Record(self.log.end_offset, self.epoch, DATA, payload)
         try:
             self._append(r)
         except ValueError as e:
             raise InvalidRequest(str(e)) from None
+        if on_appended is not None:
+            on_appended(r.offset)
         fut = asyncio.get_running_loop().create_future()
         self._pending_appends[r.offset] = fut
         self._schedule_flush()
         try:
-            offset, epoch = await asyncio.wait_for(fut, self.cfg.request_timeout_ms / 1000.0)
+            return await asyncio.wait_for(fut, self.cfg.request_timeout_ms / 1000.0)
         except TimeoutError:
             self._pending_appends.pop(r.offset, None)
-            return {"ErrorCode": errors.REQUEST_TIMED_OUT,
-                    "ErrorMessage": f"offset {r.offset} not committed within {self.cfg.request_timeout_ms} ms"}
+            raise Refused(errors.REQUEST_TIMED_OUT, f"offset {r.offset} not committed within "
+                          f"{self.cfg.request_timeout_ms} ms") from None
         except ClientError as e:
-            return {"ErrorCode": errors.REQUEST_TIMED_OUT, "ErrorMessage": str(e)}
-        return {"ErrorCode": errors.NONE, "Offset": offset, "Epoch": epoch}
+            raise Refused(errors.REQUEST_TIMED_OUT, str(e)) from None
+
+    async def read_index(self, timeout_s: float | None = None) -> int:
+        """Leader only: the read-index round (Raft §6.4); returns the read index.
+
+        Waits until this epoch's LeaderChange is committed and a majority of
+        voters have fetched since the call (confirming leadership in the
+        current epoch), then returns the high watermark: every write
+        acknowledged before the call is below it. Parked Fetches are answered
+        at once so followers come back quickly. Raises :class:`Refused`
+        NOT_LEADER_OR_FOLLOWER (not the leader, or leadership lost meanwhile)
+        or REQUEST_TIMED_OUT (not confirmed within ``timeout_s``, default
+        ``request.timeout.ms``).
+        """
+        if self.kind is not StateKind.LEADER:
+            raise Refused(errors.NOT_LEADER_OR_FOLLOWER)
+        timeout_s = self.cfg.request_timeout_ms / 1000.0 if timeout_s is None else timeout_s
+        fut = asyncio.get_running_loop().create_future()
+        self._last_read_at = self._now()
+        self._pending_reads.append((self._last_read_at, fut))
+        self._notify()            # parked fetches answer now, so followers fetch again
+        self._complete_reads()
+        try:
+            return await asyncio.wait_for(fut, max(0.0, timeout_s))
+        except TimeoutError:
+            raise Refused(errors.REQUEST_TIMED_OUT,
+                          "read-index: leadership not confirmed by a majority in time") from None
+        except ClientError:
+            raise Refused(errors.NOT_LEADER_OR_FOLLOWER) from None
+
+    async def wait_applied(self, index: int, timeout_s: float) -> int:
+        """Wait until the kv state machine has applied every record below ``index``.
+
+        Returns the applied index (>= ``index``). Raises :class:`Refused`
+        REQUEST_TIMED_OUT after ``timeout_s`` seconds.
+        """
+        if self.kv.applied >= index:
+            return self.kv.applied
+        fut = asyncio.get_running_loop().create_future()
+        self._apply_waiters.append((index, fut))
+        try:
+            return await asyncio.wait_for(fut, max(0.0, timeout_s))
+        except TimeoutError:
+            raise Refused(errors.REQUEST_TIMED_OUT,
+                          f"state machine did not reach offset {index} in time") from None
 
     async def handle_read(self, body: dict) -> dict:
         """Read committed records from FromOffset.
@@ -729,20 +824,10 @@ class RaftNode:
         if start < 0:
             raise InvalidRequest(f"FromOffset {start} is negative")
         if linearizable and "no-read-index" not in self.cfg.unsafe:
-            if self.kind is not StateKind.LEADER:
-                return {"ErrorCode": errors.NOT_LEADER_OR_FOLLOWER}
-            fut = asyncio.get_running_loop().create_future()
-            self._last_read_at = self._now()
-            self._pending_reads.append((self._last_read_at, fut))
-            self._notify()            # parked fetches answer now, so followers fetch again
-            self._complete_reads()
             try:
-                await asyncio.wait_for(fut, self.cfg.request_timeout_ms / 1000.0)
-            except TimeoutError:
-                return {"ErrorCode": errors.REQUEST_TIMED_OUT,
-                        "ErrorMessage": "read-index: leadership not confirmed by a majority in time"}
-            except ClientError:
-                return {"ErrorCode": errors.NOT_LEADER_OR_FOLLOWER}
+                await self.read_index()
+            except Refused as e:
+                return e.body
         hw = self.hw
         recs = self.log.read(start, hw, max_records)
         return {"ErrorCode": errors.NONE, "HighWatermark": hw, "Records": [r.to_wire() for r in recs]}

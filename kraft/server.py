@@ -12,6 +12,7 @@ import asyncio
 import logging
 
 from . import api, errors, wire
+from .kv_service import KvService
 from .raft import InvalidRequest, RaftNode
 
 log = logging.getLogger("kraft.server")
@@ -24,6 +25,7 @@ class Server:
         self.node, self.host, self.port = node, host, port
         self._server: asyncio.base_events.Server | None = None
         self._conns: set[asyncio.Task] = set()
+        kv = KvService(node)
         self._handlers = {
             api.FETCH: node.handle_fetch,
             api.VOTE: node.handle_vote,
@@ -32,6 +34,8 @@ class Server:
             api.DESCRIBE_QUORUM: self._describe_quorum,
             api.APPEND: node.handle_append,
             api.READ: node.handle_read,
+            api.KV_WRITE: kv.handle_write,
+            api.KV_GET: kv.handle_get,
         }
 
     async def _describe_quorum(self, body: dict) -> dict:

@@ -9,7 +9,7 @@ SWITCHES = {
     "early-high-watermark": "the high watermark advances before this epoch's LeaderChange commits (KAFKA-12619)",
     "leader-restart": "a node that crashed as leader restarts as leader of the same epoch (KAFKA-10527)",
     "forget-vote": "votes are not persisted, so a restart can vote twice in one epoch",
-    "no-read-index": "reads are served from local state by any node, without confirming leadership",
+    "no-read-index": "reads (Read and KvGet) are served from local state by any node, without confirming leadership",
     "no-check-quorum": "a leader cut off from the majority never resigns (KAFKA-15489)",
     "no-pre-vote": "elections skip Pre-Vote, so a rejoining node disrupts a stable leader (KIP-996)",
 }

@@ -13,7 +13,7 @@ pytest_plugins = ["pytester"]
 
 @pytest.mark.parametrize("argv, needle", [
     (["run", "--nemesis", "partition,flood"], "unknown nemesis 'flood': choose from kill, partition, pause"),
-    (["run", "--workload", "bank"], "unknown workload 'bank': choose from append"),
+    (["run", "--workload", "bank"], "unknown workload 'bank': choose from append, kv"),
     (["run", "--rate", "fast"], "--rate must be a number, got 'fast'"),
     (["run", "--rate", "-5"], "--rate must be > 0"),
     (["run", "--nodes", "0"], "--nodes must be >= 1, got 0"),

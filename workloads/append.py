@@ -19,11 +19,10 @@ import logging
 import random
 from typing import Any
 
-from .clients import ClientFactory, ClientPool
-from .counters import OpTally, Sequence
-from .monitor import QuorumMonitor
+from .base import ClientWorkload
+from .counters import Sequence
 from .recorder import Outcome, record
-from .topology import Topology
+from .worker import PacedWorker, pick_other
 
 log = logging.getLogger(__name__)
 
@@ -66,88 +65,39 @@ class AppendOptions:
                 raise ValueError(f"{name} must be > 0 ms, got {getattr(self, name)!r}")
 
 
-class AppendWorkload:
+class AppendWorkload(ClientWorkload):
     """Drives the cluster with appends and reads until a stop event is set.
 
-    ``history`` is a ``harness.history.HistoryWriter``; ``seed`` (int) seeds
-    every random choice (worker i uses ``Random(f"{seed}:append:worker:{i}")``).
-    ``pids`` hands out process ids (shared with any other client of the
-    history); ``client_factory`` builds clients (default
-    ``kraft.client.KraftClient``). ``tally`` counts outcomes for progress.
+    Arguments as :class:`workloads.base.ClientWorkload`; worker i uses
+    ``Random(f"{seed}:append:worker:{i}")``. ``tally`` counts outcomes for
+    progress; ``values`` hands out the unique appended ints.
     """
 
-    def __init__(self, topology: Topology, cluster_id: str, history, seed: int,
-                 options: AppendOptions | None = None, pids: Sequence | None = None,
-                 client_factory: ClientFactory | None = None):
-        self.topology, self.cluster_id, self.history = topology, cluster_id, history
-        self.seed = seed
-        self.options = options or AppendOptions()
-        self.pids = pids or Sequence(0)
+    name = "append"
+    options_class = AppendOptions
+    client_fs = ("append", "read")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self.values = Sequence(0)
-        self.tally = OpTally()
-        self.client_factory = client_factory
-        self.monitor = QuorumMonitor(topology, cluster_id, history, self.pids,
-                                     interval_ms=self.options.monitor_interval_ms,
-                                     timeout_ms=self.options.monitor_timeout_ms,
-                                     client_factory=client_factory)
 
-    def pool(self, timeout_ms: int | None = None) -> ClientPool:
-        """A fresh client pool (one client per node) for one owner."""
-        return ClientPool(self.topology, self.cluster_id, timeout_ms or self.options.timeout_ms,
-                          self.client_factory)
-
-    async def run(self, stop: asyncio.Event, monitor: bool = True) -> None:
-        """Run the workers (and the monitor) until ``stop`` is set.
-
-        Ops in flight when ``stop`` is set finish (bounded by ``timeout_ms``)
-        before this returns. Cancellation records in-flight ops as ``info``.
-        """
-        tasks = [asyncio.create_task(_Worker(self, i).run(stop), name=f"append-worker-{i}")
-                 for i in range(self.options.concurrency)]
-        if monitor:
-            tasks.append(asyncio.create_task(self.monitor.run(stop), name="quorum-monitor"))
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+    def make_worker(self, index: int) -> "_Worker":
+        return _Worker(self, index)
 
 
-class _Worker:
+class _Worker(PacedWorker):
     """One client thread of the append workload (see :class:`AppendWorkload`)."""
 
     def __init__(self, wl: AppendWorkload, index: int):
-        self.wl, self.index = wl, index
-        self.rng = random.Random(f"{wl.seed}:append:worker:{index}")
-        self.nodes = list(wl.topology.nodes)
-        self.process = wl.pids.next()
-        self.target = self.rng.choice(self.nodes)
+        super().__init__(wl, "append", index)
         self.last_hw = 0
-        self.clients = wl.pool()
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Issue paced ops until ``stop`` is set."""
-        loop = asyncio.get_running_loop()
-        interval = self.wl.options.concurrency / self.wl.options.rate  # seconds per op, per worker
-        next_at = loop.time() + self.rng.uniform(0, interval)
-        try:
-            while not stop.is_set():
-                delay = next_at - loop.time()
-                if delay > 0:
-                    try:
-                        await asyncio.wait_for(stop.wait(), delay)
-                        break
-                    except TimeoutError:
-                        pass
-                now = loop.time()
-                next_at = max(next_at, now - interval) + interval * self.rng.uniform(0.5, 1.5)
-                if self.rng.random() < self.wl.options.read_fraction:
-                    await self.read()
-                else:
-                    await self.append()
-        finally:
-            await self.clients.close()
+    async def step(self) -> None:
+        """One op: a read with probability ``read_fraction``, else an append."""
+        if self.rng.random() < self.wl.options.read_fraction:
+            await self.read()
+        else:
+            await self.append()
 
     async def append(self) -> Outcome:
         """Append the next unique value to the believed leader; record it."""
@@ -157,7 +107,7 @@ class _Worker:
                            lambda r: {"value": v, "offset": r[0], "epoch": r[1]})
         if out.type == "ok":
             self.last_hw = max(self.last_hw, out.result[0] + 1)
-        self._after(out)
+        self.after(out)
         return out
 
     async def read(self) -> Outcome:
@@ -173,32 +123,14 @@ class _Worker:
                            lambda r: read_ok_value(value, r))
         if out.type == "ok":
             self.last_hw = max(self.last_hw, out.result["high_watermark"])
-        self._after(out, follow=not anywhere)
+        self.after(out, follow=not anywhere)
         return out
-
-    def _after(self, out: Outcome, follow: bool = True) -> None:
-        """Update the process id (a fresh one after ``info``) and, with
-        ``follow``, the leader belief after an op that did not succeed."""
-        if out.type == "ok":
-            return
-        if out.type == "info":
-            self.process = self.wl.pids.next()
-        if not follow:
-            return
-        hinted = self.wl.topology.node_for_id(out.leader_hint)
-        self.target = hinted if hinted is not None else pick_other(self.rng, self.nodes, self.target)
 
 
 def read_ok_value(invoke_value: dict, result: dict) -> dict:
     """The ok value of a read: the invoke value plus ``high_watermark`` and ``records``."""
     return {**invoke_value, "high_watermark": result["high_watermark"],
             "records": result["records"]}
-
-
-def pick_other(rng: random.Random, nodes: list[str], current: str | None) -> str:
-    """A random node, other than ``current`` when there is a choice."""
-    choices = [n for n in nodes if n != current] or nodes
-    return rng.choice(choices)
 
 
 async def final_reads(wl: AppendWorkload, leader: str | None, timeout_s: float = 30.0,

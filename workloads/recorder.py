@@ -39,12 +39,15 @@ class Outcome:
 
 async def record(history, tally: OpTally | None, process: int, f: str, value: Any, node: str,
                  request: Callable[[], Awaitable[Any]],
-                 ok_value: Callable[[Any], Any]) -> Outcome:
+                 ok_value: Callable[[Any], Any],
+                 ok_extra: Callable[[Any], dict] | None = None) -> Outcome:
     """Invoke ``request()`` and write the invoke and completion ops to ``history``.
 
-    ``ok_value(result)`` builds the ok op's value. A fail or info op keeps the
-    invoke ``value`` and gets ``error`` = the client error code. On
-    cancellation the info op is written before ``CancelledError`` propagates.
+    ``ok_value(result)`` builds the ok op's value; ``ok_extra(result)``, if
+    given, extra fields of the ok op (e.g. ``{"offset": O}``). A fail or
+    info op keeps the invoke ``value`` and gets ``error`` = the client error
+    code. On cancellation the info op is written before ``CancelledError``
+    propagates.
     """
     inv = history.invoke(process, f, value, node=node)
     try:
@@ -66,7 +69,7 @@ async def record(history, tally: OpTally | None, process: int, f: str, value: An
         history.complete(inv, "info", value, error=f"{type(e).__name__}: {e}")
     else:
         out = Outcome("ok", result=result)
-        history.complete(inv, "ok", ok_value(result))
+        history.complete(inv, "ok", ok_value(result), **(ok_extra(result) if ok_extra else {}))
     if tally is not None:
         tally.add(f, out.type)
     return out

@@ -7,7 +7,6 @@ file, ``kraft-chaos check --model M --format F FILE``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from .checker import CheckResult, check_operations
 from .formats import FORMATS, FormatError, guess_format, model_for, read_file

@@ -84,8 +84,10 @@ def check_operations(model: Model, ops: list[Operation], partitioned: bool = Tru
     t0 = time.perf_counter()
     bound = memory_bound or default_memory_bound()
     deadline = None if timeout_s is None else t0 + timeout_s
+    known = set(model.functions)
     for op in ops:
-        model.validate(op)
+        if op.f not in known:
+            model.validate(op)  # raises, naming the op
     groups = model.partition(ops) if partitioned else [(None, ops)]
     searches = [PartitionSearch(model, g, key=k, components=not partitioned) for k, g in groups]
     running = sorted(searches, key=lambda s: len(s.ops))

@@ -9,6 +9,7 @@ state at that point. The result is the ``partitions[]`` element of the
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from .model import Model
@@ -17,15 +18,18 @@ from .search import ILLEGAL_STATUS, RUNNING, PartitionSearch
 
 
 def explain_partition(model: Model, ops: list[Operation], key: Any, components: bool,
-                      max_steps: int = 50_000_000) -> dict:
+                      max_steps: int = 50_000_000, max_s: float = 30.0) -> dict:
     """The explanation of one partition (``{"key", "valid", "initial_state", "ops",
     "linearizations", "largest", "stuck"}``), from a search with bookkeeping on.
 
-    Gives up after ``max_steps`` steps with ``valid`` "unknown" (the partition
-    was already found illegal; this only bounds the cost of explaining it).
+    Gives up after ``max_steps`` steps or ``max_s`` seconds with ``valid``
+    "unknown" and the longest prefix found so far (the partition was already
+    found illegal; this only bounds the cost of explaining it).
     """
     s = PartitionSearch(model, ops, key=key, components=components, explain=True)
-    while s.run(1_000_000) == RUNNING and s.stats()["steps"] < max_steps:
+    deadline = time.monotonic() + max_s
+    while (s.run(200_000) == RUNNING and s.stats()["steps"] < max_steps
+           and time.monotonic() < deadline):
         pass
     ex = s.core.explanation()
     comp = s.comp

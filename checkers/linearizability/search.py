@@ -23,17 +23,24 @@ def entry_order(ops: list[Operation]) -> list[int]:
     Ops with ``ret is None`` return after every other event, in op order.
     Raises ValueError for an op that returns before it is called.
     """
-    inf_rank = max((o.ret for o in ops if o.ret is not None), default=0)
-    inf_rank = max(inf_rank, max((o.call for o in ops), default=0)) + 1
-    keyed = []
+    n = len(ops)
+    finite = [o.ret for o in ops if o.ret is not None]
+    top = max(max(finite, default=0), max((o.call for o in ops), default=0)) + 1
+    shift = max(1, (2 * n).bit_length())
+    keys = []
     for i, o in enumerate(ops):
-        if o.ret is not None and o.ret < o.call:
-            raise ValueError(f"op {i} (index {o.index}, line {o.line}) returns at {o.ret} "
+        r = o.ret
+        if r is None:
+            r = top
+        elif r < o.call:
+            raise ValueError(f"op {i} (index {o.index}, line {o.line}) returns at {r} "
                              f"before its call at {o.call}")
-        keyed.append((o.call, 0, i, i * 2))
-        keyed.append((o.ret if o.ret is not None else inf_rank, 1, i, i * 2 + 1))
-    keyed.sort()
-    return [k[3] for k in keyed]
+        # time, then call (0) before return (1), then op: one int sorts fastest
+        keys.append((o.call << 1) << shift | (i << 1))
+        keys.append(((r << 1) | 1) << shift | (i << 1) | 1)
+    keys.sort()
+    mask = (1 << shift) - 1
+    return [k & mask for k in keys]
 
 
 class PartitionSearch:

@@ -8,7 +8,7 @@ anything and its writes may or may not have happened (it is open forever).
 """
 from __future__ import annotations
 
-from typing import Any, Hashable
+from typing import Hashable
 
 from ..model import ILLEGAL, Model, ModelError, describe_value
 from ..operation import UNKNOWN, Operation

@@ -1,0 +1,59 @@
+"""What the client workloads share: topology, history, process ids, the quorum monitor, workers."""
+from __future__ import annotations
+
+import asyncio
+
+from .clients import ClientFactory, ClientPool
+from .counters import OpTally, Sequence
+from .monitor import QuorumMonitor
+from .topology import Topology
+from .worker import PacedWorker, run_workers
+
+
+class ClientWorkload:
+    """Base of :class:`workloads.append.AppendWorkload` and :class:`workloads.kv.KvWorkload`.
+
+    ``history`` is a ``harness.history.HistoryWriter``; ``seed`` (int) seeds
+    every random choice; ``pids`` hands out process ids (shared with any other
+    client of the history); ``client_factory`` builds clients (default
+    ``kraft.client.KraftClient``). Subclasses set ``name``, ``options_class``
+    and ``client_fs`` and implement :meth:`make_worker`. A
+    :class:`workloads.monitor.QuorumMonitor` runs alongside the workers.
+    """
+
+    name = "workload"
+    options_class: type = object
+    #: The history's ``f`` of the client ops (progress totals).
+    client_fs: tuple[str, ...] = ()
+
+    def __init__(self, topology: Topology, cluster_id: str, history, seed: int,
+                 options=None, pids: Sequence | None = None,
+                 client_factory: ClientFactory | None = None):
+        self.topology, self.cluster_id, self.history = topology, cluster_id, history
+        self.seed = seed
+        self.options = options or self.options_class()
+        self.pids = pids or Sequence(0)
+        self.tally = OpTally()
+        self.client_factory = client_factory
+        self.monitor = QuorumMonitor(topology, cluster_id, history, self.pids,
+                                     interval_ms=self.options.monitor_interval_ms,
+                                     timeout_ms=self.options.monitor_timeout_ms,
+                                     client_factory=client_factory)
+
+    def pool(self, timeout_ms: int | None = None) -> ClientPool:
+        """A fresh client pool (one client per node) for one owner."""
+        return ClientPool(self.topology, self.cluster_id, timeout_ms or self.options.timeout_ms,
+                          self.client_factory)
+
+    def make_worker(self, index: int) -> PacedWorker:
+        """Worker ``index`` (0-based) of this workload."""
+        raise NotImplementedError
+
+    async def run(self, stop: asyncio.Event, monitor: bool = True) -> None:
+        """Run the workers (and the monitor) until ``stop`` is set.
+
+        Ops in flight when ``stop`` is set finish (bounded by ``timeout_ms``)
+        before this returns. Cancellation records in-flight ops as ``info``.
+        """
+        workers = [self.make_worker(i) for i in range(self.options.concurrency)]
+        await run_workers(workers, self.monitor if monitor else None, stop, self.name)
