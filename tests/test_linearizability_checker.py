@@ -106,3 +106,34 @@ def test_model_errors_name_the_op():
     m = make_model("register")
     with pytest.raises(ValueError, match="model 'register' has no function 'frob'"):
         check_operations(m, [op(0, "frob", None, None, 0, 1)])
+
+
+def append_history(final_read_records, lost=False) -> list[dict]:
+    """An append-workload history: a LeaderChange at offset 0, appends 10 (offset 1) and
+    11 (crashed), a linearizable read of [0, 3), and a node's final non-linearizable read."""
+    lc = [0, 1, "LeaderChange", {"LeaderId": 1}]
+    read = {"from": 0, "linearizable": True, "final": False}
+    h = [("invoke", 0, "append", 10), ("ok", 0, "append", {"value": 10, "offset": 1, "epoch": 1}),
+         ("invoke", 1, "append", 11), ("info", 1, "append", 11),
+         ("invoke", 2, "read", read),
+         ("ok", 2, "read", {**read, "high_watermark": 3,
+                            "records": [lc, [1, 1, "data", 10]] + ([] if lost else [[2, 1, "data", 11]])}),
+         ("invoke", 3, "read", {"from": 0, "linearizable": False, "final": True}),
+         ("ok", 3, "read", {"from": 0, "linearizable": False, "final": True, "high_watermark": 1,
+                            "records": final_read_records})]
+    return [{"index": i, "time": 10 * (i + 1), "type": t, "process": p, "f": f, "value": v}
+            for i, (t, p, f, v) in enumerate(h)]
+
+
+def test_log_model_on_an_append_history():
+    lc = [0, 1, "LeaderChange", {"LeaderId": 1}]
+    # the LeaderChange record is an append nobody issued; the crashed append of 11 shows up
+    # at offset 2; a lagging node's final (non-linearizable) read of a shorter prefix is fine
+    r = check_history(append_history([lc]), model="log", by_key=False)
+    assert r["valid"] is True
+    # an acknowledged append at offset 1 missing from a later linearizable read
+    h = append_history([lc])
+    h[5]["value"]["records"] = [lc, [1, 1, "data", 99]]
+    h[5]["value"]["high_watermark"] = 2
+    r = check_history(h, model="log", by_key=False)
+    assert r["valid"] is False and r["anomalies"][0]["op"]["desc"].startswith(("read(0)", "append(10)"))

@@ -84,6 +84,7 @@ def check_operations(model: Model, ops: list[Operation], partitioned: bool = Tru
     t0 = time.perf_counter()
     bound = memory_bound or default_memory_bound()
     deadline = None if timeout_s is None else t0 + timeout_s
+    ops = model.prepare(ops)
     known = set(model.functions)
     for op in ops:
         if op.f not in known:

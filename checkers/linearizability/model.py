@@ -104,6 +104,11 @@ class Model:
         """
         return None, f, invoke_value, (ok_value if completed else UNKNOWN)
 
+    def prepare(self, ops: list[Operation]) -> list[Operation]:
+        """The ops to search, given the history's: default, the same list. A model may add
+        ops the history implies but no client issued (the log's control records)."""
+        return ops
+
     def partition(self, ops: list[Operation]) -> list[tuple[Any, list[Operation]]]:
         """Split into independent sub-histories ``[(key, ops)]``; default: one, key None."""
         return [(None, ops)]

@@ -7,13 +7,23 @@ append whose output is an offset is legal only at exactly that offset; a
 crashed append (output UNKNOWN) may land anywhere it is placed. A read's
 output is the list of values at offsets ``[F, H)``, and is legal only when
 the log ends at H and holds exactly those values there.
+
+Records no client appended (KRaft's LeaderChange control records) show up
+in reads; :meth:`LogModel.prepare` adds an append for each, at its offset,
+open from the start of the history until the first read that returned it.
+Two different records seen at one offset then cannot both be placed.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Hashable
 
 from ..model import ILLEGAL, Model, ModelError, describe_value
 from ..operation import UNKNOWN, Operation
+
+
+#: key of a read that is not linearizable by design (the final per-node reads); dropped
+NON_LINEARIZABLE = "non-linearizable-read"
 
 
 class LogState:
@@ -63,6 +73,56 @@ class LogModel(Model):
     def init(self) -> Hashable:
         return self.root
 
+    def prepare(self, ops: list[Operation]) -> list[Operation]:
+        """The ops to search: ``ops`` without non-linearizable reads, plus one append per
+        distinct control record seen by a read (see module doc).
+
+        A crashed append whose value a read shows at offset O, and that no other
+        append shares, gets O as its output. A crashed append whose value no read
+        shows is dropped when reads and acknowledged appends account for every
+        offset below the highest one any op names: it cannot sit at a shown
+        offset (a read fixes what is there), so it could only land above them
+        all, where placing it last is always legal and changes no verdict.
+        """
+        ops = [o for o in ops if o.key != NON_LINEARIZABLE]
+        start = min((o.call for o in ops), default=0)
+        seen: dict[tuple[int, Any], int] = {}
+        at: dict[Any, int] = {}
+        covered: set[int] = set()
+        appended: dict[Any, int] = {}
+        for o in ops:
+            if o.f == "read" and o.output is not UNKNOWN:
+                base = o.input or 0
+                covered.update(range(base, base + len(o.output)))
+                for j, v in enumerate(o.output):
+                    at.setdefault(v, base + j)
+            elif o.f == "append":
+                appended[o.input] = appended.get(o.input, 0) + 1
+                if o.output is not UNKNOWN:
+                    covered.add(o.output)
+        top = max(covered, default=-1) + 1
+        all_covered = len(covered) == top
+        resolved = []
+        for o in ops:
+            if o.f == "append" and o.output is UNKNOWN:
+                if o.input not in at:
+                    if all_covered:
+                        continue
+                elif appended[o.input] == 1:
+                    o = dataclasses.replace(o, output=at[o.input])
+            resolved.append(o)
+        ops = resolved
+        for o in ops:
+            if o.f != "read" or o.output is UNKNOWN:
+                continue
+            for j, v in enumerate(o.output):
+                if isinstance(v, tuple) and v and v[0] == "control":
+                    k = ((o.input or 0) + j, v)
+                    seen[k] = min(seen.get(k, o.ret), o.ret)
+        extra = [Operation(process="control", f="append", input=v, output=off, call=start, ret=ret)
+                 for (off, v), ret in sorted(seen.items(), key=lambda kv: kv[0][0])]
+        return ops + extra
+
     def step(self, state: LogState, op: Operation) -> Hashable:
         if op.f == "append":
             if op.output is not UNKNOWN and op.output != state.length:
@@ -102,15 +162,18 @@ class LogModel(Model):
             v = invoke_value.get("value") if isinstance(invoke_value, dict) else invoke_value
             return None, f, v, out
         if f == "read":
+            key = None
             if isinstance(invoke_value, dict):
                 start = invoke_value.get("from", 0)
+                if invoke_value.get("linearizable") is False:
+                    key = NON_LINEARIZABLE
             else:
                 start = invoke_value or 0
             if not completed:
-                return None, f, start, UNKNOWN
+                return key, f, start, UNKNOWN
             if isinstance(ok_value, dict):
-                return None, f, start, tuple(_record_value(r) for r in ok_value.get("records", []))
-            return None, f, start, tuple(ok_value)
+                return key, f, start, tuple(_record_value(r) for r in ok_value.get("records", []))
+            return key, f, start, tuple(ok_value)
         raise ModelError(f"log has no function {f!r}: it knows append, read")
 
 
