@@ -37,6 +37,15 @@ def wants_file_check(args: argparse.Namespace) -> bool:
     return bool(args.model or args.fmt or args.no_partition or Path(args.store_dir).is_file())
 
 
+def anomaly_sentence(a: dict) -> str:
+    """One linearizability anomaly (results.json's shape) as a sentence."""
+    op = a.get("op") or {}
+    where = f"key {a['key']!r}: " if a.get("key") is not None else ""
+    return (f"{where}after a linearizable prefix of {a['linearized_prefix']} op(s), "
+            f"{op.get('desc')} (process {op.get('process')}, index/line {op.get('index')}) "
+            f"cannot be placed: the state is {a.get('state')}, it needs {a.get('needs')}")
+
+
 def describe(summary: dict) -> str:
     """Human-readable lines for a linearizability summary."""
     verdict = {True: "linearizable", False: "NOT linearizable"}.get(summary["valid"], "unknown")
@@ -45,12 +54,7 @@ def describe(summary: dict) -> str:
              f"checked in {summary['check_s']:.3f} s)"]
     if summary.get("reason"):
         lines.append(f"  {summary['reason']}")
-    for a in summary.get("anomalies", []):
-        op = a.get("op") or {}
-        where = f"key {a['key']!r}: " if a.get("key") is not None else ""
-        lines.append(f"  {where}after a linearizable prefix of {a['linearized_prefix']} op(s), "
-                     f"{op.get('desc')} (process {op.get('process')}, index/line {op.get('index')}) "
-                     f"cannot be placed: the state is {a.get('state')}, it needs {a.get('needs')}")
+    lines += [f"  {anomaly_sentence(a)}" for a in summary.get("anomalies", [])]
     if summary.get("html"):
         lines.append(f"  explained in {summary['html']}")
     return "\n".join(lines)

@@ -175,7 +175,13 @@ def format_results(results: dict, max_details: int = 3) -> str:
         for name, n in found.items():
             lines.append(f"  {name}: {n}")
             for a in (checkers.get(name) or {}).get("anomalies", [])[:max_details]:
-                lines.append(f"    - {json.dumps(a, default=str)[:300]}")
+                if name == "linearizability":
+                    from harness.check_file import anomaly_sentence
+                    lines.append(f"    - {anomaly_sentence(a)}")
+                else:
+                    lines.append(f"    - {json.dumps(a, default=str)[:300]}")
+            if name == "linearizability" and (checkers.get(name) or {}).get("html"):
+                lines.append(f"    explained in {checkers[name]['html']}")
     else:
         lines.append("anomalies: none")
     unknown = [k for k, r in checkers.items() if isinstance(r, dict) and r.get("valid") == "unknown"]
