@@ -104,14 +104,17 @@ def check_operations(model: Model, ops: list[Operation], partitioned: bool = Tru
                 break
             if st == RUNNING:
                 still.append(s)
+            else:
+                s.release()  # linearizable: its memory is no longer needed
             if deadline is not None and time.perf_counter() > deadline:
                 reason = f"timed out after {timeout_s:g} s"
                 break
-            if sum(x.memory() for x in still) > bound:
+            if sum(x.memory() for x in searches) > bound:
                 reason = f"the search outgrew the memory bound of {bound / 2**30:.1f} GiB"
                 break
-        running = still
-        slice_steps = min(MAX_SLICE, slice_steps * 2)
+        else:
+            running = still
+            slice_steps = min(MAX_SLICE, slice_steps * 2)
     check_s = time.perf_counter() - t0
     parts = []
     for s in searches:
@@ -130,6 +133,6 @@ def check_operations(model: Model, ops: list[Operation], partitioned: bool = Tru
     if failed is not None and explain:
         explanations.append(explain_partition(model, failed.ops, failed.key, not partitioned))
     for s in searches:  # free the caches now
-        s.core = None
+        s.release()
     return CheckResult(valid=valid, reason=reason, partitions=parts, explanations=explanations,
                        check_s=check_s, model=model.name)

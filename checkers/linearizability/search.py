@@ -75,13 +75,19 @@ class PartitionSearch:
             self.status = self.core.run(max_steps)
         return self.status
 
+    def release(self) -> None:
+        """Free the search's tables, keeping its counters (after it finished or was given up)."""
+        if self.core is not None:
+            self._final_stats = self.core.stats()
+            self.core = None
+
     def memory(self) -> int:
-        """Bytes held by this search (cache, tables)."""
-        return self.core.memory()
+        """Approximate bytes held by this search (cache and tables; 0 once released)."""
+        return self.core.memory() if self.core is not None else 0
 
     def stats(self) -> dict:
         """Counters: steps, step_calls (model calls), backtracks, cache_entries, states."""
-        return self.core.stats()
+        return self.core.stats() if self.core is not None else self._final_stats
 
     def linearization(self) -> list[int]:
         """Op indices in linearization order (complete once OK)."""
