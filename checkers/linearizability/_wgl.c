@@ -17,6 +17,9 @@
  *     exactly one component (K = 1 for most models; a key-value map searched
  *     without partitioning has one component per key). The memoized pair is
  *     still (linearized set, whole state vector);
+ *   - register and key-value steps (read, write, cas, append) can be given
+ *     as "native" kinds that C runs without Python; an append's result is a
+ *     chain state (parent state, op), materialized only when a read compares;
  *   - the linearized set is a bitset with an incremental Zobrist hash, and
  *     cache entries live in an arena (bytes counted, so the caller can bound
  *     memory).
@@ -445,7 +448,6 @@ static PyObject *Search_run(Search *s, PyObject *args) {
     if (!PyArg_ParseTuple(args, "L", &max_steps)) return NULL;
     if (s->status != ST_RUNNING) return PyLong_FromLong(s->status);
     int32_t e = s->cur;
-    const Py_ssize_t W = s->W;
     long long budget = max_steps;
     while (budget-- > 0) {
         if (s->next[0] < 0) { s->status = ST_OK; break; }
@@ -508,7 +510,6 @@ static PyObject *Search_run(Search *s, PyObject *args) {
             e = s->next[top];
         }
     }
-    (void)W;
     s->cur = e;
     return PyLong_FromLong(s->status);
 }
