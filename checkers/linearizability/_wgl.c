@@ -99,33 +99,35 @@ static inline size_t trans_home(uint64_t key, size_t mask) {
     return (size_t)(mix64(k & 0xffffffffULL) + (k >> 32)) & mask;
 }
 
-static inline int trans_get(TransTable *t, uint64_t key, int32_t *out) {
+/* 1 and the slot holding key, or 0 and the empty slot where it would go */
+static inline int trans_find(TransTable *t, uint64_t key, size_t *slot) {
     size_t mask = t->cap - 1, i = trans_home(key, mask);
     for (;;) {
         uint64_t k = t->slots[i].key;
-        if (k == 0) return 0;
-        if (k == key) { *out = t->slots[i].val; return 1; }
+        if (k == key) { *slot = i; return 1; }
+        if (k == 0) { *slot = i; return 0; }
         i = (i + 1) & mask;
     }
 }
 
-static int trans_put(TransTable *t, uint64_t key, int32_t val) {
+/* Insert key (absent) -> val; `slot` is where trans_find said it would go. */
+static int trans_put(TransTable *t, uint64_t key, int32_t val, size_t slot) {
     if ((t->len + 1) * 2 > t->cap) {
         TransTable n;
         if (trans_init(&n, t->cap * 2) < 0) return -1;
+        size_t mask = n.cap - 1;
         for (size_t i = 0; i < t->cap; i++) {
             if (t->slots[i].key) {
-                size_t mask = n.cap - 1, j = trans_home(t->slots[i].key, mask);
+                size_t j = trans_home(t->slots[i].key, mask);
                 while (n.slots[j].key) j = (j + 1) & mask;
                 n.slots[j] = t->slots[i]; n.len++;
             }
         }
         trans_free(t);
         *t = n;
+        trans_find(t, key, &slot);
     }
-    size_t mask = t->cap - 1, i = trans_home(key, mask);
-    while (t->slots[i].key) i = (i + 1) & mask;
-    t->slots[i].key = key; t->slots[i].val = val; t->len++;
+    t->slots[slot].key = key; t->slots[slot].val = val; t->len++;
     return 0;
 }
 
@@ -329,10 +331,44 @@ static PyObject *state_value(Search *s, int32_t sid) {
     return acc;
 }
 
+/* Chain state sid == the string v, compared suffix by suffix from the end
+ * without building the chain's string: 1, 0, -1 on error, -3 when some part
+ * is not a str (the caller then materializes). */
+static int chain_equals_str(Search *s, int32_t sid, PyObject *v) {
+    Py_ssize_t end = PyUnicode_GET_LENGTH(v);
+    int32_t x = sid;
+    while (s->st_parent[x] >= 0) {
+        PyObject *c = s->content[x];
+        if (c) {
+            if (!PyUnicode_Check(c)) return -3;
+            return PyUnicode_GET_LENGTH(c) == end && (end == 0 || PyUnicode_Tailmatch(v, c, 0, end, -1) == 1);
+        }
+        PyObject *suf = PyList_GET_ITEM(s->states, s->na[s->st_op[x]]);
+        if (!PyUnicode_Check(suf)) return -3;
+        Py_ssize_t L = PyUnicode_GET_LENGTH(suf);
+        if (L > end) return 0;
+        if (L) {
+            Py_ssize_t r = PyUnicode_Tailmatch(v, suf, end - L, end, 1);
+            if (r != 1) return r < 0 ? -1 : 0;
+        }
+        end -= L;
+        x = s->st_parent[x];
+    }
+    PyObject *a = PyList_GET_ITEM(s->states, x);
+    if (a == Py_None) return end == 0;
+    if (!PyUnicode_Check(a)) return -3;
+    return PyUnicode_GET_LENGTH(a) == end && (end == 0 || PyUnicode_Tailmatch(v, a, 0, end, -1) == 1);
+}
+
 /* value(sid) == value(aid), aid an atom: 1, 0, or -1 on error */
 static int state_equals(Search *s, int32_t sid, int32_t aid) {
     if (sid == aid) return 1;
     if (s->st_parent[sid] < 0) return 0;  /* atoms are interned: distinct ids differ */
+    PyObject *target = PyList_GET_ITEM(s->states, aid);
+    if (PyUnicode_Check(target)) {
+        int r = chain_equals_str(s, sid, target);
+        if (r != -3) return r;
+    }
     PyObject *v = state_value(s, sid);
     if (!v) return -1;
     return PyObject_RichCompareBool(v, PyList_GET_ITEM(s->states, aid), Py_EQ);
@@ -355,7 +391,8 @@ static inline int32_t transition(Search *s, int32_t op, int32_t sid) {
 static int32_t transition_slow(Search *s, int32_t op, int32_t sid) {
     uint64_t key = (((uint64_t)(uint32_t)op << 32) | (uint32_t)sid) + 1;
     int32_t out;
-    if (trans_get(&s->trans, key, &out)) return out;
+    size_t slot;
+    if (trans_find(&s->trans, key, &slot)) return s->trans.slots[slot].val;
     int kind = s->nkind ? s->nkind[op] : K_PY;
     if (kind != K_PY) {
         int eq;
@@ -370,7 +407,7 @@ static int32_t transition_slow(Search *s, int32_t op, int32_t sid) {
         default: PyErr_Format(PyExc_ValueError, "op %d has unknown native kind %d", op, kind); return -2;
         }
         if (eq < 0) return -2;
-        if (trans_put(&s->trans, key, out) < 0) { PyErr_NoMemory(); return -2; }
+        if (trans_put(&s->trans, key, out, slot) < 0) { PyErr_NoMemory(); return -2; }
         return out;
     }
     PyObject *st = state_value(s, sid);
@@ -384,7 +421,7 @@ static int32_t transition_slow(Search *s, int32_t op, int32_t sid) {
         if (out < 0) { Py_DECREF(r); return -2; }
     }
     Py_DECREF(r);
-    if (trans_put(&s->trans, key, out) < 0) { PyErr_NoMemory(); return -2; }
+    if (trans_put(&s->trans, key, out, slot) < 0) { PyErr_NoMemory(); return -2; }
     return out;
 }
 
@@ -654,8 +691,10 @@ static int Search_init(Search *s, PyObject *args, PyObject *kw) {
         }
         Py_DECREF(nv);
     }
-    if (trans_init(&s->trans, 1024) < 0) { PyErr_NoMemory(); goto out; }
-    if (cache_init(&s->cache, 1024, (size_t)s->EW) < 0) { PyErr_NoMemory(); goto out; }
+    size_t cap0 = 1024;
+    while (cap0 < (size_t)n * 32 && cap0 < (1u << 20)) cap0 *= 2;  /* fewer regrowths */
+    if (trans_init(&s->trans, cap0) < 0) { PyErr_NoMemory(); goto out; }
+    if (cache_init(&s->cache, cap0, (size_t)s->EW) < 0) { PyErr_NoMemory(); goto out; }
     s->cur = s->next[0];
     s->status = ST_RUNNING;
     s->explain = explain;
