@@ -18,7 +18,7 @@ from pathlib import Path
 
 from checkers.linearizability.checker import check_operations
 from checkers.linearizability.formats import model_for, read_file
-from checkers.linearizability.formats.jsonl import pair_ops
+from checkers.linearizability.formats.jsonl import pair_run_history
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data" / "porcupine"
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         from harness.history import read_history
         h = kv_history(KV_OPS)
         model = model_for("jsonl", "kv")
-        paired = pair_ops(read_history(h), model, h)
+        paired = pair_run_history(read_history(h), model, h)
         s, r = timed_check(model, paired.ops, True)
         rows.append((f"our kv, {len(paired.ops)} ops", s, f"by key: {r.valid} ({h.parent.name})"))
     print(f"{'corpus':34} {'check s':>9} {'porcupine s':>12} {'ratio':>7}  verdicts")

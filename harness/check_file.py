@@ -13,8 +13,6 @@ import json
 import sys
 from pathlib import Path
 
-EXIT_BAD_INPUT = 3
-
 
 def add_file_options(c: argparse.ArgumentParser) -> None:
     """The options of ``check`` that select the linearizability check of a file."""
@@ -63,6 +61,7 @@ def describe(summary: dict) -> str:
 def cmd_check_file(args: argparse.Namespace) -> int:
     """Run the check; exit 0 linearizable, 1 not, 2 unknown, 3 bad input."""
     from checkers.linearizability import FormatError, check_file
+    from harness.cli import EXIT_BAD_INPUT, verdict_exit
     from harness.history import HistoryError
     path = Path(args.store_dir)
     out = Path(args.out) if args.out else path.with_name(path.name + ".check")
@@ -85,4 +84,4 @@ def cmd_check_file(args: argparse.Namespace) -> int:
                                                  default=str) + "\n")
     print(describe(summary))
     print(f"results: {out / 'results.json'}")
-    return {True: 0, False: 1}.get(summary["valid"], 2)
+    return verdict_exit(summary["valid"])

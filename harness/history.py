@@ -16,7 +16,7 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 #: The four op types of a Jepsen history.
 OP_TYPES = ("invoke", "ok", "fail", "info")
@@ -30,8 +30,14 @@ class HistoryError(ValueError):
     """A history file or op is malformed.
 
     The message names the file and 1-based line number where known, e.g.
-    ``history.jsonl:57: truncated or invalid JSON: ...``.
+    ``history.jsonl:57: truncated or invalid JSON: ...``. From
+    :func:`pair_ops`, ``op`` is the op at fault and ``reason`` the message
+    without the op's name.
     """
+
+    def __init__(self, message: str, op: dict | None = None, reason: str | None = None):
+        super().__init__(message)
+        self.op, self.reason = op, reason or message
 
 
 def _op_problem(op: Any) -> str | None:
@@ -171,34 +177,39 @@ def read_history(path: Path | str) -> list[dict]:
     return ops
 
 
-def pair_ops(history: list[dict]) -> list[tuple[dict, dict | None]]:
+def pair_ops(history: list[dict], name: Callable[[dict], str] | None = None
+             ) -> list[tuple[dict, dict | None]]:
     """Pair each invoke with its completion, by process.
 
     Returns ``[(invoke, completion or None), ...]`` in invoke order; an
     invoke still in flight at the end of the history pairs with None.
-    Raises :class:`HistoryError` (naming the op index) when a process invokes
-    while it already has an op in flight, a completion has no invoke in
-    flight, or a completion's ``f`` differs from its invoke's.
+    Raises :class:`HistoryError` naming the op (``name(op)``, default ``op
+    <index>``) when a process invokes while it already has an op in flight,
+    a completion has no invoke in flight, or a completion's ``f`` differs
+    from its invoke's.
     """
+    name = name or (lambda op: f"op {op['index']}")
+
+    def fail(op: dict, reason: str):
+        raise HistoryError(f"{name(op)}: {reason}", op=op, reason=reason)
+
     pairs: list[list] = []
     in_flight: dict[int | str, int] = {}   # process -> position in pairs
     for op in history:
         proc = op["process"]
         if op["type"] == "invoke":
             if proc in in_flight:
-                prior = pairs[in_flight[proc]][0]
-                raise HistoryError(f"op {op['index']}: process {proc!r} invokes while op "
-                                   f"{prior['index']} is still in flight")
+                fail(op, f"process {proc!r} invokes while {name(pairs[in_flight[proc]][0])} is still "
+                         f"in flight (a process runs one op at a time)")
             in_flight[proc] = len(pairs)
             pairs.append([op, None])
         else:
             pos = in_flight.pop(proc, None)
             if pos is None:
-                raise HistoryError(f"op {op['index']}: {op['type']} for process {proc!r} "
-                                   f"with no invoke in flight")
+                fail(op, f"{op['type']} for process {proc!r} with no invoke in flight "
+                         f"(no open invoke to complete)")
             inv = pairs[pos][0]
             if inv["f"] != op["f"]:
-                raise HistoryError(f"op {op['index']}: completion f {op['f']!r} does not match "
-                                   f"invoke {inv['index']} f {inv['f']!r}")
+                fail(op, f"completion f {op['f']!r} does not match invoke {name(inv)} f {inv['f']!r}")
             pairs[pos][1] = op
     return [(inv, comp) for inv, comp in pairs]

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from pathlib import Path
+from typing import AsyncIterator
 
 from kraft.client import IndefiniteError
 from kraft.config import NodeConfig, Voter
@@ -71,6 +73,34 @@ class Running:
         await self.server.close()
         self.server._server.close()
         await self.node.close()
+
+
+class LoopbackDB:
+    """``address``/``node_id`` for in-process nodes, as harness.leader expects."""
+
+    def __init__(self, running: dict[str, Running]):
+        self.running = running
+
+    def address(self, node):
+        return ("127.0.0.1", self.running[node].cfg.listen_port)
+
+    def node_id(self, node):
+        return self.running[node].cfg.node_id
+
+
+@contextlib.asynccontextmanager
+async def loopback_cluster(root: Path, n: int, partition: "Partition | None" = None,
+                           **overrides) -> AsyncIterator[tuple[dict[str, Running], LoopbackDB, list[str]]]:
+    """Start ``n`` nodes (configs from :func:`make_configs`); yields ``(running, db, names)``
+    with ``running`` keyed ``"n1"``..; crashes every node still in ``running`` on exit."""
+    cfgs = make_configs(root, n, **overrides)
+    running = {f"n{c.node_id}": await Running(c, partition).start() for c in cfgs}
+    try:
+        yield running, LoopbackDB(running), list(running)
+    finally:
+        for r in running.values():
+            with contextlib.suppress(Exception):
+                await r.crash()
 
 
 async def wait_for_leader(nodes: list[Running], timeout_s: float = 5.0, exclude=()) -> Running:

@@ -10,33 +10,16 @@ import asyncio
 from checkers.log_safety import check_all
 from harness.history import HistoryWriter, read_history
 from harness.leader import find_leader_async, wait_for_catch_up
-from tests.kraft_inproc import CLUSTER_ID, Running, make_configs, wait_for_leader
+from tests.kraft_inproc import CLUSTER_ID, Running, loopback_cluster, wait_for_leader
 from workloads.append import AppendOptions, AppendWorkload, final_reads
 from workloads.topology import Topology
-
-
-class LoopbackDB:
-    """``address``/``node_id`` for in-process nodes, as harness.leader expects."""
-
-    def __init__(self, running: dict[str, Running]):
-        self.running = running
-
-    def address(self, node):
-        return ("127.0.0.1", self.running[node].cfg.listen_port)
-
-    def node_id(self, node):
-        return self.running[node].cfg.node_id
 
 
 def test_workload_survives_a_leader_crash_and_the_history_checks_out(tmp_path):
     path = tmp_path / "history.jsonl"
 
     async def main():
-        cfgs = make_configs(tmp_path / "data", 3)
-        running = {f"n{c.node_id}": await Running(c).start() for c in cfgs}
-        db = LoopbackDB(running)
-        nodes = list(running)
-        try:
+        async with loopback_cluster(tmp_path / "data", 3) as (running, db, nodes):
             first = await wait_for_leader(list(running.values()))
             first_name = f"n{first.cfg.node_id}"
             assert await find_leader_async(db, nodes, CLUSTER_ID) == first_name
@@ -62,12 +45,6 @@ def test_workload_survives_a_leader_crash_and_the_history_checks_out(tmp_path):
             out = await final_reads(wl, leader, timeout_s=5, node_timeout_s=1, retry_delay_s=0.1)
             hist.close()
             return first_name, leader, out
-        finally:
-            for r in running.values():
-                try:
-                    await r.crash()
-                except Exception:
-                    pass
 
     first, second, out = asyncio.run(main())
     history = read_history(path)

@@ -14,9 +14,9 @@ import pytest
 from harness.history import HistoryWriter, pair_ops, read_history
 from kraft import client as kclient
 from workloads.kv import KvOptions, KvWorkload
-from workloads.topology import Topology
 
-NODES = ("n1", "n2", "n3")
+from .workload_fakes import NODES, drive, install_fake_client, topology
+
 KEYS = {"k0", "k1", "k2", "k3", "k4"}
 
 
@@ -90,14 +90,7 @@ class FakeClient:
 
 @pytest.fixture
 def fake(monkeypatch):
-    cluster = FakeKv()
-    FakeClient.cluster = cluster
-    monkeypatch.setattr(kclient, "KraftClient", FakeClient)
-    return cluster
-
-
-def topology() -> Topology:
-    return Topology(NODES, {n: (f"10.0.0.{n}", 9093) for n in NODES}, {n: int(n[1:]) for n in NODES})
+    return install_fake_client(monkeypatch, FakeClient, FakeKv())
 
 
 def run_workload(tmp_path, seed=7, duration_s=0.6, during=None, **opts):
@@ -107,18 +100,7 @@ def run_workload(tmp_path, seed=7, duration_s=0.6, during=None, **opts):
     options = KvOptions(**{"concurrency": 3, "rate": 150, "monitor_interval_ms": 100,
                            "timeout_ms": 500, **opts})
     wl = KvWorkload(topology(), "cid", hist, seed, options)
-
-    async def main():
-        stop = asyncio.Event()
-        task = asyncio.create_task(wl.run(stop))
-        await asyncio.sleep(duration_s / 2)
-        if during:
-            during()
-        await asyncio.sleep(duration_s / 2)
-        stop.set()
-        await task
-
-    asyncio.run(main())
+    drive(wl, duration_s, during)
     hist.close()
     return read_history(path), wl
 

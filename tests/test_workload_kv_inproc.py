@@ -11,8 +11,7 @@ import asyncio
 
 from harness import runner
 from harness.history import HistoryWriter, pair_ops, read_history
-from tests.kraft_inproc import CLUSTER_ID, Running, make_configs, wait_for_leader
-from tests.test_workload_inproc import LoopbackDB
+from tests.kraft_inproc import CLUSTER_ID, Partition, Running, loopback_cluster, wait_for_leader
 from workloads.kv import KvOptions, KvWorkload
 from workloads.topology import Topology
 
@@ -33,6 +32,20 @@ def hist(*ops):
     for i, e in enumerate(events):
         e["index"] = i
     return events
+
+
+async def run_kv(db, nodes, path, seed: int, during, **options) -> None:
+    """Run the kv workload against the loopback cluster, into ``path``, while
+    ``during()`` (a coroutine function) does its faults; ``options``: KvOptions."""
+    hist = HistoryWriter(path)
+    wl = KvWorkload(Topology.from_db(db, nodes), CLUSTER_ID, hist, seed,
+                    KvOptions(timeout_ms=800, monitor_interval_ms=200, monitor_timeout_ms=300, **options))
+    stop = asyncio.Event()
+    task = asyncio.create_task(wl.run(stop))
+    await during()
+    stop.set()
+    await task
+    hist.close()
 
 
 def nonlinearizable_keys(history, out_dir=None) -> list:
@@ -67,34 +80,19 @@ def test_kv_workload_across_a_leader_crash_is_linearizable(tmp_path):
     path = tmp_path / "history.jsonl"
 
     async def main():
-        cfgs = make_configs(tmp_path / "data", 3)
-        running = {f"n{c.node_id}": await Running(c).start() for c in cfgs}
-        db = LoopbackDB(running)
-        nodes = list(running)
-        try:
+        async with loopback_cluster(tmp_path / "data", 3) as (running, db, nodes):
             first = await wait_for_leader(list(running.values()))
-            hist_w = HistoryWriter(path)
-            wl = KvWorkload(Topology.from_db(db, nodes), CLUSTER_ID, hist_w, 11,
-                            KvOptions(concurrency=4, rate=80, keys=3, timeout_ms=800,
-                                      monitor_interval_ms=200, monitor_timeout_ms=300))
-            stop = asyncio.Event()
-            task = asyncio.create_task(wl.run(stop))
-            await asyncio.sleep(0.8)
-            await first.crash()
-            await asyncio.sleep(1.2)
             name = f"n{first.cfg.node_id}"
-            running[name] = await Running(first.cfg).start()
-            await asyncio.sleep(0.5)
-            stop.set()
-            await task
-            hist_w.close()
+
+            async def crash_and_restart():
+                await asyncio.sleep(0.8)
+                await first.crash()
+                await asyncio.sleep(1.2)
+                running[name] = await Running(first.cfg).start()
+                await asyncio.sleep(0.5)
+
+            await run_kv(db, nodes, path, 11, crash_and_restart, concurrency=4, rate=80, keys=3)
             return name
-        finally:
-            for r in running.values():
-                try:
-                    await r.crash()
-                except Exception:
-                    pass
 
     first = asyncio.run(main())
     history = read_history(path)
@@ -110,35 +108,20 @@ def test_kv_workload_across_a_leader_crash_is_linearizable(tmp_path):
 def run_with_isolated_leader(tmp_path, unsafe) -> list[dict]:
     """The kv workload while the first leader is cut off from the other voters
     (check quorum off: it goes on believing it leads). Returns the history."""
-    from tests.kraft_inproc import Partition
     path = tmp_path / "history.jsonl"
 
     async def main():
         part = Partition()
-        cfgs = make_configs(tmp_path / "data", 3, check_quorum=False, unsafe=frozenset(unsafe))
-        running = {f"n{c.node_id}": await Running(c, part).start() for c in cfgs}
-        db = LoopbackDB(running)
-        nodes = list(running)
-        try:
+        async with loopback_cluster(tmp_path / "data", 3, part, check_quorum=False,
+                                    unsafe=frozenset(unsafe)) as (running, db, nodes):
             first = await wait_for_leader(list(running.values()))
-            hist_w = HistoryWriter(path)
-            wl = KvWorkload(Topology.from_db(db, nodes), CLUSTER_ID, hist_w, 5,
-                            KvOptions(concurrency=6, rate=150, keys=2, timeout_ms=800,
-                                      monitor_interval_ms=200, monitor_timeout_ms=300))
-            stop = asyncio.Event()
-            task = asyncio.create_task(wl.run(stop))
-            await asyncio.sleep(0.4)
-            part.isolate(first.node.id, [r.node.id for r in running.values() if r is not first])
-            await asyncio.sleep(1.4)
-            stop.set()
-            await task
-            hist_w.close()
-        finally:
-            for r in running.values():
-                try:
-                    await r.crash()
-                except Exception:
-                    pass
+
+            async def isolate_leader():
+                await asyncio.sleep(0.4)
+                part.isolate(first.node.id, [r.node.id for r in running.values() if r is not first])
+                await asyncio.sleep(1.4)
+
+            await run_kv(db, nodes, path, 5, isolate_leader, concurrency=6, rate=150, keys=2)
 
     asyncio.run(main())
     return read_history(path)

@@ -19,7 +19,7 @@ import logging
 import random
 from typing import Any
 
-from .base import ClientWorkload
+from .base import ClientOptions, ClientWorkload
 from .counters import Sequence
 from .recorder import Outcome, record
 from .worker import PacedWorker, pick_other
@@ -28,41 +28,22 @@ log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
-class AppendOptions:
-    """Knobs of the append workload.
+class AppendOptions(ClientOptions):
+    """Knobs of the append workload: those of :class:`workloads.base.ClientOptions`, and
 
-    ``concurrency``: number of workers (>= 1). ``rate``: target total ops/s
-    (> 0). ``read_fraction``: probability an op is a read (0..1).
-    ``read_window``: reads start at max(0, last seen high watermark - window)
-    (records). ``read_any_node``: probability a read goes to a random node
-    instead of the believed leader (Jepsen-style: a stale leader or a lagging
-    follower must refuse it; a correct node answers NOT_LEADER_OR_FOLLOWER). ``timeout_ms``: per-request client timeout (ms).
-    ``monitor_interval_ms`` / ``monitor_timeout_ms``: DescribeQuorum sampling
-    period and timeout (ms). Raises ``ValueError`` naming the bad field.
+    ``read_fraction``: probability an op is a read (0..1). ``read_window``:
+    reads start at max(0, last seen high watermark - window) (records).
+    Raises ``ValueError`` naming the bad field.
     """
 
-    concurrency: int = 10
-    rate: float = 100.0
     read_fraction: float = 0.1
     read_window: int = 200
-    read_any_node: float = 0.5
-    timeout_ms: int = 3000
-    monitor_interval_ms: int = 500
-    monitor_timeout_ms: int = 1000
 
     def __post_init__(self) -> None:
-        if not isinstance(self.concurrency, int) or self.concurrency < 1:
-            raise ValueError(f"concurrency must be an int >= 1, got {self.concurrency!r}")
-        if not self.rate > 0:
-            raise ValueError(f"rate must be > 0 ops/s, got {self.rate!r}")
-        for name in ("read_fraction", "read_any_node"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+        super().__post_init__()
+        self.check_fractions("read_fraction")
         if self.read_window < 0:
             raise ValueError(f"read_window must be >= 0, got {self.read_window!r}")
-        for name in ("timeout_ms", "monitor_interval_ms", "monitor_timeout_ms"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0 ms, got {getattr(self, name)!r}")
 
 
 class AppendWorkload(ClientWorkload):

@@ -2,12 +2,56 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 from .clients import ClientFactory, ClientPool
 from .counters import OpTally, Sequence
 from .monitor import QuorumMonitor
 from .topology import Topology
 from .worker import PacedWorker, run_workers
+
+
+@dataclasses.dataclass(frozen=True)
+class ClientOptions:
+    """Knobs every client workload has.
+
+    ``concurrency``: number of workers (>= 1). ``rate``: target total ops/s
+    (> 0). ``read_any_node``: probability a read goes to a random node instead
+    of the believed leader (Jepsen-style: a stale leader or a lagging follower
+    must refuse it; a correct node answers NOT_LEADER_OR_FOLLOWER).
+    ``timeout_ms``: per-request client timeout (ms). ``monitor_interval_ms``
+    / ``monitor_timeout_ms``: DescribeQuorum sampling period and timeout
+    (ms). Raises ``ValueError`` naming the bad field.
+    """
+
+    concurrency: int = 10
+    rate: float = 100.0
+    read_any_node: float = 0.5
+    timeout_ms: int = 3000
+    monitor_interval_ms: int = 500
+    monitor_timeout_ms: int = 1000
+
+    def __post_init__(self) -> None:
+        self.check_counts("concurrency")
+        if not self.rate > 0:
+            raise ValueError(f"rate must be > 0 ops/s, got {self.rate!r}")
+        self.check_fractions("read_any_node")
+        for name in ("timeout_ms", "monitor_interval_ms", "monitor_timeout_ms"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0 ms, got {getattr(self, name)!r}")
+
+    def check_counts(self, *names: str) -> None:
+        """Raise ValueError unless each named field is an int >= 1."""
+        for name in names:
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+
+    def check_fractions(self, *names: str) -> None:
+        """Raise ValueError unless each named field is in [0, 1]."""
+        for name in names:
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
 
 
 class ClientWorkload:

@@ -28,7 +28,7 @@ import dataclasses
 
 from kraft import client as kclient
 
-from .base import ClientWorkload
+from .base import ClientOptions, ClientWorkload
 from .recorder import Outcome, record
 from .worker import PacedWorker
 
@@ -48,47 +48,28 @@ class CasMismatch(kclient.DefiniteError):
 
 
 @dataclasses.dataclass(frozen=True)
-class KvOptions:
-    """Knobs of the kv workload.
+class KvOptions(ClientOptions):
+    """Knobs of the kv workload: those of :class:`workloads.base.ClientOptions`, and
 
-    ``concurrency``: number of workers (>= 1). ``rate``: target total ops/s
-    (> 0). ``keys``: number of keys, ``"k0"``.. (>= 1). ``values``: values
-    are ints in ``[0, values)`` (>= 1). ``read_fraction`` / ``cas_fraction``:
+    ``keys``: number of keys, ``"k0"``.. (>= 1). ``values``: values are ints
+    in ``[0, values)`` (>= 1). ``read_fraction`` / ``cas_fraction``:
     probability an op is a read / a cas (each in [0, 1], summing to <= 1;
-    the rest are writes; a third each by default). ``read_any_node``:
-    probability a read goes to a random node instead of the believed leader.
-    ``timeout_ms``: per-request client timeout (ms). ``monitor_interval_ms``
-    / ``monitor_timeout_ms``: DescribeQuorum sampling period and timeout
-    (ms). Raises ``ValueError`` naming the bad field.
+    the rest are writes; a third each by default). Raises ``ValueError``
+    naming the bad field.
     """
 
-    concurrency: int = 10
-    rate: float = 100.0
     keys: int = 5
     values: int = 5
     read_fraction: float = 1 / 3
     cas_fraction: float = 1 / 3
-    read_any_node: float = 0.5
-    timeout_ms: int = 3000
-    monitor_interval_ms: int = 500
-    monitor_timeout_ms: int = 1000
 
     def __post_init__(self) -> None:
-        for name in ("concurrency", "keys", "values"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-        if not self.rate > 0:
-            raise ValueError(f"rate must be > 0 ops/s, got {self.rate!r}")
-        for name in ("read_fraction", "cas_fraction", "read_any_node"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+        super().__post_init__()
+        self.check_counts("keys", "values")
+        self.check_fractions("read_fraction", "cas_fraction")
         if self.read_fraction + self.cas_fraction > 1 + 1e-9:
             raise ValueError(f"read_fraction + cas_fraction must be <= 1, got "
                              f"{self.read_fraction!r} + {self.cas_fraction!r}")
-        for name in ("timeout_ms", "monitor_interval_ms", "monitor_timeout_ms"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0 ms, got {getattr(self, name)!r}")
 
     def key_names(self) -> list[str]:
         """The keyspace: ``["k0", "k1", ...]``."""

@@ -9,13 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from .checker import CheckResult, check_operations
+from .html import HTML_NAME, write_html
 from .formats import FORMATS, FormatError, guess_format, model_for, read_file
 from .models import MODELS, make_model
 from .model import Model
 from .operation import UNKNOWN, Operation
 
-#: the HTML report's file name
-HTML_NAME = "linearizability.html"
 
 
 def report(result: CheckResult, paired, out_dir: Path | None, timed: bool) -> dict:
@@ -27,7 +26,6 @@ def report(result: CheckResult, paired, out_dir: Path | None, timed: bool) -> di
     if paired.ignored:
         summary["ignored"] = dict(paired.ignored)
     if out_dir is not None and result.explanations:
-        from .html import write_html
         explanation = {"model": result.model, "valid": result.valid,
                        "time_unit": "ns" if timed else "event", "partitions": result.explanations}
         Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -48,9 +46,9 @@ def check_history(history: list[dict], model: str = "register", by_key: bool = T
     ``out_dir`` when the history is not linearizable. Raises FormatError for
     ops that do not pair.
     """
-    from .formats.jsonl import pair_ops
+    from .formats.jsonl import pair_run_history
     m = make_model("kv" if by_key and model == "register" else model)
-    paired = pair_ops(history, m)
+    paired = pair_run_history(history, m)
     result = check_operations(m, paired.ops, partitioned=True, timeout_s=timeout_s,
                               memory_bound=memory_bound)
     return report(result, paired, out_dir, paired.timed)

@@ -737,15 +737,6 @@ static PyObject *Search_memory(Search *s, PyObject *unused) {
     return PyLong_FromSize_t(b);
 }
 
-static PyObject *Search_linearization(Search *s, PyObject *unused) {
-    /* the ops currently linearized, in order (the full linearization once OK) */
-    PyObject *out = PyList_New(s->depth);
-    if (!out) return NULL;
-    for (Py_ssize_t i = 0; i < s->depth; i++)
-        PyList_SET_ITEM(out, i, PyLong_FromLong(s->opof[s->stk_node[i]]));
-    return out;
-}
-
 static PyObject *Search_explanation(Search *s, PyObject *unused) {
     if (!s->explain) { PyErr_SetString(PyExc_RuntimeError, "Search was created without explain=True"); return NULL; }
     Py_ssize_t d = s->best_len < 0 ? 0 : s->best_len;
@@ -777,8 +768,6 @@ static PyMethodDef Search_methods[] = {
      "run(max_steps) -> status: 0 still running, 1 linearizable, 2 not linearizable.\n"
      "Does at most max_steps search steps. Raises what the model's step raises, or MemoryError."},
     {"memory", (PyCFunction)Search_memory, METH_NOARGS, "memory() -> bytes held by the cache and tables."},
-    {"linearization", (PyCFunction)Search_linearization, METH_NOARGS,
-     "linearization() -> op ids linearized so far, in order (complete once run() returned 1)."},
     {"explanation", (PyCFunction)Search_explanation, METH_NOARGS,
      "explanation() -> dict: prefix (longest linearizable prefix, op ids), stuck (op that\n"
      "could not be placed next, -1 if none), largest ({op: index into linearizations}),\n"

@@ -95,6 +95,8 @@ def check_operations(model: Model, ops: list[Operation], partitioned: bool = Tru
     reason = None
     failed: PartitionSearch | None = None
     slice_steps = FIRST_SLICE
+    held = {id(s): s.memory() for s in searches}  # bytes per search, updated after its slice
+    total = sum(held.values())
     while running and failed is None and reason is None:
         still = []
         for s in running:
@@ -106,10 +108,13 @@ def check_operations(model: Model, ops: list[Operation], partitioned: bool = Tru
                 still.append(s)
             else:
                 s.release()  # linearizable: its memory is no longer needed
+            now = s.memory()
+            total += now - held[id(s)]
+            held[id(s)] = now
             if deadline is not None and time.perf_counter() > deadline:
                 reason = f"timed out after {timeout_s:g} s"
                 break
-            if sum(x.memory() for x in searches) > bound:
+            if total > bound:
                 reason = f"the search outgrew the memory bound of {bound / 2**30:.1f} GiB"
                 break
         else:

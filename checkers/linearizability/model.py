@@ -117,10 +117,6 @@ class Model:
         """(initial state of each component, component index of each op); default: one."""
         return [self.init()], [0] * len(ops)
 
-    def component_model(self) -> "Model":
-        """The model a single component's step follows (itself, unless keyed)."""
-        return self
-
 
 def keyed_partition(ops: Iterable[Operation]) -> list[tuple[Any, list[Operation]]]:
     """Group ops by ``op.key`` (in order of first appearance)."""

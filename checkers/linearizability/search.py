@@ -89,10 +89,6 @@ class PartitionSearch:
         """Counters: steps, step_calls (model calls), backtracks, cache_entries, states."""
         return self.core.stats() if self.core is not None else self._final_stats
 
-    def linearization(self) -> list[int]:
-        """Op indices in linearization order (complete once OK)."""
-        return self.core.linearization()
-
     def state_after(self, order: list[int]) -> list[Hashable]:
         """Replay ``order`` (op indices) from the initial state; the state after each op."""
         vec = list(self.initial)

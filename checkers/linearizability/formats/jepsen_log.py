@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from ..operation import UNKNOWN, Operation
+from .calls import Calls
 from .errors import FormatError
 from .text import numbered_lines
 
@@ -42,8 +43,7 @@ def read_jepsen_log(path: Path) -> list[Operation]:
     ``jepsen.util`` op line, an unknown function, or a completion with no
     open invoke.
     """
-    ops: list[dict] = []
-    open_: dict[int, dict] = {}
+    calls = Calls(path)
     pos = 0
     for lineno, line in numbered_lines(path):
         m = _LINE.match(line)
@@ -57,18 +57,13 @@ def read_jepsen_log(path: Path) -> list[Operation]:
         if typ == "invoke":
             if f == "cas" and not isinstance(value, tuple):
                 raise FormatError(path, lineno, f"cas needs [old new], got {text!r}")
-            op = {"process": proc, "f": f, "input": value if f != "read" else None,
-                  "output": UNKNOWN, "call": pos, "ret": None, "line": lineno}
-            open_[proc] = op
-            ops.append(op)
+            calls.invoke(proc, f, pos, lineno, input=value if f != "read" else None)
             continue
         if typ == "info":
             continue  # stays open (porcupine ignores :info lines)
         if typ not in ("ok", "fail"):
             raise FormatError(path, lineno, f"unknown op type :{typ}")
-        op = open_.pop(proc, None)
-        if op is None:
-            raise FormatError(path, lineno, f":{typ} for process {proc} with no open invoke")
+        op = calls.complete(proc, typ, pos, lineno)
         if op["f"] != f:
             raise FormatError(path, lineno, f":{typ} :{f} completes process {proc}'s :{op['f']} "
                               f"from line {op['line']}")
@@ -82,6 +77,4 @@ def read_jepsen_log(path: Path) -> list[Operation]:
                                   ":fail :cas and :fail :read :timed-out")
         else:
             op["output"] = value if f == "read" else (True if f == "cas" else None)
-        op["ret"] = pos
-    return [Operation(process=o["process"], f=o["f"], input=o["input"], output=o["output"],
-                      call=o["call"], ret=o["ret"], line=o["line"]) for o in ops]
+    return calls.operations()

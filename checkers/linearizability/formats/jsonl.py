@@ -7,7 +7,7 @@ from ..model import Model
 from .pairing import Paired, pair_history
 
 
-def pair_ops(history: list[dict], model: Model, path="history") -> Paired:
+def pair_run_history(history: list[dict], model: Model, path="history") -> Paired:
     """Pair already-read history op dicts (``harness.history.read_history``) for ``model``.
 
     Source lines are taken as ``index + 1`` (one op per line from index 0).
@@ -25,7 +25,7 @@ def read_jsonl(path: Path, model: Model) -> Paired:
     :class:`~.errors.FormatError` for ops that do not pair.
     """
     from harness.history import read_history
-    return pair_ops(read_history(Path(path)), model, path)
+    return pair_run_history(read_history(Path(path)), model, path)
 
 
 def tuplify(v):

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..operation import UNKNOWN, Operation
+from ..operation import Operation
+from .calls import Calls
 from .errors import FormatError
 from .text import numbered_lines
 
@@ -25,8 +26,7 @@ def read_kv_log(path: Path) -> list[Operation]:
     Raises :class:`FormatError` naming the line for a line of another shape or
     a completion with no open invoke.
     """
-    ops: list[dict] = []
-    open_: dict[int, dict] = {}
+    calls = Calls(path)
     pos = 0
     for lineno, line in numbered_lines(path):
         m = _LINE.match(line)
@@ -36,15 +36,7 @@ def read_kv_log(path: Path) -> list[Operation]:
         value = None if m.group(5) == "nil" else m.group(6)
         pos += 1
         if typ == "invoke":
-            op = {"process": proc, "f": f, "key": key, "input": value, "output": UNKNOWN,
-                  "call": pos, "ret": None, "line": lineno}
-            open_[proc] = op
-            ops.append(op)
+            calls.invoke(proc, f, pos, lineno, input=value, key=key)
         else:
-            op = open_.pop(proc, None)
-            if op is None:
-                raise FormatError(path, lineno, f":ok for process {proc} with no open invoke")
-            op["output"] = value if f == "get" else None
-            op["ret"] = pos
-    return [Operation(process=o["process"], f=o["f"], input=o["input"], output=o["output"],
-                      call=o["call"], ret=o["ret"], key=o["key"], line=o["line"]) for o in ops]
+            calls.complete(proc, typ, pos, lineno)["output"] = value if f == "get" else None
+    return calls.operations()

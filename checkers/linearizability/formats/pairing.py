@@ -11,6 +11,8 @@ import dataclasses
 from collections import Counter
 from typing import Any, Iterable
 
+from harness.history import HistoryError, pair_ops
+
 from ..model import Model, ModelError
 from ..operation import Operation
 from .errors import FormatError
@@ -41,7 +43,8 @@ def pair_history(events: Iterable[tuple[int | None, dict]], model: Model, path: 
     ``index``. Times are ``time`` when every client op has one and
     ``use_time``, else the event's position. Raises :class:`FormatError`
     naming the line for a missing field, an unknown type, a completion with
-    no invoke, a second invoke while one is open, or a value the model cannot
+    no invoke or of another ``f``, a second invoke while one is open
+    (pairing is ``harness.history.pair_ops``), or a value the model cannot
     read.
     """
     events = list(events)
@@ -50,47 +53,36 @@ def pair_history(events: Iterable[tuple[int | None, dict]], model: Model, path: 
     ignored = Counter(str(e.get("f")) for _line, e in events
                       if not (e.get("process") != "nemesis" and e.get("f") in model.functions))
     timed = use_time and all(isinstance(e.get("time"), int) for _l, e in client)
-    open_: dict[Any, tuple[int, int | None, dict]] = {}
-    ops: list[Operation] = []
-    failed = crashed = 0
-
-    def make(pos: int, line, inv: dict, done: dict | None, ret: int | None) -> Operation:
-        completed = done is not None
-        try:
-            key, f, inp, out = model.from_jepsen(inv["f"], inv.get("value"),
-                                                 done.get("value") if done else None, completed)
-        except ModelError as e:
-            raise FormatError(path, line, f"op {inv.get('f')!r} with value {inv.get('value')!r}: {e}") from None
-        call = inv["time"] if timed else pos
-        return Operation(process=inv["process"], f=f, input=inp, output=out, call=call, ret=ret,
-                         key=key, index=inv.get("index"), line=line)
-
-    for pos, (line, e) in enumerate(client):
+    line_of = {id(e): line for line, e in client}
+    pos_of = {id(e): pos for pos, (_line, e) in enumerate(client)}
+    for line, e in client:
         for field in ("type", "process", "f"):
             if field not in e:
                 raise FormatError(path, line, f"op has no {field!r} field: {e!r}")
-        t, p = e["type"], e["process"]
-        if t == "invoke":
-            if p in open_:
-                prev_pos, prev_line, prev = open_.pop(p)
-                raise FormatError(path, line, f"process {p!r} invokes again while its op from line "
-                                  f"{prev_line} is still open (a process runs one op at a time)")
-            open_[p] = (pos, line, e)
-        elif t in ("ok", "fail", "info"):
-            if p not in open_:
-                raise FormatError(path, line, f"{t} for process {p!r} with no open invoke")
-            ipos, iline, inv = open_.pop(p)
-            if t == "fail":
-                failed += 1
-            elif t == "ok":
-                ops.append(make(ipos, iline, inv, e, e["time"] if timed else pos))
-            else:
-                crashed += 1
-                ops.append(make(ipos, iline, inv, None, None))
+        if e["type"] not in ("invoke", "ok", "fail", "info"):
+            raise FormatError(path, line, f"unknown op type {e['type']!r}: expected invoke, ok, fail or info")
+    try:
+        pairs = pair_ops([e for _line, e in client], name=lambda op: f"line {line_of[id(op)]}")
+    except HistoryError as err:
+        raise FormatError(path, line_of[id(err.op)], err.reason) from None
+
+    def make(inv: dict, done: dict | None) -> Operation:
+        line, completed = line_of[id(inv)], done is not None and done["type"] == "ok"
+        try:
+            key, f, inp, out = model.from_jepsen(inv["f"], inv.get("value"),
+                                                 done.get("value") if completed else None, completed)
+        except ModelError as e:
+            raise FormatError(path, line, f"op {inv.get('f')!r} with value {inv.get('value')!r}: {e}") from None
+        if not completed:
+            ret = None
         else:
-            raise FormatError(path, line, f"unknown op type {t!r}: expected invoke, ok, fail or info")
-    for p, (ipos, iline, inv) in open_.items():
-        crashed += 1
-        ops.append(make(ipos, iline, inv, None, None))
+            ret = done["time"] if timed else pos_of[id(done)]
+        return Operation(process=inv["process"], f=f, input=inp, output=out,
+                         call=inv["time"] if timed else pos_of[id(inv)], ret=ret,
+                         key=key, index=inv.get("index"), line=line)
+
+    ops = [make(inv, done) for inv, done in pairs if done is None or done["type"] != "fail"]
+    failed = sum(1 for _inv, done in pairs if done is not None and done["type"] == "fail")
+    crashed = sum(1 for _inv, done in pairs if done is None or done["type"] == "info")
     ops.sort(key=lambda o: (o.call, o.line or 0))
     return Paired(ops=ops, ignored=ignored, failed=failed, crashed=crashed, timed=timed)

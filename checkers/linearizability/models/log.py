@@ -16,6 +16,7 @@ Two different records seen at one offset then cannot both be placed.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from typing import Any, Hashable
 
 from ..model import ILLEGAL, Model, ModelError, describe_value
@@ -86,22 +87,21 @@ class LogModel(Model):
         """
         ops = [o for o in ops if o.key != NON_LINEARIZABLE]
         start = min((o.call for o in ops), default=0)
-        seen: dict[tuple[int, Any], int] = {}
-        at: dict[Any, int] = {}
+        at: dict[Any, int] = {}                  # value -> first offset a read shows it at
+        control: dict[tuple[int, Any], int] = {}  # (offset, record) -> first return showing it
         covered: set[int] = set()
-        appended: dict[Any, int] = {}
+        appended = Counter(o.input for o in ops if o.f == "append")
         for o in ops:
             if o.f == "read" and o.output is not UNKNOWN:
                 base = o.input or 0
                 covered.update(range(base, base + len(o.output)))
-                for j, v in enumerate(o.output):
-                    at.setdefault(v, base + j)
-            elif o.f == "append":
-                appended[o.input] = appended.get(o.input, 0) + 1
-                if o.output is not UNKNOWN:
-                    covered.add(o.output)
-        top = max(covered, default=-1) + 1
-        all_covered = len(covered) == top
+                for j, v in enumerate(o.output, start=base):
+                    at.setdefault(v, j)
+                    if isinstance(v, tuple) and v and v[0] == "control":
+                        control[(j, v)] = min(control.get((j, v), o.ret), o.ret)
+            elif o.f == "append" and o.output is not UNKNOWN:
+                covered.add(o.output)
+        all_covered = len(covered) == max(covered, default=-1) + 1
         resolved = []
         for o in ops:
             if o.f == "append" and o.output is UNKNOWN:
@@ -111,17 +111,8 @@ class LogModel(Model):
                 elif appended[o.input] == 1:
                     o = dataclasses.replace(o, output=at[o.input])
             resolved.append(o)
-        ops = resolved
-        for o in ops:
-            if o.f != "read" or o.output is UNKNOWN:
-                continue
-            for j, v in enumerate(o.output):
-                if isinstance(v, tuple) and v and v[0] == "control":
-                    k = ((o.input or 0) + j, v)
-                    seen[k] = min(seen.get(k, o.ret), o.ret)
-        extra = [Operation(process="control", f="append", input=v, output=off, call=start, ret=ret)
-                 for (off, v), ret in sorted(seen.items(), key=lambda kv: kv[0][0])]
-        return ops + extra
+        return resolved + [Operation(process="control", f="append", input=v, output=off, call=start, ret=ret)
+                           for (off, v), ret in sorted(control.items(), key=lambda kv: kv[0][0])]
 
     def step(self, state: LogState, op: Operation) -> Hashable:
         if op.f == "append":

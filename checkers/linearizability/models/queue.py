@@ -40,7 +40,6 @@ class FifoQueue(Model):
         return f"{describe_value(op.output)} at the head"
 
     def from_jepsen(self, f, invoke_value, ok_value, completed):
-        from ..operation import UNKNOWN as U
         if f == "enqueue":
             return None, f, invoke_value, None
-        return None, f, None, (ok_value if completed else U)
+        return None, f, None, (ok_value if completed else UNKNOWN)
