@@ -1,6 +1,7 @@
 # kraft-chaos: the two commands a user needs are `make run` and `make test`.
 # Both set up everything themselves: the venv and packages, the Docker engine
-# (scripts/ensure-docker.sh) and the node image (built on first use, cached).
+# (scripts/ensure-docker.sh), a Java >= 17 runtime for Spark
+# (scripts/ensure-java.sh) and the node image (built on first use, cached).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -8,14 +9,15 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
 RUN_ARGS ?= --nodes 5 --time-limit 60 --nemesis partition,kill,pause --workload append --concurrency 10 --rate 100
+ANALYZE_ARGS ?= store
 
-.PHONY: run test test-slow unit bench engine venv image clean teardown
+.PHONY: run test test-slow unit bench analyze engine spark venv image clean teardown
 
-run: venv engine
+run: venv engine spark
 	$(VENV)/bin/kraft-chaos run $(RUN_ARGS)
 
 # The default suite: unit tests and short Docker runs (a few minutes).
-test: venv engine
+test: venv engine spark
 	$(PY) -m pytest -q -ra -m "not slow"
 
 # Long real runs that show the harness catches the bugs of the --unsafe switches.
@@ -25,9 +27,15 @@ test-slow: venv engine
 unit: venv
 	$(PY) -m pytest -q -m "not docker"
 
-bench: venv engine
+bench: venv engine spark
 	$(PY) -m harness.bench_linearizability
 	$(PY) -m harness.bench
+	$(PY) -m harness.bench_spark
+
+# Every stored run under the store root in ANALYZE_ARGS checked as Spark jobs
+# (local[*]; add --master to use a cluster), with a summary and trend plots.
+analyze: venv spark
+	$(VENV)/bin/kraft-chaos analyze $(ANALYZE_ARGS)
 
 venv: $(STAMP)
 	@ls checkers/linearizability/_wgl*.so >/dev/null 2>&1 || $(PY) -m pip install -q -e .
@@ -41,6 +49,10 @@ $(STAMP): pyproject.toml checkers/linearizability/_wgl.c
 
 engine:
 	@bash scripts/ensure-docker.sh
+
+# PySpark 4 needs a Java >= 17 runtime.
+spark:
+	@bash scripts/ensure-java.sh
 
 image: venv engine
 	PYTHON=$(PY) bash scripts/build-node-image.sh

@@ -4,23 +4,30 @@ from __future__ import annotations
 from harness.history import pair_ops
 
 from .node_data import NodeData
-from .reads import is_int
+from .reads import is_final_committed, is_int
 
 
 def malformed_read(value: dict) -> str | None:
-    """Why an ok read value does not densely cover ``[from, high_watermark)``, or None.
+    """Why an ok read value does not densely cover ``[from, end)``, or None.
 
-    Checks that ``from`` and ``high_watermark`` are ints with from <= hw and
-    that ``records`` holds exactly offsets from, from+1, ..., hw-1 in order.
+    ``end`` is ``to`` for a page of a paged read, else ``high_watermark``.
+    Checks that ``from`` and ``high_watermark`` (and ``to``, if present) are
+    ints with from <= hw (and to <= hw), and that ``records`` holds exactly
+    offsets from, from+1, ..., end-1 in order.
     """
     start, hw, recs = value.get("from"), value.get("high_watermark"), value.get("records")
     if not is_int(start) or not is_int(hw):
         return f"from {start!r} and high_watermark {hw!r} must be ints"
+    end = hw
+    if "to" in value:
+        end = value["to"]
+        if not is_int(end) or end > hw:
+            return f"to {end!r} must be an int <= high_watermark {hw}"
     if not isinstance(recs, list):
         return "records is not a list"
-    expected = max(hw - start, 0)
+    expected = max(end - start, 0)
     if len(recs) != expected:
-        return f"{len(recs)} records for range [{start}, {hw}) of {expected} offsets"
+        return f"{len(recs)} records for range [{start}, {end}) of {expected} offsets"
     for i, r in enumerate(recs):
         if not (isinstance(r, list) and len(r) == 4 and r[0] == start + i):
             return f"record {i} is {r!r}, expected offset {start + i}"
@@ -35,7 +42,10 @@ def check_nonmonotonic_read(history: list[dict], nodes: dict[str, NodeData] | No
     index) before B was invoked and saw a longer prefix: another
     linearizable read with a larger high watermark, or an ok append at
     offset O >= B's high watermark (a committed ack shows prefix end O+1).
-    Non-linearizable reads (the final per-node reads) are not compared.
+    Non-linearizable reads (the final per-node reads) are not compared. The
+    pages of a paged final committed read (``final`` and ``linearizable``
+    true, with ``to``) are one read: only the first non-monotonic page is
+    reported.
     Every ok read (either kind) whose records do not densely cover
     ``[from, high_watermark)`` is reported as ``malformed``.
 
@@ -71,12 +81,17 @@ def check_nonmonotonic_read(history: list[dict], nodes: dict[str, NodeData] | No
     observations.sort(key=lambda o: o[0])
     reads.sort(key=lambda r: r[0])
     best, best_op, i = -1, None, 0
+    final_reported = False
     for inv_index, comp, hw in reads:
         while i < len(observations) and observations[i][0] < inv_index:
             if observations[i][1] > best:
                 best, best_op = observations[i][1], observations[i][2]
             i += 1
         if best_op is not None and hw < best:
+            if "to" in comp["value"] and is_final_committed(comp):
+                if final_reported:
+                    continue
+                final_reported = True
             anomalies.append({"kind": "nonmonotonic", "op": comp["index"], "invoke": inv_index,
                               "node": comp.get("node"), "high_watermark": hw,
                               "earlier_op": best_op["index"], "earlier_f": best_op["f"],

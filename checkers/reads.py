@@ -57,17 +57,41 @@ def acks(history: list[dict]) -> Iterator[dict]:
             yield op
 
 
-def final_committed_read(history: list[dict]) -> dict | None:
-    """The last ok read with ``final: true`` and ``linearizable: true``, or None.
+def read_end(value: dict) -> Any:
+    """The exclusive end of the offsets a read value's ``records`` cover.
 
-    Its records are the final committed log (see lost_write).
+    ``to`` when the read was limited to a page of the log (a final read of a
+    large log is taken in pages, like Fetch with a byte limit), else its
+    ``high_watermark``.
     """
-    found = None
-    for op in ok_reads(history):
-        v = op["value"]
-        if v.get("final") is True and v.get("linearizable") is True:
-            found = op
-    return found
+    return value.get("to", value.get("high_watermark"))
+
+
+def is_final_committed(op: dict) -> bool:
+    """True for an ok read with ``final: true`` and ``linearizable: true``."""
+    v = op["value"]
+    return v.get("final") is True and v.get("linearizable") is True
+
+
+def final_committed_pages(history: list[dict]) -> list[dict]:
+    """The ok reads that make up the final committed log, in history order; [] if none.
+
+    The final committed read is the last ok read with ``final: true`` and
+    ``linearizable: true``; it covers ``[from, high_watermark)``. A large
+    log is read in pages instead, like Fetch with a byte limit: each page
+    carries ``to`` and covers ``[from, to)``, and the pages of one read
+    share its ``high_watermark``. When the last final read is a page, the
+    result is every final page with that high watermark. Together they are
+    read as one log (see lost_write, duplicate).
+    """
+    finals = [op for op in ok_reads(history) if is_final_committed(op)]
+    if not finals:
+        return []
+    last = finals[-1]["value"]
+    if "to" not in last:
+        return finals[-1:]
+    hw = last.get("high_watermark")
+    return [op for op in finals if "to" in op["value"] and op["value"].get("high_watermark") == hw]
 
 
 def final_node_reads(history: list[dict]) -> dict[str, dict]:

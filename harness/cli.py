@@ -1,4 +1,5 @@
-"""The ``kraft-chaos`` command line: ``run``, ``check`` and ``teardown``.
+"""The ``kraft-chaos`` command line: ``run``, ``check``, ``teardown``, and ``analyze``,
+``export``, ``synth`` (harness/analyze_cmd.py).
 
 Exit codes (DEVELOPERS.md): 0 valid, 1 invalid, 2 unknown; 3 bad input
 (bad arguments, malformed history), 4 the cluster or engine could not be set
@@ -140,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_file_options(c)
 
     sub.add_parser("teardown", help="remove every container and network labelled kraft-chaos")
+    from harness.analyze_cmd import add_parsers
+    add_parsers(sub, _seed, _number)
     return p
 
 
@@ -354,7 +357,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(str(e), file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        return {"run": cmd_run, "check": cmd_check, "teardown": cmd_teardown}[args.command](args)
+        from harness import analyze_cmd
+        return {"run": cmd_run, "check": cmd_check, "teardown": cmd_teardown,
+                "analyze": analyze_cmd.cmd_analyze, "export": analyze_cmd.cmd_export,
+                "synth": analyze_cmd.cmd_synth}[args.command](args)
     except BrokenPipeError:      # e.g. `kraft-chaos check DIR | head`
         sys.stdout = None
         return 0

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import store
+from .code_version import code_commit
 
 log = logging.getLogger("kraft_chaos.runner")
 
@@ -232,9 +233,10 @@ def attach_file_log(run_dir: Path) -> logging.Handler:
 
 
 def prepare_run(config: RunConfig) -> Path:
-    """Create the run directory, write ``test.json`` and point ``store/latest`` at it."""
+    """Create the run directory, write ``test.json`` (with the code's git commit) and point ``store/latest`` at it."""
     run_dir = store.create_run_dir(config.store, config.test_name())
-    store.write_test_json(run_dir, config.to_dict(), config.seed, config.repeat_command())
+    store.write_test_json(run_dir, config.to_dict(), config.seed, config.repeat_command(),
+                          commit=code_commit())
     store.update_latest(config.store, run_dir)
     return run_dir
 

@@ -71,10 +71,15 @@ def write_json(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
-def write_test_json(run_dir: Path, config: dict, seed: int, command: str) -> Path:
-    """Write ``test.json``: ``{"config": ..., "seed": seed, "command": repeat command}``."""
+def write_test_json(run_dir: Path, config: dict, seed: int, command: str,
+                    commit: str | None = None) -> Path:
+    """Write ``test.json``: ``{"config": ..., "seed": seed, "command": repeat command, "commit": commit}``.
+
+    ``commit`` is the code's git commit (``harness.code_version.code_commit``:
+    a hash, ``-dirty`` when tracked files were modified) or None when unknown.
+    """
     path = Path(run_dir) / TEST_JSON
-    write_json(path, {"config": config, "seed": seed, "command": command})
+    write_json(path, {"config": config, "seed": seed, "command": command, "commit": commit})
     return path
 
 

@@ -39,3 +39,31 @@ def test_short_run_under_faults_is_valid(engine, kraft_chaos_run):
         assert (run_dir / "nodes" / node / "node.log").stat().st_size > 0
     # nothing of this run is left on the engine
     assert run_labelled(engine, harness_run_id(run_dir, 7)) == ([], [])
+
+
+@pytest.mark.spark
+def test_spark_analysis_of_real_runs_matches_check(engine, kraft_chaos_run, spark, tmp_path):
+    """Real runs from our cluster (an append run and a kv run, 3 nodes under faults):
+    the Spark path's verdicts, checker verdicts and anomaly counts equal ``check``'s."""
+    from checkers.spark.analyze import analyze
+    from checkers.spark.runs import find_runs
+
+    stored = {}
+    for workload, subnet in (("append", "10.74.0.0/24"), ("kv", "10.73.0.0/24")):
+        results, run_dir = kraft_chaos_run(nodes=3, time_limit=12, nemesis=["partition", "kill"],
+                                           nemesis_interval=2, nemesis_duration=4, concurrency=4,
+                                           rate=40, subnet=subnet, seed=21, workload=workload)
+        stored[run_dir.resolve()] = results
+    roots = {d.parent.parent for d in stored}
+    runs = [r for root in roots for r in find_runs(str(root))
+            if r.history.parent.resolve() in stored]
+    assert len(runs) == 2
+    for i, r in enumerate(runs):
+        r.run_id = i
+    verdict = {True: "valid", False: "invalid"}
+    for r in analyze(spark, runs, lin_timeout_s=60).runs:
+        want = stored[r["info"].history.parent.resolve()]
+        assert r["verdict"] == verdict.get(want["valid"], "unknown"), r
+        for name, res in want["checkers"].items():
+            assert r["checkers"][name] == verdict.get(res["valid"], "unknown"), name
+            assert r["anomalies"][name] == want["anomalies"][name], name

@@ -1,0 +1,38 @@
+"""Election safety as a Spark job: at most one leader per epoch (Raft §5.2, KIP-595;
+the Spark side of checkers/election_safety.py)."""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from .schema import DESCRIBE_QUORUM_SCHEMA
+from .views import LEADER_CHANGE
+
+
+def leader_claims(ops: DataFrame, records: DataFrame) -> DataFrame:
+    """Evidence "leader L led epoch E" from the history: LeaderChange records in ok reads,
+    and ok describe-quorum answers (their LeaderId, and the answering node's own id
+    when it differs). Columns ``run, epoch, leader``; leaders that are not
+    non-negative ints are dropped."""
+    c = F.col
+    lc = (records.where(c("rtype") == LEADER_CHANGE)
+          .select("run", "epoch", F.expr("try_cast(get_json_object(payload, '$.LeaderId') as bigint)")
+                  .alias("leader")))
+    dq = (ops.where((c("f") == "describe-quorum") & (c("type") == "ok"))
+          .select("run", "node", F.from_json("value", DESCRIBE_QUORUM_SCHEMA).alias("v"))
+          .select("run", c("v.LeaderEpoch").alias("epoch"), c("v.LeaderId").alias("leader"),
+                  F.expr("try_cast(nullif(regexp_extract(node, '(\\\\d+)$', 1), '') as bigint)").alias("answering")))
+    answering = dq.where(c("answering").isNotNull() & (c("answering") != c("leader"))
+                         & c("leader").isNotNull()).select("run", "epoch", c("answering").alias("leader"))
+    return (lc.unionByName(dq.select("run", "epoch", "leader")).unionByName(answering)
+            .where(c("epoch").isNotNull() & c("leader").isNotNull() & (c("leader") >= 0)))
+
+
+def election_safety(claims: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Group the claims (history and node logs) by (run, epoch): two or more distinct leaders
+    is an anomaly. Returns ``(anomalies: run, epoch, leaders (sorted)),
+    per_run: run, epochs`` (epochs with a known leader)."""
+    per_epoch = claims.groupBy("run", "epoch").agg(F.array_sort(F.collect_set("leader")).alias("leaders"))
+    anomalies = per_epoch.where(F.size("leaders") > 1)
+    per_run = per_epoch.groupBy("run").agg(F.count("*").alias("epochs"))
+    return anomalies, per_run

@@ -1,0 +1,143 @@
+"""Reading histories into Spark with the declared schema, and finding malformed lines.
+
+Every history is read in one pass (:func:`load_ops`); each line becomes a
+row tagged with its run's id and a ``problem`` (None for a well-formed op).
+:func:`malformed_lines` then reports each bad line by file and 1-based line
+number. A run with malformed lines is never dropped: the analysis reports
+it, and its verdict is "unknown".
+"""
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from .runs import RunInfo
+from .schema import ACK_SCHEMA, CORRUPT, HISTORY_SCHEMA, READ_SCHEMA
+
+#: At most this many malformed lines are listed per file (all are counted).
+MAX_LISTED = 100
+
+_TYPES = ("invoke", "ok", "fail", "info")
+
+
+def _problem() -> F.Column:
+    """Why a parsed row is not a well-formed op (the rules of harness.history.read_history)."""
+    c = F.col
+    return (F.when(c(CORRUPT).isNotNull(), F.lit("truncated or invalid JSON, or a field of the wrong type"))
+            .when(c("index").isNull(), F.lit("missing field 'index'"))
+            .when(c("time").isNull(), F.lit("missing field 'time'"))
+            .when(c("type").isNull(), F.lit("missing field 'type'"))
+            .when(c("process").isNull(), F.lit("missing field 'process'"))
+            .when(c("f").isNull(), F.lit("missing field 'f'"))
+            .when(c("index") < 0, F.lit("'index' must be a non-negative int"))
+            .when(~c("type").isin(*_TYPES), F.concat(F.lit("'type' must be one of invoke, ok, fail, info, got "),
+                                                     c("type")))
+            .when(~(c("process").rlike(r"^-?[0-9]+$") | (c("process") == "nemesis")),
+                  F.concat(F.lit("'process' must be an int or 'nemesis', got "), c("process"))))
+
+
+def file_key(spark: SparkSession, run: RunInfo) -> str:
+    """The key :func:`file_key_column` gives the rows of ``run``'s history: its path
+    as Hadoop encodes it in a URI (spaces as %20, '+' kept), without scheme."""
+    return spark._jvm.org.apache.hadoop.fs.Path(str(run.history)).toUri().getRawPath()
+
+
+def file_key_column() -> F.Column:
+    """The file a row was read from, as :func:`file_key` names it."""
+    return F.regexp_replace(F.input_file_name(), r"^file:/*", "/")
+
+
+def load_ops(spark: SparkSession, runs: list[RunInfo], kv_runs: list[int] = ()) -> DataFrame:
+    """All runs' history lines as one persisted DataFrame, read once with HISTORY_SCHEMA.
+
+    Columns: ``run`` (int id), ``index``, ``time`` (ns), ``type``,
+    ``process`` (text), ``f``, ``node``, ``error``, ``problem`` (None when
+    well formed), ``value`` (raw JSON text; None for ok appends and ok
+    reads, whose values are parsed instead), ``ack`` (ACK_SCHEMA, ok
+    appends), ``read`` (READ_SCHEMA, ok reads). Blank lines are skipped, as
+    by read_history. ``kv_runs``: ids of kv runs, whose reads are kv ops
+    (``[k, v]``), kept as raw values rather than parsed as log reads.
+    """
+    ids = spark.createDataFrame([(file_key(spark, r), r.run_id) for r in runs], "uri string, run int")
+    raw = (spark.read.schema(HISTORY_SCHEMA).option("mode", "PERMISSIVE")
+           .option("columnNameOfCorruptRecord", CORRUPT).json([str(r.history) for r in runs])
+           .withColumn("uri", file_key_column()))
+    c = F.col
+    is_ok_append = (c("f") == "append") & (c("type") == "ok")
+    is_ok_read = (c("f") == "read") & (c("type") == "ok") & ~c("run").isin(list(kv_runs))
+    ops = (raw.join(F.broadcast(ids), "uri")
+           .select("run", "index", "time", "type", "process", "f", "node", "error",
+                   _problem().alias("problem"),
+                   F.when(~(is_ok_append | is_ok_read), c("value")).alias("value"),
+                   F.when(is_ok_append, F.from_json("value", ACK_SCHEMA)).alias("ack"),
+                   F.when(is_ok_read, F.from_json("value", READ_SCHEMA)).alias("read")))
+    return ops.persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def run_problems(ops: DataFrame) -> dict[int, dict]:
+    """Per run: ``{"ops": well-formed ops, "bad": malformed lines, "dense": bool}``.
+
+    ``dense``: the well-formed ops' indices are 0..n-1, checked by count,
+    min, max, sum and sum of squares (a cheap stand-in for read_history's
+    line-by-line sequence check; a run that fails it is scanned line by
+    line by :func:`malformed_lines`).
+    """
+    c = F.col
+    idx = c("index").cast("decimal(38,0)")
+    good = c("problem").isNull()
+    rows = (ops.groupBy("run")
+            .agg(F.sum(F.when(good, 1).otherwise(0)).alias("n"),
+                 F.sum(F.when(good, 0).otherwise(1)).alias("bad"),
+                 F.min(F.when(good, c("index"))).alias("lo"),
+                 F.max(F.when(good, c("index"))).alias("hi"),
+                 F.sum(F.when(good, idx)).alias("s1"),
+                 F.sum(F.when(good, idx * idx)).alias("s2"))
+            .collect())
+    out = {}
+    for r in rows:
+        n = int(r["n"])
+        dense = n == 0 or (r["lo"] == 0 and r["hi"] == n - 1 and int(r["s1"]) == n * (n - 1) // 2
+                           and int(r["s2"]) == (n - 1) * n * (2 * n - 1) // 6)
+        out[r["run"]] = {"ops": n, "bad": int(r["bad"]), "dense": dense}
+    return out
+
+
+def _scan_lines(rows: Iterator[tuple[str, int]]) -> Iterator[tuple[int, str, bool]]:
+    """Python check of (line, 0-based number) pairs; yields (1-based line, reason,
+    is_sequence_problem) for bad ones."""
+    from harness.history import _op_problem
+
+    for text, i in rows:
+        if not text.strip():
+            continue
+        try:
+            op = json.loads(text)
+        except ValueError as exc:
+            yield i + 1, f"truncated or invalid JSON: {exc}", False
+            continue
+        problem = _op_problem(op)
+        if problem:
+            yield i + 1, problem, False
+        elif op["index"] != i:
+            yield i + 1, f"index {op['index']} out of sequence (expected {i}; indices are dense from 0)", True
+
+
+def malformed_lines(spark: SparkSession, run: RunInfo) -> list[dict]:
+    """The malformed lines of one run's history: ``[{"file", "line", "reason"}]``.
+
+    Scans the file line by line (in parallel, with line numbers from
+    ``zipWithIndex``) with read_history's own rules, including the index
+    sequence. Lines that are not ops are listed; when there are none, the
+    first op out of sequence is (one bad line shifts every later index, so
+    only the first says anything). At most :data:`MAX_LISTED` are returned,
+    in line order.
+    """
+    rdd = spark.sparkContext.textFile(str(run.history)).zipWithIndex().mapPartitions(_scan_lines)
+    bad = rdd.filter(lambda x: not x[2]).takeOrdered(MAX_LISTED, key=lambda x: x[0])
+    if not bad:
+        bad = rdd.takeOrdered(1, key=lambda x: x[0])
+    return [{"file": str(run.history), "line": line, "reason": reason} for line, reason, _ in bad]

@@ -1,0 +1,63 @@
+"""Lost writes as a Spark job: the acknowledged appends against the final committed log
+(the Spark side of checkers/lost_write.py)."""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from .views import DATA
+
+
+def lost_writes(offsets: DataFrame, acks: DataFrame, pages: DataFrame, final_records: DataFrame
+                ) -> tuple[DataFrame, DataFrame]:
+    """Find ok appends whose value is not at their offset in the final committed log.
+
+    An ack at offset O is lost when O >= the final high watermark, or when a
+    page covers O and the final log holds no data record with the ack's
+    value at O; acks below the high watermark that no page covers are
+    unjudged. Coverage is a range test against the union of the pages when
+    they are contiguous (every history we write), else page by page.
+
+    The anti-join of the acks against the final log runs on candidates:
+    :func:`offsets.by_offset` already grouped every ack with the final
+    record at its offset, so only offsets where an ack's key differs from the
+    final record's (or with no final record, or several acks) are joined,
+    exactly, against ``final_records``.
+
+    Returns ``(anomalies, per_run)``: anomalies ``run, op, value, offset,
+    epoch, node``; per_run ``run, acked, unjudged, has_final``.
+    """
+    c = F.col
+    meta = (pages.groupBy("run")
+            .agg(F.max("high_watermark").alias("hw"), F.min("from").alias("lo_off"),
+                 F.max("end").alias("hi_off"),
+                 F.sum(F.greatest(c("end") - c("from"), F.lit(0))).alias("width")))
+    meta = F.broadcast(meta.withColumn("contiguous", c("width") == c("hi_off") - c("lo_off")))
+    ranges = F.broadcast(pages.select("run", c("from").alias("p_from"), c("end").alias("p_end")))
+    with_acks = offsets.where(c("acks") > 0).join(meta, "run", "left")
+    tight = F.coalesce(c("contiguous"), F.lit(True))
+    covered = F.coalesce((c("offset") >= c("lo_off")) & (c("offset") < c("hi_off")), F.lit(False))
+    past_end = F.coalesce(c("offset") >= c("hw"), F.lit(False))
+    # offsets whose acks all match the final record cannot hold a lost write
+    settled = ((c("acks") == 1) | (c("ack_lo") == c("ack_hi"))) & (c("ack_lo") == c("final")) & \
+        (c("lo_num") == c("hi_num"))
+    per_offset = with_acks.select("run", "offset", "acks", "hw", "lo_off", "hi_off", "contiguous",
+                                  F.when(tight, covered).alias("covered"), past_end.alias("past_end"),
+                                  settled.alias("settled"))
+    loose = (per_offset.where(c("covered").isNull()).join(ranges, "run")
+             .withColumn("in_page", (c("offset") >= c("p_from")) & (c("offset") < c("p_end")))
+             .groupBy("run", "offset").agg(F.max("in_page").alias("in_page")))
+    per_offset = (per_offset.join(loose, ["run", "offset"], "left")
+                  .withColumn("covered", F.coalesce("covered", "in_page", F.lit(False))).drop("in_page"))
+    suspects = per_offset.where(c("past_end") | (c("covered") & ~c("settled")))
+    data = final_records.where(c("rtype") == DATA).select("run", "offset", "pnum", "ptxt")
+    cand = acks.join(F.broadcast(suspects.select("run", "offset", "past_end")), ["run", "offset"])
+    lost = (cand.where(c("past_end"))
+            .unionByName(cand.where(~c("past_end")).join(data, ["run", "offset", "pnum", "ptxt"], "left_anti"))
+            .select("run", c("index").alias("op"), "value", "offset", "epoch", "node"))
+    per_run = (per_offset.groupBy("run")
+               .agg(F.sum("acks").alias("acked"),
+                    F.sum(F.when(~c("past_end") & ~c("covered"), c("acks")).otherwise(0)).alias("unjudged"))
+               .join(meta.select("run", F.lit(True).alias("has_final")), "run", "full")
+               .fillna({"acked": 0, "unjudged": 0, "has_final": False}))
+    return lost, per_run

@@ -1,0 +1,76 @@
+"""Checks that need the nodes' own logs (``nodes/<node>/data``): divergence, and the
+node-log evidence for election safety. They run per run on the executors,
+which read the node data with kraft's log reader, so the store must be on a
+filesystem the executors see."""
+from __future__ import annotations
+
+import json
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from .runs import RunInfo
+
+
+def final_node_hws(reads: DataFrame) -> dict[int, dict[str, int]]:
+    """Per run, each node's high watermark from its last ok read with ``final: true``
+    and ``linearizable: false`` (checkers.reads.final_node_reads)."""
+    c = F.col
+    w = Window.partitionBy("run", "node").orderBy(c("index").desc())
+    rows = (reads.where(c("final") & ~c("linearizable") & c("node").isNotNull())
+            .withColumn("k", F.row_number().over(w)).where(c("k") == 1)
+            .select("run", "node", "high_watermark").collect())
+    out: dict[int, dict[str, int]] = {}
+    for r in rows:
+        out.setdefault(r["run"], {})[r["node"]] = r["high_watermark"]
+    return out
+
+
+def _check_one(item: tuple[int, str, str]) -> tuple[int, str]:
+    """Executor side: divergence and LeaderChange claims of one run's node logs, as JSON."""
+    from checkers.divergence import check_divergence
+    from checkers.node_data import load_node_data
+    from checkers.reads import LEADER_CHANGE
+
+    run_id, nodes_dir, hws_json = item
+    hws = json.loads(hws_json)
+    try:
+        nodes = load_node_data(nodes_dir) or None
+    except Exception as e:   # unreadable node data: no node evidence, not a crash
+        return run_id, json.dumps({"error": f"{nodes_dir}: {e}", "divergence": None, "claims": []})
+    history = [{"index": i, "type": "ok", "f": "read", "node": n,
+                "value": {"final": True, "linearizable": False, "high_watermark": hw}}
+               for i, (n, hw) in enumerate(sorted(hws.items()))]
+    div = check_divergence(history, nodes)
+    claims = []
+    for name, data in sorted((nodes or {}).items()):
+        for _offset, epoch, rtype, payload in data.records:
+            if rtype == LEADER_CHANGE and isinstance(payload, dict):
+                leader = payload.get("LeaderId")
+                if isinstance(leader, int) and not isinstance(leader, bool) and leader >= 0:
+                    claims.append((epoch, leader))
+    return run_id, json.dumps({"divergence": div, "claims": sorted(set(claims)), "error": None},
+                              default=str)
+
+
+def node_checks(spark: SparkSession, runs: list[RunInfo], hws: dict[int, dict[str, int]]
+                ) -> dict[int, dict]:
+    """Run divergence (checkers.divergence) on every run with node data, in parallel.
+
+    Returns ``{run_id: {"divergence": result dict, "claims": [[epoch,
+    leader]], "error"}}`` for runs with ``nodes/``; runs without node data
+    are absent (their divergence verdict is "unknown", as in the
+    single-process check).
+    """
+    items = [(r.run_id, str(r.dir / "nodes"), json.dumps(hws.get(r.run_id, {})))
+             for r in runs if r.has_nodes]
+    if not items:
+        return {}
+    rdd = spark.sparkContext.parallelize(items, min(len(items), 64))
+    return {run_id: json.loads(text) for run_id, text in rdd.map(_check_one).collect()}
+
+
+def no_node_data() -> dict:
+    """The divergence result of a run without node data (as checkers.divergence gives it)."""
+    return {"valid": "unknown", "anomalies": [], "high_watermarks": {}, "notes": ["no node data"]}

@@ -1,0 +1,55 @@
+"""Per-run statistics as Spark jobs: op counts, availability and latency (never a verdict)."""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+#: Width of an availability window, in ns (1 s), as in checkers/stats.py.
+WINDOW_NS = 1_000_000_000
+
+
+def run_stats(ops: DataFrame, pairs: DataFrame) -> DataFrame:
+    """Per run: ``ops`` (well-formed ops), ``client_ops`` (client completions), ``ok``,
+    ``fail``, ``info``, ``availability`` (the fraction of 1 s windows, from the
+    first to the last client op, holding an ok client op other than
+    describe-quorum), ``latency_p50_ms``, ``latency_p99_ms`` (ok client ops,
+    invoke to completion; percentile_approx, accuracy 10,000), and
+    ``nemesis_fs`` (the nemesis kinds seen: ``start-X`` ops).
+
+    ``unpaired``: ops that break Jepsen pairing (an invoke while the
+    process has one in flight, a completion with no invoke in flight or of
+    another f), as harness.history.pair_ops would refuse them.
+
+    ``pairs``: :func:`pairing.pair` of ``ops`` (latency is a completion's
+    time minus its invoke's).
+    """
+    c = F.col
+    client = ops.where(c("process") != "nemesis")
+    unpaired = pairs.where(~c("paired")).groupBy("run").agg(F.count("*").alias("unpaired"))
+    ms = (pairs.where(c("paired") & (c("type") == "ok") & (c("process") != "nemesis"))
+          .select("run", ((c("time") - c("invoke_time")) / 1e6).alias("ms")))
+    latency = (ms.groupBy("run")
+               .agg(F.percentile_approx("ms", [0.5, 0.99], 10000).alias("q"))
+               .select("run", c("q")[0].alias("latency_p50_ms"), c("q")[1].alias("latency_p99_ms")))
+    span = client.groupBy("run").agg(F.min("time").alias("t0"), F.max("time").alias("t1"))
+    okw = (client.where((c("type") == "ok") & (c("f") != "describe-quorum"))
+           .join(F.broadcast(span), "run")
+           .select("run", F.least(F.floor((c("time") - c("t0")) / WINDOW_NS),
+                                  F.greatest(F.lit(1), F.ceil((c("t1") - c("t0")) / WINDOW_NS)) - 1).alias("w"))
+           .groupBy("run").agg(F.countDistinct("w").alias("ok_windows")))
+    counts = (ops.groupBy("run")
+              .agg(F.count("*").alias("ops"),
+                   F.sum(F.when((c("process") != "nemesis") & (c("type") != "invoke"), 1).otherwise(0))
+                   .alias("client_ops"),
+                   *[F.sum(F.when((c("process") != "nemesis") & (c("type") == t), 1).otherwise(0)).alias(t)
+                     for t in ("ok", "fail", "info")],
+                   F.array_sort(F.collect_set(F.when(c("process") == "nemesis",
+                                                     F.regexp_extract("f", r"^start-(.+)$", 1))))
+                   .alias("nemesis_fs")))
+    windows = F.greatest(F.lit(1), F.ceil((c("t1") - c("t0")) / WINDOW_NS))
+    return (counts.join(span, "run", "left").join(okw, "run", "left").join(latency, "run", "left")
+            .join(unpaired, "run", "left").fillna({"unpaired": 0})
+            .withColumn("availability", F.when(c("t0").isNotNull(),
+                                               F.coalesce(c("ok_windows"), F.lit(0)) / windows))
+            .withColumn("nemesis_fs", F.array_remove("nemesis_fs", ""))
+            .drop("t0", "t1", "ok_windows"))

@@ -1,0 +1,51 @@
+"""The analysis's summary tables: one row per run, one row per anomaly type (Parquet and CSV)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+#: Checker names, as in results.json, and their summary columns.
+CHECKERS = ("lost-write", "phantom", "duplicate", "inconsistent-offsets", "divergence",
+            "election-safety", "nonmonotonic-read", "linearizability")
+ANOMALY_COLUMNS = [name.replace("-", "_") for name in CHECKERS]
+
+RUN_COLUMNS = ["run", "test", "date", "workload", "synthetic", "verdict", "ops", "client_ops", "ok",
+               "fail", "info", "availability", "latency_p50_ms", "latency_p99_ms", "nemesis", "seed",
+               "commit", "malformed_lines", "error", *ANOMALY_COLUMNS]
+
+
+def runs_table(rows: list[dict]) -> pd.DataFrame:
+    """The per-run table from the analysis's run rows (dicts with RUN_COLUMNS keys;
+    missing keys become null), in RUN_COLUMNS order, sorted by date then run."""
+    df = pd.DataFrame(rows, columns=RUN_COLUMNS)
+    for col in ANOMALY_COLUMNS + ["ops", "client_ops", "ok", "fail", "info", "malformed_lines"]:
+        df[col] = pd.to_numeric(df[col], errors="coerce").fillna(0).astype("int64")
+    for col in ("availability", "latency_p50_ms", "latency_p99_ms"):
+        df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
+    df["seed"] = pd.to_numeric(df["seed"], errors="coerce").astype("Int64")
+    df["synthetic"] = df["synthetic"].fillna(False).astype(bool)
+    for col in ("run", "test", "date", "workload", "verdict", "nemesis", "commit", "error"):
+        df[col] = df[col].astype("object").where(df[col].notna(), None)
+    return df.sort_values(["date", "run"], na_position="last", kind="stable").reset_index(drop=True)
+
+
+def anomaly_types_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per anomaly type: ``anomaly`` (checker name), ``runs`` (runs showing it),
+    ``total`` (anomalies over all runs)."""
+    return pd.DataFrame([{"anomaly": name, "runs": int((runs[col] > 0).sum()) if len(runs) else 0,
+                          "total": int(runs[col].sum()) if len(runs) else 0}
+                         for name, col in zip(CHECKERS, ANOMALY_COLUMNS)])
+
+
+def write_tables(runs: pd.DataFrame, types: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Write ``runs.parquet``, ``runs.csv``, ``anomaly-types.parquet`` and ``anomaly-types.csv``
+    into ``out_dir``; returns the paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, df in (("runs", runs), ("anomaly-types", types)):
+        pq, csv = out_dir / f"{name}.parquet", out_dir / f"{name}.csv"
+        df.to_parquet(pq, index=False)
+        df.to_csv(csv, index=False)
+        paths += [pq, csv]
+    return paths

@@ -1,0 +1,209 @@
+"""``kraft-chaos analyze``, ``export`` and ``synth``: the Spark analysis of many runs and
+large histories (checkers/spark), and synthetic histories (harness/synth.py)."""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import logging
+import sys
+import time
+from pathlib import Path
+
+log = logging.getLogger("kraft_chaos.analyze")
+
+EXIT_VALID, EXIT_INVALID, EXIT_UNKNOWN, EXIT_BAD_INPUT, EXIT_HARNESS = 0, 1, 2, 3, 5
+
+
+def _count(name: str):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+        if v < 0:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {v}")
+        return v
+    return parse
+
+
+def _date(text: str) -> _dt.date:
+    try:
+        return _dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--date must be YYYY-MM-DD, got {text!r}") from None
+
+
+def _master(text: str) -> str:
+    from checkers.spark.session import SparkSetupError, check_master
+    try:
+        return check_master(text)
+    except SparkSetupError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_parsers(sub, seed_type, number_type) -> None:
+    """Add the ``analyze``, ``export`` and ``synth`` subcommands to ``sub``."""
+    a = sub.add_parser("analyze", help="check every run under a store root (or a glob of history "
+                                        "files) with Spark; write a summary, anomalies and trend plots")
+    a.add_argument("target", metavar="STORE_ROOT", help="a store root, a run directory, or a quoted glob "
+                                                         "of history files")
+    a.add_argument("--master", type=_master, default="local[*]",
+                   help="Spark master: local[*] (default), local[N], spark://HOST:PORT or yarn")
+    a.add_argument("--out", default=None, help="output folder (default STORE_ROOT/analysis/<timestamp>)")
+    a.add_argument("--lin-timeout", type=number_type("--lin-timeout"), default=60.0,
+                   help="seconds the linearizability search may spend on one (run, key) (default 60)")
+
+    e = sub.add_parser("export", help="convert the histories of a store to Parquet")
+    e.add_argument("--parquet", action="store_true", required=True, help="write Parquet (the only format)")
+    e.add_argument("target", metavar="STORE_ROOT", help="a store root, a run directory, or a quoted glob")
+    e.add_argument("--out", default=None, help="output folder (default STORE_ROOT/parquet)")
+    e.add_argument("--master", type=_master, default="local[*]", help="Spark master (default local[*])")
+
+    s = sub.add_parser("synth", help="write a synthetic append run with known, injected anomalies")
+    s.add_argument("--ops", type=_count("--ops"), required=True, help="history ops (lines), >= 100")
+    s.add_argument("--seed", type=seed_type, required=True, help="random seed")
+    s.add_argument("--lost", type=_count("--lost"), default=0, help="acknowledged appends lost from the log")
+    s.add_argument("--duplicates", type=_count("--duplicates"), default=0, help="values written twice")
+    s.add_argument("--inconsistent", type=_count("--inconsistent"), default=0,
+                   help="offsets at which a read shows another record")
+    s.add_argument("--stale-reads", type=_count("--stale-reads"), default=0,
+                   help="reads that go back behind an acknowledged prefix")
+    s.add_argument("--concurrency", type=_count("--concurrency"), default=10, help="client processes")
+    s.add_argument("--page-size", type=_count("--page-size"), default=50_000,
+                   help="records per page of the final read (default 50000)")
+    s.add_argument("--date", type=_date, default=None, help="the day the run is stamped with (UTC)")
+    s.add_argument("--store", default="store", help="store root (default ./store)")
+
+
+def _no_active_session() -> bool:
+    """True when this process has no SparkSession yet (the command then stops the one it makes)."""
+    from pyspark.sql import SparkSession
+    return SparkSession.getActiveSession() is None
+
+
+def _out_dir(target: str, out: str | None, sub: str) -> Path:
+    if out:
+        return Path(out)
+    from harness import store
+    base = Path(target) if Path(target).is_dir() else store.DEFAULT_ROOT
+    return base / sub / store.timestamp()
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    """Run the analysis; print one line per non-valid run and the totals; exit with the
+    worst verdict (0 valid, 1 invalid, 2 unknown; 3 bad input, 5 Spark failure)."""
+    import json
+
+    from checkers.spark import analyze as A
+    from checkers.spark.runs import find_runs
+    from checkers.spark.session import SparkSetupError, spark_session
+    from checkers.spark.summary import ANOMALY_COLUMNS, anomaly_types_table, runs_table, write_tables
+    from harness.trends import write_trends
+
+    started = time.monotonic()
+    try:
+        runs = find_runs(args.target)
+    except FileNotFoundError as e:
+        print(f"kraft-chaos analyze: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    out = _out_dir(args.target, args.out, "analysis")
+    print(f"analyzing {len(runs)} run(s) on {args.master}")
+    try:
+        ours = _no_active_session()
+        spark = spark_session(args.master)
+    except SparkSetupError as e:
+        print(f"kraft-chaos analyze: {e}", file=sys.stderr)
+        return EXIT_HARNESS
+    spark_up = time.monotonic() - started
+    analysis = A.analyze(spark, runs, lin_timeout_s=args.lin_timeout)
+    out.mkdir(parents=True, exist_ok=True)
+    A.write_anomalies(analysis, out)
+    table = runs_table(A.summary_rows(analysis))
+    types = anomaly_types_table(table)
+    write_tables(table, types, out)
+    malformed = [m for r in analysis.runs for m in r["malformed"]]
+    if malformed:
+        import csv
+        with open(out / "malformed.csv", "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=["file", "line", "reason"])
+            w.writeheader()
+            w.writerows(malformed)
+    try:
+        write_trends(table, types, out, ANOMALY_COLUMNS, malformed)
+    except Exception as e:   # a plot must never cost the verdicts
+        log.exception("trend plots failed")
+        print(f"warning: trend plots failed: {e}", file=sys.stderr)
+    total = time.monotonic() - started
+    record = A.analysis_json(analysis)
+    record["seconds"].update({"spark_start": spark_up, "total": total})
+    record["master"] = args.master
+    (out / "analysis.json").write_text(A.dumps(record))
+    for m in malformed[:20]:
+        print(f"malformed: {m['file']}:{m['line']}: {m['reason']}")
+    if len(malformed) > 20:
+        print(f"malformed: ... {len(malformed) - 20} more in {out / 'malformed.csv'}")
+    verdicts = [r["verdict"] for r in analysis.runs]
+    for r in analysis.runs:
+        if r["verdict"] != "valid":
+            counts = ", ".join(f"{k} {v}" for k, v in r["anomalies"].items() if v)
+            print(f"{r['verdict']:8} {r['name']}" + (f"  [{counts}]" if counts else "")
+                  + (f"  ({r['error']})" if r["error"] else ""))
+    ops = int(table["ops"].sum()) if len(table) else 0
+    print(f"{len(runs)} run(s): {verdicts.count('valid')} valid, {verdicts.count('invalid')} invalid, "
+          f"{verdicts.count('unknown')} unknown; {ops:,} ops in {total:.1f} s "
+          f"({ops / total:,.0f} ops/s, Spark start {spark_up:.1f} s)")
+    print(f"summary: {out / 'runs.csv'}  plots: {out / 'index.html'}")
+    if ours:
+        spark.stop()
+    if "invalid" in verdicts:
+        return EXIT_INVALID
+    if "unknown" in verdicts:
+        return EXIT_UNKNOWN
+    return EXIT_VALID
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write every run's history as Parquet (checkers/spark/export.py)."""
+    from checkers.spark.export import export_parquet
+    from checkers.spark.runs import find_runs
+    from checkers.spark.session import SparkSetupError, spark_session
+
+    try:
+        runs = find_runs(args.target)
+    except FileNotFoundError as e:
+        print(f"kraft-chaos export: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    out = _out_dir(args.target, args.out, "parquet")
+    try:
+        ours = _no_active_session()
+        spark = spark_session(args.master)
+    except SparkSetupError as e:
+        print(f"kraft-chaos export: {e}", file=sys.stderr)
+        return EXIT_HARNESS
+    res = export_parquet(spark, runs, out)
+    print(f"exported {res['ops']:,} ops of {len(runs)} run(s) to {out}")
+    if res["malformed"]:
+        print(f"{res['malformed']} malformed line(s) kept with their raw text in column _corrupt")
+    if ours:
+        spark.stop()
+    return 0
+
+
+def cmd_synth(args: argparse.Namespace) -> int:
+    """Write one synthetic run; print its directory and the anomalies it holds."""
+    from harness.synth import SynthOptions, synth_run
+
+    opts = SynthOptions(ops=args.ops, seed=args.seed, lost=args.lost, duplicates=args.duplicates,
+                        inconsistent=args.inconsistent, stale_reads=args.stale_reads,
+                        concurrency=args.concurrency or 1, page_size=args.page_size or 1, date=args.date)
+    try:
+        run_dir = synth_run(opts, args.store)
+    except ValueError as e:
+        print(f"kraft-chaos synth: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    from harness.synth import read_sidecar
+    side = read_sidecar(run_dir)
+    counts = ", ".join(f"{k} {v}" for k, v in side["counts"].items())
+    print(f"wrote {side['ops']:,} ops to {run_dir}")
+    print(f"injected: {counts}  (listed in {run_dir / 'anomalies.json'})")
+    return 0
