@@ -3,27 +3,25 @@ large histories (checkers/spark), and synthetic histories (harness/synth.py)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import logging
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
+
+from harness.cli import (EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, _number,
+                         _positive_int, _seed)
 
 log = logging.getLogger("kraft_chaos.analyze")
 
-EXIT_VALID, EXIT_INVALID, EXIT_UNKNOWN, EXIT_BAD_INPUT, EXIT_HARNESS = 0, 1, 2, 3, 5
+#: Exit code by the worst verdict over the analysed runs.
+VERDICT_EXIT = {"valid": EXIT_VALID, "invalid": EXIT_INVALID, "unknown": EXIT_UNKNOWN}
 
 
 def _count(name: str):
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
-        if v < 0:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {v}")
-        return v
-    return parse
+    return _positive_int(name, minimum=0)
 
 
 def _date(text: str) -> _dt.date:
@@ -41,7 +39,7 @@ def _master(text: str) -> str:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def add_parsers(sub, seed_type, number_type) -> None:
+def add_parsers(sub) -> None:
     """Add the ``analyze``, ``export`` and ``synth`` subcommands to ``sub``."""
     a = sub.add_parser("analyze", help="check every run under a store root (or a glob of history "
                                         "files) with Spark; write a summary, anomalies and trend plots")
@@ -50,7 +48,7 @@ def add_parsers(sub, seed_type, number_type) -> None:
     a.add_argument("--master", type=_master, default="local[*]",
                    help="Spark master: local[*] (default), local[N], spark://HOST:PORT or yarn")
     a.add_argument("--out", default=None, help="output folder (default STORE_ROOT/analysis/<timestamp>)")
-    a.add_argument("--lin-timeout", type=number_type("--lin-timeout"), default=60.0,
+    a.add_argument("--lin-timeout", type=_number("--lin-timeout"), default=60.0,
                    help="seconds the linearizability search may spend on one (run, key) (default 60)")
 
     e = sub.add_parser("export", help="convert the histories of a store to Parquet")
@@ -61,24 +59,57 @@ def add_parsers(sub, seed_type, number_type) -> None:
 
     s = sub.add_parser("synth", help="write a synthetic append run with known, injected anomalies")
     s.add_argument("--ops", type=_count("--ops"), required=True, help="history ops (lines), >= 100")
-    s.add_argument("--seed", type=seed_type, required=True, help="random seed")
+    s.add_argument("--seed", type=_seed, required=True, help="random seed")
     s.add_argument("--lost", type=_count("--lost"), default=0, help="acknowledged appends lost from the log")
     s.add_argument("--duplicates", type=_count("--duplicates"), default=0, help="values written twice")
     s.add_argument("--inconsistent", type=_count("--inconsistent"), default=0,
                    help="offsets at which a read shows another record")
     s.add_argument("--stale-reads", type=_count("--stale-reads"), default=0,
                    help="reads that go back behind an acknowledged prefix")
-    s.add_argument("--concurrency", type=_count("--concurrency"), default=10, help="client processes")
-    s.add_argument("--page-size", type=_count("--page-size"), default=50_000,
+    s.add_argument("--concurrency", type=_positive_int("--concurrency"), default=10, help="client processes")
+    s.add_argument("--page-size", type=_positive_int("--page-size"), default=50_000,
                    help="records per page of the final read (default 50000)")
     s.add_argument("--date", type=_date, default=None, help="the day the run is stamped with (UTC)")
     s.add_argument("--store", default="store", help="store root (default ./store)")
 
 
-def _no_active_session() -> bool:
-    """True when this process has no SparkSession yet (the command then stops the one it makes)."""
+class _Exit(Exception):
+    """Ends a command early with exit code ``code`` (the message is already printed)."""
+
+    def __init__(self, code: int):
+        super().__init__(code)
+        self.code = code
+
+
+@contextlib.contextmanager
+def _spark_job(command: str, args: argparse.Namespace, sub: str) -> Iterator[tuple[list, Path, object]]:
+    """The runs of ``args.target``, the output folder and a SparkSession on ``args.master``.
+
+    Raises :class:`_Exit` (3) when no run matches, (5) when Spark cannot
+    start; each after printing why. Stops the session on the way out unless
+    this process had one already (the tests' shared session).
+    """
     from pyspark.sql import SparkSession
-    return SparkSession.getActiveSession() is None
+
+    from checkers.spark.runs import find_runs
+    from checkers.spark.session import SparkSetupError, spark_session
+
+    try:
+        runs = find_runs(args.target)
+    except FileNotFoundError as e:
+        print(f"kraft-chaos {command}: {e}", file=sys.stderr)
+        raise _Exit(EXIT_BAD_INPUT) from None
+    ours = SparkSession.getActiveSession() is None
+    try:
+        spark = spark_session(args.master)
+    except SparkSetupError as e:
+        print(f"kraft-chaos {command}: {e}", file=sys.stderr)
+        raise _Exit(EXIT_HARNESS) from None
+    try:
+        yield runs, _out_dir(args.target, args.out, sub), spark
+    finally:
+        if ours:
+            spark.stop()
 
 
 def _out_dir(target: str, out: str | None, sub: str) -> Path:
@@ -92,28 +123,22 @@ def _out_dir(target: str, out: str | None, sub: str) -> Path:
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Run the analysis; print one line per non-valid run and the totals; exit with the
     worst verdict (0 valid, 1 invalid, 2 unknown; 3 bad input, 5 Spark failure)."""
-    import json
+    started = time.monotonic()      # the figures count Spark's start-up too
+    try:
+        with _spark_job("analyze", args, "analysis") as (runs, out, spark):
+            return _analyze(args, runs, out, spark, started)
+    except _Exit as e:
+        return e.code
 
+
+def _analyze(args: argparse.Namespace, runs: list, out: Path, spark, started: float) -> int:
+    """The body of :func:`cmd_analyze` once Spark is up (``started``: monotonic s at the command's start)."""
     from checkers.spark import analyze as A
-    from checkers.spark.runs import find_runs
-    from checkers.spark.session import SparkSetupError, spark_session
+    from checkers.spark import verdict
     from checkers.spark.summary import ANOMALY_COLUMNS, anomaly_types_table, runs_table, write_tables
     from harness.trends import write_trends
 
-    started = time.monotonic()
-    try:
-        runs = find_runs(args.target)
-    except FileNotFoundError as e:
-        print(f"kraft-chaos analyze: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    out = _out_dir(args.target, args.out, "analysis")
     print(f"analyzing {len(runs)} run(s) on {args.master}")
-    try:
-        ours = _no_active_session()
-        spark = spark_session(args.master)
-    except SparkSetupError as e:
-        print(f"kraft-chaos analyze: {e}", file=sys.stderr)
-        return EXIT_HARNESS
     spark_up = time.monotonic() - started
     analysis = A.analyze(spark, runs, lin_timeout_s=args.lin_timeout)
     out.mkdir(parents=True, exist_ok=True)
@@ -153,39 +178,21 @@ def cmd_analyze(args: argparse.Namespace) -> int:
           f"{verdicts.count('unknown')} unknown; {ops:,} ops in {total:.1f} s "
           f"({ops / total:,.0f} ops/s, Spark start {spark_up:.1f} s)")
     print(f"summary: {out / 'runs.csv'}  plots: {out / 'index.html'}")
-    if ours:
-        spark.stop()
-    if "invalid" in verdicts:
-        return EXIT_INVALID
-    if "unknown" in verdicts:
-        return EXIT_UNKNOWN
-    return EXIT_VALID
+    return VERDICT_EXIT[verdict.worst(verdicts)]
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Write every run's history as Parquet (checkers/spark/export.py)."""
     from checkers.spark.export import export_parquet
-    from checkers.spark.runs import find_runs
-    from checkers.spark.session import SparkSetupError, spark_session
 
     try:
-        runs = find_runs(args.target)
-    except FileNotFoundError as e:
-        print(f"kraft-chaos export: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    out = _out_dir(args.target, args.out, "parquet")
-    try:
-        ours = _no_active_session()
-        spark = spark_session(args.master)
-    except SparkSetupError as e:
-        print(f"kraft-chaos export: {e}", file=sys.stderr)
-        return EXIT_HARNESS
-    res = export_parquet(spark, runs, out)
+        with _spark_job("export", args, "parquet") as (runs, out, spark):
+            res = export_parquet(spark, runs, out)
+    except _Exit as e:
+        return e.code
     print(f"exported {res['ops']:,} ops of {len(runs)} run(s) to {out}")
     if res["malformed"]:
         print(f"{res['malformed']} malformed line(s) kept with their raw text in column _corrupt")
-    if ours:
-        spark.stop()
     return 0
 
 
@@ -195,7 +202,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
     opts = SynthOptions(ops=args.ops, seed=args.seed, lost=args.lost, duplicates=args.duplicates,
                         inconsistent=args.inconsistent, stale_reads=args.stale_reads,
-                        concurrency=args.concurrency or 1, page_size=args.page_size or 1, date=args.date)
+                        concurrency=args.concurrency, page_size=args.page_size, date=args.date)
     try:
         run_dir = synth_run(opts, args.store)
     except ValueError as e:

@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("teardown", help="remove every container and network labelled kraft-chaos")
     from harness.analyze_cmd import add_parsers
-    add_parsers(sub, _seed, _number)
+    add_parsers(sub)
     return p
 
 

@@ -145,6 +145,13 @@ class _Sim:
     def records_json(self, start: int, end: int) -> str:
         return ",".join(self.record_json(o) for o in range(start, end))
 
+    def nemesis(self, f: str, value_json: str) -> None:
+        """A nemesis op: invoke (value null), then info with ``value_json``."""
+        self.line(f'{{"index":%d,"time":{self.tick()},"type":"invoke","process":"nemesis",'
+                  f'"f":"{f}","value":null}}')
+        self.line(f'{{"index":%d,"time":{self.tick()},"type":"info","process":"nemesis",'
+                  f'"f":"{f}","value":{value_json}}}')
+
     # -- the log --------------------------------------------------------------
     def new_epoch(self) -> None:
         self.epoch += 1
@@ -187,21 +194,13 @@ class _Sim:
                 if budget(1) < 4 + 2 * o.concurrency:
                     break
                 if nemesis_open:
-                    f = f"stop-{nemesis_open}"
-                    self.line(f'{{"index":%d,"time":{self.tick()},"type":"invoke","process":"nemesis",'
-                              f'"f":"{f}","value":null}}')
-                    self.line(f'{{"index":%d,"time":{self.tick()},"type":"info","process":"nemesis",'
-                              f'"f":"{f}","value":null}}')
+                    self.nemesis(f"stop-{nemesis_open}", "null")
                     nemesis_open = None
                 else:
                     nemesis_open = o.nemesis[(rounds // NEMESIS_EVERY // 2) % len(o.nemesis)] \
                         if o.nemesis else None
                     if nemesis_open:
-                        f = f"start-{nemesis_open}"
-                        self.line(f'{{"index":%d,"time":{self.tick()},"type":"invoke",'
-                                  f'"process":"nemesis","f":"{f}","value":null}}')
-                        self.line(f'{{"index":%d,"time":{self.tick()},"type":"info",'
-                                  f'"process":"nemesis","f":"{f}","value":{{"targets":["n{self.leader}"]}}}}')
+                        self.nemesis(f"start-{nemesis_open}", f'{{"targets":["n{self.leader}"]}}')
                     self.new_epoch()
             n = min(len(procs), budget(len(procs)) // 2)
             if n <= 0:

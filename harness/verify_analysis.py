@@ -14,11 +14,9 @@ import json
 import sys
 from pathlib import Path
 
-VERDICT = {True: "valid", False: "invalid"}
-
-
 def compare(analysis_dir: Path) -> tuple[int, list[str]]:
     """Check every run of ``analysis_dir/analysis.json``; returns (runs compared, mismatches)."""
+    from checkers.spark.verdict import name as verdict_name
     from harness.history import HistoryError
     from harness.runner import check_run_dir
 
@@ -32,11 +30,11 @@ def compare(analysis_dir: Path) -> tuple[int, list[str]]:
             if r["verdict"] != "unknown":
                 bad.append(f"{r['name']}: check refuses it ({e}) but analyze says {r['verdict']}")
             continue
-        want = VERDICT.get(res["valid"], "unknown")
+        want = verdict_name(res["valid"])
         if r["verdict"] != want:
             bad.append(f"{r['name']}: verdict analyze {r['verdict']} != check {want}")
         for name, result in res["checkers"].items():
-            v = VERDICT.get(result.get("valid"), "unknown")
+            v = verdict_name(result.get("valid"))
             if r["checkers"].get(name) != v:
                 bad.append(f"{r['name']}: {name} analyze {r['checkers'].get(name)} != check {v}")
             n = res["anomalies"].get(name)

@@ -8,8 +8,8 @@ from checkers.spark import analyze as A
 from checkers.spark.runs import find_runs
 
 
-def analyze_store(spark, root: Path) -> dict[str, dict]:
-    """Run the Spark analysis on ``root``; returns the per-run dicts by run name."""
+def analyze_store(spark, root: Path) -> tuple[dict[str, dict], A.Analysis]:
+    """Run the Spark analysis on ``root``; returns (the per-run dicts by run name, the Analysis)."""
     analysis = A.analyze(spark, find_runs(str(root)), lin_timeout_s=30)
     return {r["name"]: r for r in analysis.runs}, analysis
 

@@ -18,11 +18,10 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from . import ingest, views
+from . import ingest, verdict, views
 from .duplicate import duplicates
 from .election_safety import election_safety, leader_claims
 from .inconsistent_offsets import inconsistent_offsets
-from .linearizability import combine as combine_linearizability
 from .linearizability import linearizability
 from .lost_write import lost_writes
 from .node_checks import final_node_hws, no_node_data, node_checks
@@ -56,18 +55,6 @@ class Analysis:
     runs: list[dict]
     tables: dict[str, DataFrame]
     seconds: dict[str, float]
-
-
-def _verdict(valid) -> str:
-    return {True: "valid", False: "invalid"}.get(valid, "unknown")
-
-
-def _combine(verdicts: list[str]) -> str:
-    if "invalid" in verdicts:
-        return "invalid"
-    if "unknown" in verdicts:
-        return "unknown"
-    return "valid"
 
 
 def _counts(df: DataFrame) -> dict[int, int]:
@@ -172,7 +159,7 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
         ex: dict[str, list] = {k: examples.get(k, {}).get(rid, []) for k in examples}
         if r.workload == "kv":
             rows = lin_rows.get(rid, [])
-            checkers["linearizability"] = combine_linearizability(rows)
+            checkers["linearizability"] = verdict.worst(x["valid"] for x in rows)
             anomalies["linearizability"] = sum(1 for x in rows if x["valid"] == "invalid")
             ex["linearizability"] = [x for x in rows if x["valid"] != "valid"]
         else:
@@ -190,10 +177,9 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
             anomalies["nonmonotonic-read"] = nm
         checkers["election-safety"] = "invalid" if n["election-safety"] else "valid"
         anomalies["election-safety"] = n["election-safety"]
-        checkers["divergence"] = _verdict(div.get("valid"))
+        checkers["divergence"] = verdict.name(div.get("valid"))
         anomalies["divergence"] = len(div.get("anomalies") or [])
         ex["divergence"] = div.get("anomalies") or []
-        verdict = _combine(list(checkers.values()))
         errors = []
         if rid in malformed:
             errors.append(f"{len(malformed[rid])} malformed line(s), first "
@@ -206,9 +192,12 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
             errors.append(node_res["error"])
         if r.error:
             errors.append(r.error)
-        if errors and verdict != "invalid" or rid in malformed or st.get("unpaired"):
-            verdict = "unknown"
-        out.append({"run_id": rid, "name": r.name, "workload": r.workload, "verdict": verdict,
+        run_verdict = verdict.worst(checkers.values())
+        # a history that is not a well-formed history has no verdict; other errors
+        # (node data, test.json) only keep a run from being called valid
+        if rid in malformed or st.get("unpaired") or (errors and run_verdict == "valid"):
+            run_verdict = "unknown"
+        out.append({"run_id": rid, "name": r.name, "workload": r.workload, "verdict": run_verdict,
                     "checkers": checkers, "anomalies": anomalies,
                     "examples": {k: v for k, v in ex.items() if v}, "stats": st,
                     "malformed": malformed.get(rid, []), "error": "; ".join(errors) or None,

@@ -21,7 +21,7 @@ def inconsistent_offsets(offsets: DataFrame, acks: DataFrame, records: DataFrame
     payload, count}`` sorted by (type, payload).
     """
     c = F.col
-    bad = offsets.where(two_keys(offsets)).select("run", "offset")
+    bad = offsets.where(two_keys()).select("run", "offset")
     obs = (acks.select("run", "offset", F.lit(DATA).alias("rtype"), c("value").alias("payload"))
            .unionByName(records.select("run", "offset", "rtype", "payload")))
     variants = (obs.join(F.broadcast(bad), ["run", "offset"])

@@ -9,10 +9,10 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .schema import KV_SCHEMA
+from workloads.kv import CLIENT_FS
 
-#: The kv workload's client ops (workloads.kv.CLIENT_FS).
-CLIENT_FS = ("read", "write", "cas")
+from . import verdict
+from .schema import KV_SCHEMA
 
 RESULT_SCHEMA = ("run int, key string, valid string, ops long, anomalies long, "
                  "detail string, check_s double")
@@ -37,7 +37,7 @@ def _check_key(timeout_s: float):
             ops.append(op)
         try:
             r = check_history(ops, model="register", by_key=True, timeout_s=timeout_s)
-            valid = {True: "valid", False: "invalid"}.get(r.get("valid"), "unknown")
+            valid = verdict.name(r.get("valid"))
             anomalies = r.get("anomalies") or []
             detail = json.dumps(anomalies[:1], default=str) if anomalies else None
             seconds = float(r.get("check_s") or 0.0)
@@ -60,14 +60,3 @@ def linearizability(ops: DataFrame, kv_runs: list[int], timeout_s: float) -> Dat
           .withColumn("key", F.from_json("value", KV_SCHEMA)[0])
           .select("run", "key", "index", "time", "type", "process", "f", "value", "node", "error"))
     return kv.groupBy("run", "key").applyInPandas(_check_key(timeout_s), RESULT_SCHEMA)
-
-
-def combine(results: list[dict]) -> str:
-    """A run's linearizability verdict from its keys' rows: invalid if any key is,
-    else unknown if any is, else valid (a run without kv ops is valid)."""
-    verdicts = {r["valid"] for r in results}
-    if "invalid" in verdicts:
-        return "invalid"
-    if "unknown" in verdicts:
-        return "unknown"
-    return "valid"

@@ -39,10 +39,9 @@ def lost_writes(offsets: DataFrame, acks: DataFrame, pages: DataFrame, final_rec
     covered = F.coalesce((c("offset") >= c("lo_off")) & (c("offset") < c("hi_off")), F.lit(False))
     past_end = F.coalesce(c("offset") >= c("hw"), F.lit(False))
     # offsets whose acks all match the final record cannot hold a lost write
-    settled = ((c("acks") == 1) | (c("ack_lo") == c("ack_hi"))) & (c("ack_lo") == c("final")) & \
-        (c("lo_num") == c("hi_num"))
-    per_offset = with_acks.select("run", "offset", "acks", "hw", "lo_off", "hi_off", "contiguous",
-                                  F.when(tight, covered).alias("covered"), past_end.alias("past_end"),
+    settled = (c("ack_lo") == c("ack_hi")) & (c("ack_lo") == c("final")) & (c("lo_num") == c("hi_num"))
+    per_offset = with_acks.select("run", "offset", "acks", F.when(tight, covered).alias("covered"),
+                                  past_end.alias("past_end"),
                                   settled.alias("settled"))
     loose = (per_offset.where(c("covered").isNull()).join(ranges, "run")
              .withColumn("in_page", (c("offset") >= c("p_from")) & (c("offset") < c("p_end")))

@@ -44,7 +44,7 @@ def by_offset(acks: DataFrame, records: DataFrame) -> DataFrame:
                  F.max(F.when(c("is_ack"), c("h"))).alias("ack_hi")))
 
 
-def two_keys(offsets: DataFrame) -> F.Column:
-    """True for an offset where two different record keys were seen."""
+def two_keys() -> F.Column:
+    """True for a :func:`by_offset` row where two different record keys were seen."""
     c = F.col
     return (c("lo") != c("hi")) | (c("lo_num") != c("hi_num"))

@@ -4,7 +4,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import glob
-import json
 import re
 from pathlib import Path
 
@@ -107,13 +106,3 @@ def find_runs(target: str) -> list[RunInfo]:
         raise FileNotFoundError(f"{target}: no runs (no {store.HISTORY} below it, and no file matches it)")
     return runs
 
-
-def describe(runs: list[RunInfo]) -> str:
-    """One line per run for logs: id, name, workload."""
-    return "\n".join(f"{r.run_id}\t{r.name}\t{r.workload}" for r in runs)
-
-
-def to_json(runs: list[RunInfo]) -> str:
-    """The runs as JSON (for the analysis record)."""
-    return json.dumps([{**dataclasses.asdict(r), "dir": str(r.dir), "history": str(r.history)}
-                       for r in runs])
