@@ -7,7 +7,10 @@ invokes and completions) is written on first use into ``store/bench-spark/``
 and reused after. Both commands are timed as whole processes, Spark
 start-up, parsing and writing included; each figure is history ops per
 second of wall time. Both commands' anomaly counts are compared with the
-sidecar's (a mismatch is printed as such). ``--skip-single`` leaves out the
+sidecar's (a mismatch is printed as such). Then
+harness.bench_spark_floor times Spark's bare steps (one parse, one
+grouping, one window) on this machine and prints the floor they set.
+``--skip-single`` leaves out the
 single-process check (it takes many minutes and ~15 GB). Nothing here is
 asserted.
 """
@@ -73,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     print("  phases: " + ", ".join(f"{k} {v:.1f} s" for k, v in rec["seconds"].items()))
     print(f"  anomalies {'equal' if exact else 'DIFFER from'} the injected ones: "
           + ", ".join(f"{k} {got.get(k)}/{v}" for k, v in want.items()))
+    from harness.bench_spark_floor import report
+    report(run / "history.jsonl", ops, args.master, wall)
     if args.skip_single:
         return 0
     swall, src, rss = timed(CLI + ["check", str(run)])

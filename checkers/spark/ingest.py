@@ -82,28 +82,34 @@ def run_problems(ops: DataFrame) -> dict[int, dict]:
     """Per run: ``{"ops": well-formed ops, "bad": malformed lines, "dense": bool}``.
 
     ``dense``: the well-formed ops' indices are 0..n-1, checked by count,
-    min, max, sum and sum of squares (a cheap stand-in for read_history's
+    min, max, sum and sum of squares modulo a prime (a cheap stand-in for read_history's
     line-by-line sequence check; a run that fails it is scanned line by
     line by :func:`malformed_lines`).
     """
     c = F.col
-    idx = c("index").cast("decimal(38,0)")
     good = c("problem").isNull()
+    sq = (c("index") % _P) * (c("index") % _P) % _P
     rows = (ops.groupBy("run")
             .agg(F.sum(F.when(good, 1).otherwise(0)).alias("n"),
                  F.sum(F.when(good, 0).otherwise(1)).alias("bad"),
                  F.min(F.when(good, c("index"))).alias("lo"),
                  F.max(F.when(good, c("index"))).alias("hi"),
-                 F.sum(F.when(good, idx)).alias("s1"),
-                 F.sum(F.when(good, idx * idx)).alias("s2"))
+                 F.try_sum(F.when(good, c("index"))).alias("s1"),
+                 F.try_sum(F.when(good, sq)).alias("s2"))
             .collect())
     out = {}
     for r in rows:
         n = int(r["n"])
-        dense = n == 0 or (r["lo"] == 0 and r["hi"] == n - 1 and int(r["s1"]) == n * (n - 1) // 2
-                           and int(r["s2"]) == (n - 1) * n * (2 * n - 1) // 6)
+        dense = n == 0 or (r["lo"] == 0 and r["hi"] == n - 1 and r["s1"] is not None
+                           and int(r["s1"]) == n * (n - 1) // 2 and r["s2"] is not None
+                           and int(r["s2"]) % _P == (n - 1) * n * (2 * n - 1) // 6 % _P)
         out[r["run"]] = {"ops": n, "bad": int(r["bad"]), "dense": dense}
     return out
+
+
+#: The modulus of the sum of squares in :func:`run_problems` (a prime; long arithmetic,
+#: no overflow for any index).
+_P = 1_000_000_007
 
 
 def _scan_lines(rows: Iterator[tuple[str, int]]) -> Iterator[tuple[int, str, bool]]:
