@@ -1,6 +1,9 @@
 """Lost writes: an acknowledged append missing from its offset in the final committed log."""
 from __future__ import annotations
 
+import bisect
+from itertools import accumulate
+
 from .node_data import NodeData
 from .reads import DATA, acks, final_committed_pages, is_int, read_end, read_records
 
@@ -33,7 +36,11 @@ def check_lost_write(history: list[dict], nodes: dict[str, NodeData] | None = No
                 "note": None if not acked else "no ok read with final and linearizable true"}
     hw = pages[-1]["value"].get("high_watermark")
     ranges = [(p["value"].get("from"), read_end(p["value"])) for p in pages]
-    ranges = [(a, b) for a, b in ranges if is_int(a) and is_int(b)]
+    ranges = sorted((a, b) for a, b in ranges if is_int(a) and is_int(b))
+    # Pages may overlap: O is covered iff the furthest end among the pages starting at or
+    # before O (reach[i - 1], i = how many start there) lies past O.
+    starts = [a for a, _b in ranges]
+    reach = list(accumulate((b for _a, b in ranges), max))
     by_offset = {}
     where: dict = {}
     for page in pages:
@@ -49,9 +56,11 @@ def check_lost_write(history: list[dict], nodes: dict[str, NodeData] | None = No
         v = op["value"]
         value, offset = v["value"], v["offset"]
         past_end = is_int(hw) and offset >= hw
-        if not past_end and not any(a <= offset < b for a, b in ranges):
-            unjudged += 1
-            continue
+        if not past_end:
+            i = bisect.bisect_right(starts, offset)
+            if not i or offset >= reach[i - 1]:
+                unjudged += 1
+                continue
         rec = by_offset.get(offset)
         if rec is not None and not past_end and rec[2] == DATA and rec[3] == value:
             continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 from harness.history import pair_ops
 
 from .node_data import NodeData
-from .reads import is_final_committed, is_int
+from .reads import is_final_committed, is_int, read_end
 
 
 def malformed_read(value: dict) -> str | None:
@@ -18,11 +18,9 @@ def malformed_read(value: dict) -> str | None:
     start, hw, recs = value.get("from"), value.get("high_watermark"), value.get("records")
     if not is_int(start) or not is_int(hw):
         return f"from {start!r} and high_watermark {hw!r} must be ints"
-    end = hw
-    if "to" in value:
-        end = value["to"]
-        if not is_int(end) or end > hw:
-            return f"to {end!r} must be an int <= high_watermark {hw}"
+    end = read_end(value)
+    if "to" in value and (not is_int(end) or end > hw):
+        return f"to {end!r} must be an int <= high_watermark {hw}"
     if not isinstance(recs, list):
         return "records is not a list"
     expected = max(end - start, 0)

@@ -136,6 +136,7 @@ def _analyze(args: argparse.Namespace, runs: list, out: Path, spark, started: fl
     from checkers.spark import analyze as A
     from checkers.spark import verdict
     from checkers.spark.summary import ANOMALY_COLUMNS, anomaly_types_table, runs_table, write_tables
+    from harness import store
     from harness.trends import write_trends
 
     print(f"analyzing {len(runs)} run(s) on {args.master}")
@@ -162,7 +163,7 @@ def _analyze(args: argparse.Namespace, runs: list, out: Path, spark, started: fl
     record = A.analysis_json(analysis)
     record["seconds"].update({"spark_start": spark_up, "total": total})
     record["master"] = args.master
-    (out / "analysis.json").write_text(A.dumps(record))
+    store.write_json(out / "analysis.json", record)
     for m in malformed[:20]:
         print(f"malformed: {m['file']}:{m['line']}: {m['reason']}")
     if len(malformed) > 20:

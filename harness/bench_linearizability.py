@@ -51,12 +51,14 @@ def corpus(files: list[Path], fmt: str, model_name: str, partitioned: bool) -> t
     return secs, verdicts
 
 
-def kv_history(min_ops: int) -> Path:
-    """A kv history.jsonl of at least ``min_ops`` client ops from our cluster (recorded if needed)."""
+def kv_history(min_ops: int) -> tuple[Path, list[dict]]:
+    """A kv history.jsonl of at least ``min_ops`` client ops from our cluster (recorded if needed),
+    and its ops (``read_history``)."""
     from harness.history import read_history
     for h in sorted(KV_STORE.glob("*/*/history.jsonl"), reverse=True):
-        if sum(1 for op in read_history(h) if op["type"] != "invoke" and op["process"] != "nemesis") >= min_ops:
-            return h
+        ops = read_history(h)
+        if sum(1 for op in ops if op["type"] != "invoke" and op["process"] != "nemesis") >= min_ops:
+            return h, ops
     print(f"recording a kv history of {min_ops} ops from a 5-node cluster (once; kept in {KV_STORE})",
           flush=True)
     cmd = [sys.executable, "-m", "harness", "run", "--workload", "kv", "--nodes", "5",
@@ -67,7 +69,7 @@ def kv_history(min_ops: int) -> Path:
     hs = sorted(KV_STORE.glob("*/*/history.jsonl"), reverse=True)
     if not hs:
         raise SystemExit("bench: recording the kv history failed (see the output above)")
-    return hs[0]
+    return hs[0], read_history(hs[0])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,10 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         s, v = corpus([DATA / "kv" / f"{name}.txt"], "kv-log", "kv", False)
         rows.append((f"{name}, no partitioning", s, f"whole map: {v[0]}"))
     if not args.no_cluster:
-        from harness.history import read_history
-        h = kv_history(KV_OPS)
+        h, ops = kv_history(KV_OPS)
         model = model_for("jsonl", "kv")
-        paired = pair_run_history(read_history(h), model, h)
+        paired = pair_run_history(ops, model, h)
         s, r = timed_check(model, paired.ops, True)
         rows.append((f"our kv, {len(paired.ops)} ops", s, f"by key: {r.valid} ({h.parent.name})"))
     print(f"{'corpus':34} {'check s':>9} {'porcupine s':>12} {'ratio':>7}  verdicts")

@@ -18,21 +18,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-STORE = REPO / "store" / "bench-spark"
+from harness.code_version import PROJECT_ROOT
+
+STORE = PROJECT_ROOT / "store" / "bench-spark"
 SYNTH = {"ops": 10_000_000, "seed": 1, "lost": 100, "duplicates": 100, "inconsistent": 10}
 CLI = [sys.executable, "-m", "harness"]
 
 
-def synthetic_run(params: dict) -> Path:
-    """The bench's synthetic run, written on first use (about a minute)."""
+def synthetic_run(params: dict) -> tuple[Path, dict]:
+    """The bench's synthetic run and its sidecar, the run written on first use (about a minute)."""
     from harness.synth import read_sidecar
     for d in sorted(STORE.glob("synth-append/*")):
         side = read_sidecar(d)
@@ -40,7 +41,7 @@ def synthetic_run(params: dict) -> Path:
                 side["counts"].get(k, 0) == v for k, v in
                 (("lost-write", params["lost"]), ("duplicate", params["duplicates"]),
                  ("inconsistent-offsets", params["inconsistent"]))):
-            return d
+            return d, side
     print(f"writing the synthetic history ({params['ops']:,} ops) into {STORE} ...", flush=True)
     cmd = CLI + ["synth", "--store", str(STORE)] + [x for k, v in params.items() for x in (f"--{k}", str(v))]
     subprocess.run(cmd, check=True)
@@ -48,11 +49,18 @@ def synthetic_run(params: dict) -> Path:
 
 
 def timed(cmd: list[str]) -> tuple[float, int, float]:
-    """Run ``cmd``; returns (wall seconds, exit code, peak RSS of the children in GB)."""
+    """Run ``cmd``; returns (wall seconds, exit code, peak RSS of that process (and the
+    children it waited for) in GB)."""
     t = time.monotonic()
-    rc = subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode
-    wall = time.monotonic() - t
-    return wall, rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+    with subprocess.Popen(cmd, stdout=subprocess.DEVNULL) as proc:
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)     # this child's own rusage
+        except BaseException:
+            proc.kill()                                  # as subprocess.run does
+            raise
+        wall = time.monotonic() - t
+        proc.returncode = rc = os.waitstatus_to_exitcode(status)   # reaped here, not by Popen
+    return wall, rc, usage.ru_maxrss / 2**20
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,10 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--master", default="local[*]")
     p.add_argument("--skip-single", action="store_true", help="leave out the single-process check")
     args = p.parse_args(argv)
-    from harness.synth import read_sidecar
 
-    run = synthetic_run(SYNTH)
-    side = read_sidecar(run)
+    run, side = synthetic_run(SYNTH)
     ops = side["ops"]
     want = side["counts"]
     with tempfile.TemporaryDirectory() as out:

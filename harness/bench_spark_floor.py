@@ -42,7 +42,7 @@ def measure(history: Path, ops: int, master: str = "local[*]") -> dict[str, floa
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
 
-    from checkers.spark.schema import CORRUPT, HISTORY_SCHEMA
+    from checkers.spark.ingest import read_json
     from checkers.spark.session import spark_session
 
     t = time.monotonic()
@@ -50,8 +50,7 @@ def measure(history: Path, ops: int, master: str = "local[*]") -> dict[str, floa
     out = {"start": time.monotonic() - t}
     try:
         c = F.col
-        parsed = (spark.read.schema(HISTORY_SCHEMA).option("mode", "PERMISSIVE")
-                  .option("columnNameOfCorruptRecord", CORRUPT).json(str(history)))
+        parsed = read_json(spark, str(history))
         _timed(parsed.select("index"))            # JIT warm-up, not counted
         out["parse"] = _timed(parsed)
         rows = spark.range(ops).select(F.lit(1).alias("run"), (c("id") % max(1, ops // 3)).alias("key"),

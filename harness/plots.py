@@ -21,6 +21,16 @@ TYPE_COLOURS = {"ok": "#81BFFC", "info": "#FFA400", "fail": "#FF1E90"}
 FAULT_COLOURS = {"partition": "#C5A0AF", "kill": "#E9A4A0", "pause": "#A0C5E9", "crash": "#E9D3A0"}
 #: Width of a throughput bucket (s).
 RATE_BUCKET_S = 1.0
+#: Size (inches) and resolution of every PNG here and in harness/trends.py.
+FIGSIZE = (10, 4.5)
+DPI = 110
+
+
+def _save(fig, path: Path) -> None:
+    """Lay out ``fig``, write it to ``path`` at :data:`DPI` and close it."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
 
 
 def fault_intervals(history: list[dict]) -> list[tuple[str, float, float]]:
@@ -54,7 +64,7 @@ def _shade(ax, history: list[dict]) -> None:
 def plot_latency(history: list[dict], path: Path) -> None:
     """``latency-raw.png``: each client op's latency (ms, log scale) at its invoke time,
     one marker shape per f and one colour per completion type."""
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+    fig, ax = plt.subplots(figsize=FIGSIZE)
     _shade(ax, history)
     shapes: dict[str, str] = {}
     points: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
@@ -73,14 +83,12 @@ def plot_latency(history: list[dict], path: Path) -> None:
     ax.set_ylabel("latency (ms)")
     ax.set_title("latency-raw")
     ax.legend(loc="upper right", fontsize=7, markerscale=3, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def plot_rate(history: list[dict], path: Path) -> None:
     """``rate.png``: completions per second, per f and completion type."""
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+    fig, ax = plt.subplots(figsize=FIGSIZE)
     _shade(ax, history)
     buckets: dict[tuple[str, str], dict[int, int]] = {}
     for op in history:
@@ -90,8 +98,8 @@ def plot_rate(history: list[dict], path: Path) -> None:
         k = int(op["time"] / 1e9 // RATE_BUCKET_S)
         b[k] = b.get(k, 0) + 1
     last = int(history[-1]["time"] / 1e9 // RATE_BUCKET_S) if history else 0
+    xs = [k * RATE_BUCKET_S for k in range(last + 1)]
     for (f, t), b in sorted(buckets.items()):
-        xs = [k * RATE_BUCKET_S for k in range(last + 1)]
         ax.plot(xs, [b.get(k, 0) / RATE_BUCKET_S for k in range(last + 1)], lw=1,
                 color=TYPE_COLOURS.get(t, "gray"), ls="-" if f == "append" else ":",
                 label=f"{f} {t}")
@@ -99,9 +107,7 @@ def plot_rate(history: list[dict], path: Path) -> None:
     ax.set_ylabel("throughput (ops/s)")
     ax.set_title("rate")
     ax.legend(loc="upper right", fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def write_plots(history: list[dict], run_dir: Path) -> list[Path]:

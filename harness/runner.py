@@ -138,10 +138,9 @@ def check_linearizability(history: list[dict], run_dir: Path,
     ``run_dir/linearizability.html``. Returns its result (``{"valid":
     True|False|"unknown", "anomalies": [...], ...}``); "unknown" with an
     ``error`` when the checker itself failed (the run's other verdicts and
-    its history are kept). Raises ``harness.history.HistoryError`` for a
-    malformed history.
+    its history are kept).
     """
-    from harness.history import NEMESIS, HistoryError
+    from harness.history import NEMESIS
     from workloads.kv import CLIENT_FS
 
     ops = [op for op in history if op["process"] != NEMESIS and op["f"] in CLIENT_FS]
@@ -150,8 +149,6 @@ def check_linearizability(history: list[dict], run_dir: Path,
     try:
         return linearizability.check_history(ops, model="register", by_key=True, timeout_s=timeout_s,
                                              out_dir=run_dir)
-    except HistoryError:
-        raise
     except Exception as e:
         log.exception("linearizability checker failed")
         return {"valid": "unknown", "anomalies": [], "error": f"checker failed: {type(e).__name__}: {e}"}
@@ -167,21 +164,18 @@ def check_kv(history: list[dict], nodes, run_dir: Path) -> dict:
     """
     from checkers.divergence import check_divergence
     from checkers.election_safety import check_election_safety
-    from checkers.log_safety import combine
-    from checkers.stats import check_stats
+    from checkers.log_safety import check_all
     from workloads.kv import CAS_MISMATCH
 
-    results = {"linearizability": check_linearizability(history, run_dir),
-               "election-safety": check_election_safety(history, nodes),
-               "divergence": check_divergence(history, nodes)}
-    stats = check_stats(history, nodes)
+    raw = check_all(history, nodes, {
+        "linearizability": lambda h, _nodes: check_linearizability(h, run_dir),
+        "election-safety": check_election_safety,
+        "divergence": check_divergence})
+    stats = raw["stats"]
     stats.pop("append_availability", None)      # no appends in a kv run
     stats["cas_mismatches"] = sum(1 for op in history if op["f"] == "cas" and op["type"] == "fail"
                                   and op.get("error") == CAS_MISMATCH)
-    return {"valid": combine([r.get("valid") for r in results.values()]),
-            "checkers": results,
-            "anomaly_counts": {name: len(r.get("anomalies") or []) for name, r in results.items()},
-            "stats": stats}
+    return raw
 
 
 def check_run_dir(run_dir: Path) -> dict:

@@ -134,16 +134,17 @@ class _Sim:
         self.index += 1
         return i
 
-    def record_json(self, off: int) -> str:
-        if self.plan is not None and off in self._swap_now:
-            return f'[{off},{self.epoch_of[off]},"data",{self._swap_now[off]}]'
+    def record_json(self, off: int, swap: tuple[int, int] | None = None) -> str:
+        """The record at ``off``; ``swap``: (offset, value) shown at that offset instead."""
+        if swap is not None and off == swap[0]:
+            return f'[{off},{self.epoch_of[off]},"data",{swap[1]}]'
         if self.kind[off]:
             return (f'[{off},{self.epoch_of[off]},"LeaderChange",{{"LeaderId":{self.payload[off]},'
                     f'"Voters":[1,2,3,4,5]}}]')
         return f'[{off},{self.epoch_of[off]},"data",{self.payload[off]}]'
 
-    def records_json(self, start: int, end: int) -> str:
-        return ",".join(self.record_json(o) for o in range(start, end))
+    def records_json(self, start: int, end: int, swap: tuple[int, int] | None = None) -> str:
+        return ",".join(self.record_json(o, swap) for o in range(start, end))
 
     def nemesis(self, f: str, value_json: str) -> None:
         """A nemesis op: invoke (value null), then info with ``value_json``."""
@@ -155,7 +156,7 @@ class _Sim:
     # -- the log --------------------------------------------------------------
     def new_epoch(self) -> None:
         self.epoch += 1
-        self.leader = self.rng.choice([i for i in range(1, 6) if i != self.leader] or [1])
+        self.leader = self.rng.choice([i for i in range(1, 6) if i != self.leader])
         self.kind.append(1)
         self.payload.append(self.leader)
         self.epoch_of.append(self.epoch)
@@ -176,7 +177,6 @@ class _Sim:
 
     def run(self) -> None:
         o, rng = self.o, self.rng
-        self._swap_now: dict[int, int] = {}
         procs = list(range(o.concurrency))
         next_proc = o.concurrency
         op_id = 0
@@ -269,18 +269,18 @@ class _Sim:
                         continue
                     hw = len(self.kind)
                     self.observed = max(self.observed, hw)
+                    swap = None
                     if self.plan is None:
                         self.tail_reads.append((oid, start, hw, best_before))
                     else:
                         hw = self.plan.stale.get(oid, hw)
                         swap = self.plan.swap.get(oid)
-                        self._swap_now = {swap[0]: swap[1]} if swap else {}
                     start = min(start, hw)
+                    records = self.records_json(start, hw, swap)
                     i = self.line(f'{{"index":%d,"time":{t},"type":"ok","process":{proc},"f":"read",'
                                   f'"value":{{"from":{start},"linearizable":true,"final":false,'
-                                  f'"high_watermark":{hw},"records":[{self.records_json(start, hw)}]}},'
+                                  f'"high_watermark":{hw},"records":[{records}]}},'
                                   f'"node":"n{node}"}}')
-                    self._swap_now = {}
                     if self.plan is not None and oid in self.plan.stale:
                         self.stale_ops.append({"op": i, "high_watermark": hw})
         self.final_read(next_proc)

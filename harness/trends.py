@@ -30,6 +30,8 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from harness.plots import FIGSIZE, _save  # noqa: E402
+
 ANOMALIES_PNG = "anomalies-per-day.png"
 AVAILABILITY_PNG = "availability-per-day.png"
 LATENCY_PNG = "latency-by-nemesis.png"
@@ -52,8 +54,6 @@ LOG_SPAN = 100.0
 QUANTILE_COLOURS = {"latency_p50_ms": "#81BFFC", "latency_p99_ms": "#FFA400"}
 #: Top of the anomaly plot's axes over the highest bar or point: room for the legend.
 HEADROOM = 1.35
-DPI = 110
-FIGSIZE = (10, 4.5)
 
 
 # -- per-day tables ----------------------------------------------------------------
@@ -172,12 +172,6 @@ def _no_data(ax, what: str) -> None:
             fontsize=14, color="gray")
     ax.set_xticks([])
     ax.set_yticks([])
-
-
-def _save(fig, path: Path) -> None:
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
 
 
 def _type_colours(anomaly_columns: list[str]) -> dict[str, tuple]:

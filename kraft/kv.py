@@ -68,18 +68,27 @@ def cas_command(key: str, expected: int | None, value: int | None) -> dict:
             "Value": check_value("Value", value)}
 
 
+def command(op: object, fields: dict) -> dict:
+    """The record payload of the ``op`` command ("put" or "cas") with ``fields``
+    ``Key``, ``Expected`` (cas only; required) and ``Value`` (a missing Value
+    is null); raises CommandError."""
+    if op == PUT:
+        return put_command(fields.get("Key"), fields.get("Value"))
+    if op == CAS:
+        if "Expected" not in fields:
+            raise CommandError("missing field Expected")
+        return cas_command(fields.get("Key"), fields.get("Expected"), fields.get("Value"))
+    raise CommandError(f"Op must be {PUT!r} or {CAS!r}, got {op!r}")
+
+
 def parse_command(payload: object) -> dict | None:
     """The command in a data record's payload, or None when it is not a well-formed kv command."""
     if not isinstance(payload, dict):
         return None
     try:
-        if payload.get("Kv") == PUT:
-            return put_command(payload.get("Key"), payload.get("Value"))
-        if payload.get("Kv") == CAS and "Expected" in payload:
-            return cas_command(payload.get("Key"), payload.get("Expected"), payload.get("Value"))
+        return command(payload.get("Kv"), payload)
     except CommandError:
         return None
-    return None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -13,8 +13,7 @@ Prospective and Resigned are not persisted.
 Every node feeds its committed records, in offset order, to the key-value
 state machine (:mod:`kraft.kv`) whenever its high watermark advances; the
 KvWrite/KvGet requests are served by :mod:`kraft.kv_service` on top of
-:meth:`RaftNode.append_and_commit`, :meth:`RaftNode.read_index` and
-:meth:`RaftNode.wait_applied`.
+:meth:`RaftNode.append_and_commit` and :meth:`RaftNode.read_index`.
 """
 from __future__ import annotations
 
@@ -119,7 +118,6 @@ class RaftNode:
         self._pending_appends: dict[int, asyncio.Future] = {}
         self._pending_reads: list[tuple[float, asyncio.Future]] = []
         self.kv = KvStateMachine()           # applied from committed records (kraft/kv.py)
-        self._apply_waiters: list[tuple[int, asyncio.Future]] = []
         self._last_read_at = float("-inf")   # arrival time of the newest read-index request
         self._flush_handle: asyncio.Handle | None = None
         self._wakeup = asyncio.Event()
@@ -551,18 +549,8 @@ class RaftNode:
             self._complete_reads()
 
     def _apply_committed(self) -> None:
-        """Apply the newly committed records to the kv state machine; wake :meth:`wait_applied`."""
+        """Apply the newly committed records (up to the high watermark) to the kv state machine."""
         self.kv.apply_committed(self.log, self.hw)
-        if self._apply_waiters:
-            keep = []
-            for index, fut in self._apply_waiters:
-                if fut.done():
-                    continue
-                if self.kv.applied >= index:
-                    fut.set_result(self.kv.applied)
-                else:
-                    keep.append((index, fut))
-            self._apply_waiters = keep
 
     def _epoch_committed(self) -> bool:
         return self.hw > self._epoch_start or "early-high-watermark" in self.cfg.unsafe
@@ -777,7 +765,14 @@ class RaftNode:
         NOT_LEADER_OR_FOLLOWER (not the leader, or leadership lost meanwhile)
         or REQUEST_TIMED_OUT (not confirmed within ``timeout_s``, default
         ``request.timeout.ms``).
+
+        The kv state machine is applied up to the high watermark whenever it
+        advances, so it has applied every record below the returned index.
+        With the ``no-read-index`` unsafe switch any node returns its own high
+        watermark at once.
         """
+        if "no-read-index" in self.cfg.unsafe:
+            return self.hw
         if self.kind is not StateKind.LEADER:
             raise Refused(errors.NOT_LEADER_OR_FOLLOWER)
         timeout_s = self.cfg.request_timeout_ms / 1000.0 if timeout_s is None else timeout_s
@@ -794,22 +789,6 @@ class RaftNode:
         except ClientError:
             raise Refused(errors.NOT_LEADER_OR_FOLLOWER) from None
 
-    async def wait_applied(self, index: int, timeout_s: float) -> int:
-        """Wait until the kv state machine has applied every record below ``index``.
-
-        Returns the applied index (>= ``index``). Raises :class:`Refused`
-        REQUEST_TIMED_OUT after ``timeout_s`` seconds.
-        """
-        if self.kv.applied >= index:
-            return self.kv.applied
-        fut = asyncio.get_running_loop().create_future()
-        self._apply_waiters.append((index, fut))
-        try:
-            return await asyncio.wait_for(fut, max(0.0, timeout_s))
-        except TimeoutError:
-            raise Refused(errors.REQUEST_TIMED_OUT,
-                          f"state machine did not reach offset {index} in time") from None
-
     async def handle_read(self, body: dict) -> dict:
         """Read committed records from FromOffset.
 
@@ -823,7 +802,7 @@ class RaftNode:
         linearizable = body.get("Linearizable", True) is not False
         if start < 0:
             raise InvalidRequest(f"FromOffset {start} is negative")
-        if linearizable and "no-read-index" not in self.cfg.unsafe:
+        if linearizable:
             try:
                 await self.read_index()
             except Refused as e:

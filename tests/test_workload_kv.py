@@ -13,7 +13,7 @@ import pytest
 
 from harness.history import HistoryWriter, pair_ops, read_history
 from kraft import client as kclient
-from workloads.kv import KvOptions, KvWorkload
+from workloads.kv import CLIENT_FS, KvOptions, KvWorkload
 
 from .workload_fakes import NODES, drive, install_fake_client, topology
 
@@ -106,13 +106,13 @@ def run_workload(tmp_path, seed=7, duration_s=0.6, during=None, **opts):
 
 
 def kv_ops(history, type_=None):
-    return [op for op in history if op["f"] in ("read", "write", "cas")
+    return [op for op in history if op["f"] in CLIENT_FS
             and (type_ is None or op["type"] == type_)]
 
 
 def test_history_shapes(tmp_path, fake):
     history, wl = run_workload(tmp_path)
-    pairs = [(i, c) for i, c in pair_ops(history) if i["f"] in ("read", "write", "cas")]
+    pairs = [(i, c) for i, c in pair_ops(history) if i["f"] in CLIENT_FS]
     assert len(pairs) > 40 and all(c is not None for _, c in pairs)
     assert {i["f"] for i, _ in pairs} == {"read", "write", "cas"}
     for inv, comp in pairs:
@@ -152,7 +152,7 @@ def test_a_sequential_history_matches_a_register_model_exactly(tmp_path, fake):
     model: dict[str, int | None] = {}
     checked = 0
     for inv, comp in pair_ops(history):
-        if inv["f"] not in ("read", "write", "cas") or comp.get("error") == "NOT_LEADER_OR_FOLLOWER":
+        if inv["f"] not in CLIENT_FS or comp.get("error") == "NOT_LEADER_OR_FOLLOWER":
             continue
         k, arg = inv["value"]
         if inv["f"] == "read":

@@ -12,7 +12,7 @@ import asyncio
 from harness import runner
 from harness.history import HistoryWriter, pair_ops, read_history
 from tests.kraft_inproc import CLUSTER_ID, Partition, Running, loopback_cluster, wait_for_leader
-from workloads.kv import KvOptions, KvWorkload
+from workloads.kv import CLIENT_FS, KvOptions, KvWorkload
 from workloads.topology import Topology
 
 
@@ -96,7 +96,7 @@ def test_kv_workload_across_a_leader_crash_is_linearizable(tmp_path):
 
     first = asyncio.run(main())
     history = read_history(path)
-    pairs = [(i, c) for i, c in pair_ops(history) if i["f"] in ("read", "write", "cas")]
+    pairs = [(i, c) for i, c in pair_ops(history) if i["f"] in CLIENT_FS]
     oks = [c for _, c in pairs if c is not None and c["type"] == "ok"]
     assert len(oks) > 50
     assert {c["f"] for c in oks} == {"read", "write", "cas"}

@@ -46,31 +46,11 @@ class AppendOptions(ClientOptions):
             raise ValueError(f"read_window must be >= 0, got {self.read_window!r}")
 
 
-class AppendWorkload(ClientWorkload):
-    """Drives the cluster with appends and reads until a stop event is set.
-
-    Arguments as :class:`workloads.base.ClientWorkload`; worker i uses
-    ``Random(f"{seed}:append:worker:{i}")``. ``tally`` counts outcomes for
-    progress; ``values`` hands out the unique appended ints.
-    """
-
-    name = "append"
-    options_class = AppendOptions
-    client_fs = ("append", "read")
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.values = Sequence(0)
-
-    def make_worker(self, index: int) -> "_Worker":
-        return _Worker(self, index)
-
-
 class _Worker(PacedWorker):
     """One client thread of the append workload (see :class:`AppendWorkload`)."""
 
     def __init__(self, wl: AppendWorkload, index: int):
-        super().__init__(wl, "append", index)
+        super().__init__(wl, index)
         self.last_hw = 0
 
     async def step(self) -> None:
@@ -106,6 +86,24 @@ class _Worker(PacedWorker):
             self.last_hw = max(self.last_hw, out.result["high_watermark"])
         self.after(out, follow=not anywhere)
         return out
+
+
+class AppendWorkload(ClientWorkload):
+    """Drives the cluster with appends and reads until a stop event is set.
+
+    Arguments as :class:`workloads.base.ClientWorkload`; worker i uses
+    ``Random(f"{seed}:append:worker:{i}")``. ``tally`` counts outcomes for
+    progress; ``values`` hands out the unique appended ints.
+    """
+
+    name = "append"
+    options_class = AppendOptions
+    client_fs = ("append", "read")
+    worker_class = _Worker
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.values = Sequence(0)
 
 
 def read_ok_value(invoke_value: dict, result: dict) -> dict:

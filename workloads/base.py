@@ -60,8 +60,8 @@ class ClientWorkload:
     ``history`` is a ``harness.history.HistoryWriter``; ``seed`` (int) seeds
     every random choice; ``pids`` hands out process ids (shared with any other
     client of the history); ``client_factory`` builds clients (default
-    ``kraft.client.KraftClient``). Subclasses set ``name``, ``options_class``
-    and ``client_fs`` and implement :meth:`make_worker`. A
+    ``kraft.client.KraftClient``). Subclasses set ``name``, ``options_class``,
+    ``client_fs`` and ``worker_class``. A
     :class:`workloads.monitor.QuorumMonitor` runs alongside the workers.
     """
 
@@ -69,6 +69,8 @@ class ClientWorkload:
     options_class: type = object
     #: The history's ``f`` of the client ops (progress totals).
     client_fs: tuple[str, ...] = ()
+    #: Worker ``index`` (0-based) is ``worker_class(self, index)``.
+    worker_class: type[PacedWorker] = PacedWorker
 
     def __init__(self, topology: Topology, cluster_id: str, history, seed: int,
                  options=None, pids: Sequence | None = None,
@@ -84,14 +86,9 @@ class ClientWorkload:
                                      timeout_ms=self.options.monitor_timeout_ms,
                                      client_factory=client_factory)
 
-    def pool(self, timeout_ms: int | None = None) -> ClientPool:
+    def pool(self) -> ClientPool:
         """A fresh client pool (one client per node) for one owner."""
-        return ClientPool(self.topology, self.cluster_id, timeout_ms or self.options.timeout_ms,
-                          self.client_factory)
-
-    def make_worker(self, index: int) -> PacedWorker:
-        """Worker ``index`` (0-based) of this workload."""
-        raise NotImplementedError
+        return ClientPool(self.topology, self.cluster_id, self.options.timeout_ms, self.client_factory)
 
     async def run(self, stop: asyncio.Event, monitor: bool = True) -> None:
         """Run the workers (and the monitor) until ``stop`` is set.
@@ -99,5 +96,5 @@ class ClientWorkload:
         Ops in flight when ``stop`` is set finish (bounded by ``timeout_ms``)
         before this returns. Cancellation records in-flight ops as ``info``.
         """
-        workers = [self.make_worker(i) for i in range(self.options.concurrency)]
+        workers = [self.worker_class(self, i) for i in range(self.options.concurrency)]
         await run_workers(workers, self.monitor if monitor else None, stop, self.name)

@@ -44,7 +44,6 @@ class CasMismatch(kclient.DefiniteError):
     def __init__(self, result: dict):
         super().__init__(CAS_MISMATCH, f"offset {result['offset']}: current value "
                                        f"{result.get('previous')!r}")
-        self.result = result
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,31 +75,8 @@ class KvOptions(ClientOptions):
         return [f"k{i}" for i in range(self.keys)]
 
 
-class KvWorkload(ClientWorkload):
-    """Drives the cluster with reads, writes and cas until a stop event is set.
-
-    Arguments as :class:`workloads.base.ClientWorkload`; worker i uses
-    ``Random(f"{seed}:kv:worker:{i}")``. ``tally`` counts outcomes for
-    progress; ``keys`` is the keyspace.
-    """
-
-    name = "kv"
-    options_class = KvOptions
-    client_fs = CLIENT_FS
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.keys = self.options.key_names()
-
-    def make_worker(self, index: int) -> "_Worker":
-        return _Worker(self, index)
-
-
 class _Worker(PacedWorker):
     """One client thread of the kv workload (see :class:`KvWorkload`)."""
-
-    def __init__(self, wl: KvWorkload, index: int):
-        super().__init__(wl, "kv", index)
 
     async def step(self) -> None:
         """One op on a random key: read, cas or write (``read_fraction``, ``cas_fraction``)."""
@@ -152,6 +128,24 @@ class _Worker(PacedWorker):
         if not isinstance(out.error, CasMismatch):   # the leader answered: keep believing in it
             self.after(out)
         return out
+
+
+class KvWorkload(ClientWorkload):
+    """Drives the cluster with reads, writes and cas until a stop event is set.
+
+    Arguments as :class:`workloads.base.ClientWorkload`; worker i uses
+    ``Random(f"{seed}:kv:worker:{i}")``. ``tally`` counts outcomes for
+    progress; ``keys`` is the keyspace.
+    """
+
+    name = "kv"
+    options_class = KvOptions
+    client_fs = CLIENT_FS
+    worker_class = _Worker
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.keys = self.options.key_names()
 
 
 def _offset_epoch(result: dict) -> dict:

@@ -24,16 +24,16 @@ def pick_other(rng: random.Random, nodes: list[str], current: str | None) -> str
 class PacedWorker:
     """Base class: subclasses implement :meth:`step` (issue and record one op).
 
-    ``wl`` is the workload: it provides ``seed``, ``topology``, ``pids``
-    (a :class:`workloads.counters.Sequence`), ``options.concurrency``,
+    ``wl`` is the workload: it provides ``name``, ``seed``, ``topology``,
+    ``pids`` (a :class:`workloads.counters.Sequence`), ``options.concurrency``,
     ``options.rate`` (total ops/s) and ``pool()`` (a fresh
-    :class:`workloads.clients.ClientPool`). ``name`` and ``index`` seed the
-    worker's own ``Random(f"{seed}:{name}:worker:{index}")``.
+    :class:`workloads.clients.ClientPool`). The workload's ``name`` and
+    ``index`` seed the worker's own ``Random(f"{seed}:{name}:worker:{index}")``.
     """
 
-    def __init__(self, wl, name: str, index: int):
+    def __init__(self, wl, index: int):
         self.wl, self.index = wl, index
-        self.rng = random.Random(f"{wl.seed}:{name}:worker:{index}")
+        self.rng = random.Random(f"{wl.seed}:{wl.name}:worker:{index}")
         self.nodes = list(wl.topology.nodes)
         self.process = wl.pids.next()
         self.target = self.rng.choice(self.nodes)

@@ -17,7 +17,7 @@ from .operation import UNKNOWN, Operation
 
 
 
-def report(result: CheckResult, paired, out_dir: Path | None, timed: bool) -> dict:
+def report(result: CheckResult, paired, out_dir: Path | None) -> dict:
     """results.json's summary of ``result``, plus the ops set aside while reading; writes
     ``out_dir/linearizability.html`` when the verdict is not valid and there is an explanation."""
     summary = result.summary()
@@ -27,7 +27,7 @@ def report(result: CheckResult, paired, out_dir: Path | None, timed: bool) -> di
         summary["ignored"] = dict(paired.ignored)
     if out_dir is not None and result.explanations:
         explanation = {"model": result.model, "valid": result.valid,
-                       "time_unit": "ns" if timed else "event", "partitions": result.explanations}
+                       "time_unit": "ns" if paired.timed else "event", "partitions": result.explanations}
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         summary["html"] = str(write_html(explanation, Path(out_dir) / HTML_NAME))
     return summary
@@ -51,7 +51,7 @@ def check_history(history: list[dict], model: str = "register", by_key: bool = T
     paired = pair_run_history(history, m)
     result = check_operations(m, paired.ops, partitioned=True, timeout_s=timeout_s,
                               memory_bound=memory_bound)
-    return report(result, paired, out_dir, paired.timed)
+    return report(result, paired, out_dir)
 
 
 def check_file(path: Path, model: str | None = None, fmt: str | None = None,
@@ -66,7 +66,7 @@ def check_file(path: Path, model: str | None = None, fmt: str | None = None,
     paired = read_file(Path(path), fmt, m)
     result = check_operations(m, paired.ops, partitioned=partitioned, timeout_s=timeout_s,
                               memory_bound=memory_bound)
-    summary = report(result, paired, out_dir, paired.timed)
+    summary = report(result, paired, out_dir)
     summary.update({"format": fmt, "file": str(path), "partitioned": partitioned})
     return summary
 

@@ -127,17 +127,17 @@ def check_operations(model: Model, ops: list[Operation], partitioned: bool = Tru
         verdict = {OK: True, ILLEGAL_STATUS: False}.get(s.status, "unknown")
         parts.append({"key": s.key, "ops": len(s.ops), "valid": verdict,
                       "steps": st["steps"], "cache_entries": st["cache_entries"]})
+    # failed and reason are never both set: the loop stops at whichever comes first
     if failed is not None:
         valid: Any = False
-        reason = None
     elif reason is not None:
         valid = "unknown"
     else:
         valid = True
+    for s in searches:  # free the caches before explaining (it searches afresh)
+        s.release()
     explanations = []
     if failed is not None and explain:
         explanations.append(explain_partition(model, failed.ops, failed.key, not partitioned))
-    for s in searches:  # free the caches now
-        s.release()
     return CheckResult(valid=valid, reason=reason, partitions=parts, explanations=explanations,
                        check_s=check_s, model=model.name)

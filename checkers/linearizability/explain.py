@@ -37,26 +37,27 @@ def explain_partition(model: Model, ops: list[Operation], key: Any, components: 
                   "desc": model.describe_op(o), "index": o.index if o.index is not None else o.line}
                  for i, o in enumerate(ops)]
 
-    def with_states(seq) -> list[dict]:
-        states = s.state_after(list(seq))
+    def with_states(seq, states) -> list[dict]:
         return [{"id": i, "state": model.describe_state(st)} for i, st in zip(seq, states)]
 
     prefix = ex["prefix"]
+    prefix_states = s.state_after(list(prefix))
     # the overall longest prefix first, then porcupine's per-op longest ones
-    lins = [with_states(prefix)] + [with_states(seq) for seq in ex["linearizations"]]
+    lins = [with_states(prefix, prefix_states)] + [with_states(seq, s.state_after(list(seq)))
+                                                   for seq in ex["linearizations"]]
     largest = {str(k): v + 1 for k, v in ex["largest"].items()}
     for i in prefix:
         largest.setdefault(str(i), 0)
     stuck = None
     if ex["stuck"] >= 0:
-        op = ops[ex["stuck"]]
+        d = described[ex["stuck"]]
         c = comp[ex["stuck"]]
         st = s.initial[c]
-        for i, after in zip(prefix, s.state_after(prefix)):
+        for i, after in zip(prefix, prefix_states):
             if comp[i] == c:
                 st = after
-        stuck = {"id": ex["stuck"], "desc": model.describe_op(op), "process": op.process,
-                 "index": op.index if op.index is not None else op.line,
+        op = ops[ex["stuck"]]
+        stuck = {"id": d["id"], "desc": d["desc"], "process": d["process"], "index": d["index"],
                  "state": model.describe_state(st), "needs": model.needs(op, st), "after": len(prefix)}
     valid = False if s.status == ILLEGAL_STATUS else "unknown"
     init = s.initial[comp[0]] if ops else model.init()

@@ -9,8 +9,6 @@ refuses it with exit 3); its other checks still run, for information.
 from __future__ import annotations
 
 import dataclasses
-import json
-import logging
 import time
 from pathlib import Path
 
@@ -18,13 +16,15 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from checkers.divergence import check_divergence
+
 from . import ingest, verdict, views
 from .duplicate import duplicates
 from .election_safety import election_safety, leader_claims
 from .inconsistent_offsets import inconsistent_offsets
 from .linearizability import linearizability
 from .lost_write import lost_writes
-from .node_checks import final_node_hws, no_node_data, node_checks
+from .node_checks import final_node_hws, node_checks
 from .nonmonotonic_read import nonmonotonic_reads
 from .offsets import by_offset
 from .pairing import pair
@@ -34,12 +34,6 @@ from .stats import run_stats
 from .values import by_value
 from .summary import ANOMALY_COLUMNS, CHECKERS
 
-log = logging.getLogger("kraft_chaos.analyze")
-
-#: Checkers per workload, as ``kraft-chaos check`` runs them.
-APPEND_CHECKERS = ("lost-write", "phantom", "duplicate", "inconsistent-offsets", "divergence",
-                   "election-safety", "nonmonotonic-read")
-KV_CHECKERS = ("linearizability", "election-safety", "divergence")
 #: At most this many anomalies per (run, checker) go into analysis.json (all are in anomalies/).
 MAX_EXAMPLES = 1000
 
@@ -127,8 +121,7 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
     node_claims = [(rid, int(e), int(l)) for rid, res in node.items() for e, l in res.get("claims", [])]
     if node_claims:
         claims = claims.unionByName(spark.createDataFrame(node_claims, "run int, epoch long, leader long"))
-    es, es_runs = election_safety(claims)
-    tables["election-safety"] = es.persist()
+    tables["election-safety"] = election_safety(claims).persist()
     counts["election-safety"] = _counts(tables["election-safety"])
     seconds["nodes+elections"] = time.monotonic() - t
 
@@ -153,7 +146,7 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
         st = stats.get(rid, {})
         n = {k: counts.get(k, {}).get(rid, 0) for k in tables if k != "linearizability"}
         node_res = node.get(rid)
-        div = (node_res or {}).get("divergence") or no_node_data()
+        div = (node_res or {}).get("divergence") or check_divergence([], None)
         checkers: dict[str, str] = {}
         anomalies: dict[str, int] = {}
         ex: dict[str, list] = {k: examples.get(k, {}).get(rid, []) for k in examples}
@@ -163,7 +156,7 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
             anomalies["linearizability"] = sum(1 for x in rows if x["valid"] == "invalid")
             ex["linearizability"] = [x for x in rows if x["valid"] != "valid"]
         else:
-            meta = lost_meta.get(rid, {"acked": 0, "has_final": False, "unjudged": 0})
+            meta = lost_meta.get(rid, {"acked": 0, "has_final": False})
             if not meta["has_final"]:
                 checkers["lost-write"] = "valid" if not meta["acked"] else "unknown"
             else:
@@ -247,8 +240,3 @@ def write_anomalies(analysis: Analysis, out_dir: Path) -> Path:
     for name, df in analysis.tables.items():
         df.write.mode("overwrite").parquet(str(base / name))
     return base
-
-
-def dumps(obj) -> str:
-    """JSON for analysis.json (numpy/Row-safe)."""
-    return json.dumps(obj, indent=1, sort_keys=True, default=str)

@@ -28,11 +28,8 @@ def leader_claims(ops: DataFrame, records: DataFrame) -> DataFrame:
             .where(c("epoch").isNotNull() & c("leader").isNotNull() & (c("leader") >= 0)))
 
 
-def election_safety(claims: DataFrame) -> tuple[DataFrame, DataFrame]:
+def election_safety(claims: DataFrame) -> DataFrame:
     """Group the claims (history and node logs) by (run, epoch): two or more distinct leaders
-    is an anomaly. Returns ``(anomalies: run, epoch, leaders (sorted)),
-    per_run: run, epochs`` (epochs with a known leader)."""
+    is an anomaly. Returns the anomalies: ``run, epoch, leaders`` (sorted)."""
     per_epoch = claims.groupBy("run", "epoch").agg(F.array_sort(F.collect_set("leader")).alias("leaders"))
-    anomalies = per_epoch.where(F.size("leaders") > 1)
-    per_run = per_epoch.groupBy("run").agg(F.count("*").alias("epochs"))
-    return anomalies, per_run
+    return per_epoch.where(F.size("leaders") > 1)

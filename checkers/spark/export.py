@@ -6,9 +6,9 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from .ingest import file_key, file_key_column
+from .ingest import read_runs
 from .runs import RunInfo
-from .schema import CORRUPT, HISTORY_SCHEMA
+from .schema import CORRUPT
 
 
 def export_parquet(spark: SparkSession, runs: list[RunInfo], out: Path) -> dict:
@@ -19,12 +19,7 @@ def export_parquet(spark: SparkSession, runs: list[RunInfo], out: Path) -> dict:
     (the raw text of a malformed line, else null: nothing is dropped). Returns
     ``{"ops": rows written, "malformed": rows with _corrupt}``.
     """
-    names = spark.createDataFrame([(file_key(spark, r), r.name.replace("/", "__")) for r in runs],
-                                  "uri string, run string")
-    df = (spark.read.schema(HISTORY_SCHEMA).option("mode", "PERMISSIVE")
-          .option("columnNameOfCorruptRecord", CORRUPT).json([str(r.history) for r in runs])
-          .withColumn("uri", file_key_column())
-          .join(F.broadcast(names), "uri").drop("uri"))
+    df = read_runs(spark, runs, lambda r: r.name.replace("/", "__"), "string")
     df.write.mode("overwrite").partitionBy("run").parquet(str(out))
-    written = spark.read.parquet(str(out))
-    return {"ops": written.count(), "malformed": written.where(F.col(CORRUPT).isNotNull()).count()}
+    n = spark.read.parquet(str(out)).agg(F.count("*").alias("ops"), F.count(CORRUPT).alias("malformed")).first()
+    return {"ops": n["ops"], "malformed": n["malformed"]}

@@ -9,19 +9,19 @@ it, and its verdict is "unknown".
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+from harness.history import NEMESIS, OP_TYPES
 
 from .runs import RunInfo
 from .schema import ACK_SCHEMA, CORRUPT, HISTORY_SCHEMA, READ_SCHEMA
 
 #: At most this many malformed lines are listed per file (all are counted).
 MAX_LISTED = 100
-
-_TYPES = ("invoke", "ok", "fail", "info")
 
 
 def _problem() -> F.Column:
@@ -34,10 +34,10 @@ def _problem() -> F.Column:
             .when(c("process").isNull(), F.lit("missing field 'process'"))
             .when(c("f").isNull(), F.lit("missing field 'f'"))
             .when(c("index") < 0, F.lit("'index' must be a non-negative int"))
-            .when(~c("type").isin(*_TYPES), F.concat(F.lit("'type' must be one of invoke, ok, fail, info, got "),
-                                                     c("type")))
-            .when(~(c("process").rlike(r"^-?[0-9]+$") | (c("process") == "nemesis")),
-                  F.concat(F.lit("'process' must be an int or 'nemesis', got "), c("process"))))
+            .when(~c("type").isin(*OP_TYPES), F.concat(F.lit(f"'type' must be one of {', '.join(OP_TYPES)}, got "),
+                                                       c("type")))
+            .when(~(c("process").rlike(r"^-?[0-9]+$") | (c("process") == NEMESIS)),
+                  F.concat(F.lit(f"'process' must be an int or {NEMESIS!r}, got "), c("process"))))
 
 
 def file_key(spark: SparkSession, run: RunInfo) -> str:
@@ -51,6 +51,22 @@ def file_key_column() -> F.Column:
     return F.regexp_replace(F.input_file_name(), r"^file:/*", "/")
 
 
+def read_json(spark: SparkSession, paths: str | list[str]) -> DataFrame:
+    """History lines read with HISTORY_SCHEMA, nothing dropped: a malformed line is a row
+    with its raw text in CORRUPT."""
+    return (spark.read.schema(HISTORY_SCHEMA).option("mode", "PERMISSIVE")
+            .option("columnNameOfCorruptRecord", CORRUPT).json(paths))
+
+
+def read_runs(spark: SparkSession, runs: list[RunInfo], tag: Callable[[RunInfo], Any],
+              tag_type: str) -> DataFrame:
+    """Every run's history lines (:func:`read_json`), each row tagged with column ``run``:
+    ``tag(run)`` of the run it was read from, of Spark SQL type ``tag_type``."""
+    ids = spark.createDataFrame([(file_key(spark, r), tag(r)) for r in runs], f"uri string, run {tag_type}")
+    return (read_json(spark, [str(r.history) for r in runs]).withColumn("uri", file_key_column())
+            .join(F.broadcast(ids), "uri").drop("uri"))
+
+
 def load_ops(spark: SparkSession, runs: list[RunInfo], kv_runs: list[int] = ()) -> DataFrame:
     """All runs' history lines as one persisted DataFrame, read once with HISTORY_SCHEMA.
 
@@ -62,19 +78,15 @@ def load_ops(spark: SparkSession, runs: list[RunInfo], kv_runs: list[int] = ()) 
     by read_history. ``kv_runs``: ids of kv runs, whose reads are kv ops
     (``[k, v]``), kept as raw values rather than parsed as log reads.
     """
-    ids = spark.createDataFrame([(file_key(spark, r), r.run_id) for r in runs], "uri string, run int")
-    raw = (spark.read.schema(HISTORY_SCHEMA).option("mode", "PERMISSIVE")
-           .option("columnNameOfCorruptRecord", CORRUPT).json([str(r.history) for r in runs])
-           .withColumn("uri", file_key_column()))
+    raw = read_runs(spark, runs, lambda r: r.run_id, "int")
     c = F.col
     is_ok_append = (c("f") == "append") & (c("type") == "ok")
     is_ok_read = (c("f") == "read") & (c("type") == "ok") & ~c("run").isin(list(kv_runs))
-    ops = (raw.join(F.broadcast(ids), "uri")
-           .select("run", "index", "time", "type", "process", "f", "node", "error",
-                   _problem().alias("problem"),
-                   F.when(~(is_ok_append | is_ok_read), c("value")).alias("value"),
-                   F.when(is_ok_append, F.from_json("value", ACK_SCHEMA)).alias("ack"),
-                   F.when(is_ok_read, F.from_json("value", READ_SCHEMA)).alias("read")))
+    ops = (raw.select("run", "index", "time", "type", "process", "f", "node", "error",
+                      _problem().alias("problem"),
+                      F.when(~(is_ok_append | is_ok_read), c("value")).alias("value"),
+                      F.when(is_ok_append, F.from_json("value", ACK_SCHEMA)).alias("ack"),
+                      F.when(is_ok_read, F.from_json("value", READ_SCHEMA)).alias("read")))
     return ops.persist(StorageLevel.MEMORY_AND_DISK)
 
 

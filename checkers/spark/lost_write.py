@@ -25,7 +25,7 @@ def lost_writes(offsets: DataFrame, acks: DataFrame, pages: DataFrame, final_rec
     exactly, against ``final_records``.
 
     Returns ``(anomalies, per_run)``: anomalies ``run, op, value, offset,
-    epoch, node``; per_run ``run, acked, unjudged, has_final``.
+    epoch, node``; per_run ``run, acked, has_final``.
     """
     c = F.col
     meta = (pages.groupBy("run")
@@ -54,9 +54,7 @@ def lost_writes(offsets: DataFrame, acks: DataFrame, pages: DataFrame, final_rec
     lost = (cand.where(c("past_end"))
             .unionByName(cand.where(~c("past_end")).join(data, ["run", "offset", "pnum", "ptxt"], "left_anti"))
             .select("run", c("index").alias("op"), "value", "offset", "epoch", "node"))
-    per_run = (per_offset.groupBy("run")
-               .agg(F.sum("acks").alias("acked"),
-                    F.sum(F.when(~c("past_end") & ~c("covered"), c("acks")).otherwise(0)).alias("unjudged"))
+    per_run = (per_offset.groupBy("run").agg(F.sum("acks").alias("acked"))
                .join(meta.select("run", F.lit(True).alias("has_final")), "run", "full")
-               .fillna({"acked": 0, "unjudged": 0, "has_final": False}))
+               .fillna({"acked": 0, "has_final": False}))
     return lost, per_run

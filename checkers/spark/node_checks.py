@@ -31,7 +31,7 @@ def _check_one(item: tuple[int, str, str]) -> tuple[int, str]:
     """Executor side: divergence and LeaderChange claims of one run's node logs, as JSON."""
     from checkers.divergence import check_divergence
     from checkers.node_data import load_node_data
-    from checkers.reads import LEADER_CHANGE
+    from checkers.reads import LEADER_CHANGE, is_int
 
     run_id, nodes_dir, hws_json = item
     hws = json.loads(hws_json)
@@ -48,7 +48,7 @@ def _check_one(item: tuple[int, str, str]) -> tuple[int, str]:
         for _offset, epoch, rtype, payload in data.records:
             if rtype == LEADER_CHANGE and isinstance(payload, dict):
                 leader = payload.get("LeaderId")
-                if isinstance(leader, int) and not isinstance(leader, bool) and leader >= 0:
+                if is_int(leader) and leader >= 0:
                     claims.append((epoch, leader))
     return run_id, json.dumps({"divergence": div, "claims": sorted(set(claims)), "error": None},
                               default=str)
@@ -69,8 +69,3 @@ def node_checks(spark: SparkSession, runs: list[RunInfo], hws: dict[int, dict[st
         return {}
     rdd = spark.sparkContext.parallelize(items, min(len(items), 64))
     return {run_id: json.loads(text) for run_id, text in rdd.map(_check_one).collect()}
-
-
-def no_node_data() -> dict:
-    """The divergence result of a run without node data (as checkers.divergence gives it)."""
-    return {"valid": "unknown", "anomalies": [], "high_watermarks": {}, "notes": ["no node data"]}

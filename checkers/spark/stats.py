@@ -24,9 +24,11 @@ def run_stats(ops: DataFrame, pairs: DataFrame) -> DataFrame:
     time minus its invoke's).
     """
     c = F.col
-    client = ops.where(c("process") != "nemesis")
+    is_client = c("process") != "nemesis"
+    windows = F.greatest(F.lit(1), F.ceil((c("t1") - c("t0")) / WINDOW_NS))
+    client = ops.where(is_client)
     unpaired = pairs.where(~c("paired")).groupBy("run").agg(F.count("*").alias("unpaired"))
-    ms = (pairs.where(c("paired") & (c("type") == "ok") & (c("process") != "nemesis"))
+    ms = (pairs.where(c("paired") & (c("type") == "ok") & is_client)
           .select("run", ((c("time") - c("invoke_time")) / 1e6).alias("ms")))
     latency = (ms.groupBy("run")
                .agg(F.percentile_approx("ms", [0.5, 0.99], 10000).alias("q"))
@@ -34,19 +36,15 @@ def run_stats(ops: DataFrame, pairs: DataFrame) -> DataFrame:
     span = client.groupBy("run").agg(F.min("time").alias("t0"), F.max("time").alias("t1"))
     okw = (client.where((c("type") == "ok") & (c("f") != "describe-quorum"))
            .join(F.broadcast(span), "run")
-           .select("run", F.least(F.floor((c("time") - c("t0")) / WINDOW_NS),
-                                  F.greatest(F.lit(1), F.ceil((c("t1") - c("t0")) / WINDOW_NS)) - 1).alias("w"))
+           .select("run", F.least(F.floor((c("time") - c("t0")) / WINDOW_NS), windows - 1).alias("w"))
            .groupBy("run").agg(F.countDistinct("w").alias("ok_windows")))
     counts = (ops.groupBy("run")
               .agg(F.count("*").alias("ops"),
-                   F.sum(F.when((c("process") != "nemesis") & (c("type") != "invoke"), 1).otherwise(0))
-                   .alias("client_ops"),
-                   *[F.sum(F.when((c("process") != "nemesis") & (c("type") == t), 1).otherwise(0)).alias(t)
+                   F.sum(F.when(is_client & (c("type") != "invoke"), 1).otherwise(0)).alias("client_ops"),
+                   *[F.sum(F.when(is_client & (c("type") == t), 1).otherwise(0)).alias(t)
                      for t in ("ok", "fail", "info")],
-                   F.array_sort(F.collect_set(F.when(c("process") == "nemesis",
-                                                     F.regexp_extract("f", r"^start-(.+)$", 1))))
+                   F.array_sort(F.collect_set(F.when(~is_client, F.regexp_extract("f", r"^start-(.+)$", 1))))
                    .alias("nemesis_fs")))
-    windows = F.greatest(F.lit(1), F.ceil((c("t1") - c("t0")) / WINDOW_NS))
     return (counts.join(span, "run", "left").join(okw, "run", "left").join(latency, "run", "left")
             .join(unpaired, "run", "left").fillna({"unpaired": 0})
             .withColumn("availability", F.when(c("t0").isNotNull(),

@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from checkers import log_safety
+
 #: Checker names, as in results.json, and their summary columns.
-CHECKERS = ("lost-write", "phantom", "duplicate", "inconsistent-offsets", "divergence",
-            "election-safety", "nonmonotonic-read", "linearizability")
+CHECKERS = (*log_safety.CHECKERS, "linearizability")
 ANOMALY_COLUMNS = [name.replace("-", "_") for name in CHECKERS]
 
 RUN_COLUMNS = ["run", "test", "date", "workload", "synthetic", "verdict", "ops", "client_ops", "ok",

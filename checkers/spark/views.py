@@ -10,8 +10,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-DATA = "data"
-LEADER_CHANGE = "LeaderChange"
+from checkers.reads import DATA, LEADER_CHANGE  # noqa: F401  (re-exported for the checks)
 
 #: The group id of the final committed log in :func:`read_records` (real reads use their index).
 FINAL_GROUP = -1

@@ -65,7 +65,7 @@ def read_file(path: Path, fmt: str, model: Model) -> Paired:
         ops = read_kv_log(path)
     else:
         raise ValueError(f"unknown format {fmt!r}: choose from {', '.join(FORMATS)}")
-    return Paired(ops=ops, ignored=Counter(), failed=0, crashed=sum(o.crashed for o in ops), timed=False)
+    return Paired(ops=ops, ignored=Counter(), failed=0, timed=False)
 
 
 __all__ = ["FORMATS", "FormatError", "guess_format", "model_for", "read_file"]

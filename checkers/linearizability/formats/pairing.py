@@ -11,7 +11,7 @@ import dataclasses
 from collections import Counter
 from typing import Any, Iterable
 
-from harness.history import HistoryError, pair_ops
+from harness.history import NEMESIS, OP_TYPES, HistoryError, pair_ops
 
 from ..model import Model, ModelError
 from ..operation import Operation
@@ -30,36 +30,40 @@ class Paired:
     ops: list[Operation]
     ignored: Counter
     failed: int = 0
-    crashed: int = 0
     timed: bool = False
 
+    @property
+    def crashed(self) -> int:
+        """The number of ops left open (``info`` or never completed)."""
+        return sum(o.crashed for o in self.ops)
 
-def pair_history(events: Iterable[tuple[int | None, dict]], model: Model, path: Any,
-                 use_time: bool = True) -> Paired:
+
+def pair_history(events: Iterable[tuple[int | None, dict]], model: Model, path: Any) -> Paired:
     """Pair Jepsen op maps into :class:`Operation`s for ``model``.
 
     ``events``: (source line, op map) in history order; an op map has
     ``type``, ``process``, ``f``, ``value`` and optionally ``time`` (ns) and
-    ``index``. Times are ``time`` when every client op has one and
-    ``use_time``, else the event's position. Raises :class:`FormatError`
-    naming the line for a missing field, an unknown type, a completion with
-    no invoke or of another ``f``, a second invoke while one is open
-    (pairing is ``harness.history.pair_ops``), or a value the model cannot
-    read.
+    ``index``. Times are ``time`` when every client op has one, else the
+    event's position. Raises :class:`FormatError` naming the line for a
+    missing field, an unknown type, a completion with no invoke or of another
+    ``f``, a second invoke while one is open (pairing is
+    ``harness.history.pair_ops``), or a value the model cannot read.
     """
-    events = list(events)
-    client = [(line, e) for line, e in events
-              if e.get("process") != "nemesis" and e.get("f") in model.functions]
-    ignored = Counter(str(e.get("f")) for _line, e in events
-                      if not (e.get("process") != "nemesis" and e.get("f") in model.functions))
-    timed = use_time and all(isinstance(e.get("time"), int) for _l, e in client)
+    client = []
+    ignored: Counter = Counter()
+    for line, e in events:
+        if e.get("process") != NEMESIS and e.get("f") in model.functions:
+            client.append((line, e))
+        else:
+            ignored[str(e.get("f"))] += 1
+    timed = all(isinstance(e.get("time"), int) for _l, e in client)
     line_of = {id(e): line for line, e in client}
     pos_of = {id(e): pos for pos, (_line, e) in enumerate(client)}
     for line, e in client:
         for field in ("type", "process", "f"):
             if field not in e:
                 raise FormatError(path, line, f"op has no {field!r} field: {e!r}")
-        if e["type"] not in ("invoke", "ok", "fail", "info"):
+        if e["type"] not in OP_TYPES:
             raise FormatError(path, line, f"unknown op type {e['type']!r}: expected invoke, ok, fail or info")
     try:
         pairs = pair_ops([e for _line, e in client], name=lambda op: f"line {line_of[id(op)]}")
@@ -83,6 +87,5 @@ def pair_history(events: Iterable[tuple[int | None, dict]], model: Model, path: 
 
     ops = [make(inv, done) for inv, done in pairs if done is None or done["type"] != "fail"]
     failed = sum(1 for _inv, done in pairs if done is not None and done["type"] == "fail")
-    crashed = sum(1 for _inv, done in pairs if done is None or done["type"] == "info")
     ops.sort(key=lambda o: (o.call, o.line or 0))
-    return Paired(ops=ops, ignored=ignored, failed=failed, crashed=crashed, timed=timed)
+    return Paired(ops=ops, ignored=ignored, failed=failed, timed=timed)

@@ -196,7 +196,7 @@
 
   // --- drawing one partition ---
   function draw(st) {
-    const {p, pi} = st;
+    const {p} = st;
     if (st.select) st.select.value = String(st.sel);
     st.statusEl.textContent = st.status;
     if (!st.chart) return;
@@ -444,6 +444,4 @@
     clearTimeout(resizeTimer);
     resizeTimer = setTimeout(() => zoomTo(view.k), 150);
   });
-  // For tests and scripts: the page's state, read-only.
-  window.linViz = {view, parts, selectFor: (pi, id) => selectFor(parts[pi], parts[pi].byId.get(id))};
 }());

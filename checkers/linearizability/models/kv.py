@@ -43,10 +43,7 @@ class KeyValue(Model):
     def describe_op(self, op: Operation) -> str:
         if op.f == "append":
             return f"append({describe_value(op.key)}, {describe_value(op.input)})"
-        text = register_describe(op.f, op.input, op.output)
-        name, _, rest = text.partition("(")
-        sep = ", " if not rest.startswith(")") else ""
-        return f"{name}({describe_value(op.key)}{sep}{rest}"
+        return register_describe(op.f, op.input, op.output, key=op.key)
 
     def needs(self, op: Operation, state: Hashable) -> str:
         return register_needs(op.f, op.input, op.output, state)

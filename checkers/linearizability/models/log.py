@@ -34,7 +34,7 @@ class LogState:
     objects (identity equality and hashing are exact).
     """
 
-    __slots__ = ("parent", "value", "length", "__weakref__")
+    __slots__ = ("parent", "value", "length")
 
     def __init__(self, parent: "LogState | None", value: Any):
         self.parent = parent

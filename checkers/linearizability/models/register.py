@@ -60,16 +60,24 @@ def register_needs(f: str, inp: Any, out: Any, state: Hashable) -> str:
     return "nothing (a write is always legal)"
 
 
-def register_describe(f: str, inp: Any, out: Any) -> str:
-    """``read() -> 3``, ``write(3)``, ``cas(1, 2) -> ok``."""
+#: ``register_describe``'s ``key`` when there is none (a key may be None, shown as nil)
+NO_KEY = object()
+
+
+def register_describe(f: str, inp: Any, out: Any, key: Any = NO_KEY) -> str:
+    """``read() -> 3``, ``write(3)``, ``cas(1, 2) -> ok``; with ``key`` first among the
+    arguments: ``read('x') -> 3``, ``write('x', 3)``."""
+    def args(*values: Any) -> str:
+        return ", ".join(describe_value(v) for v in ((key,) if key is not NO_KEY else ()) + values)
+
     if f in READS:
-        return f"{f}() -> {describe_value(out)}"
+        return f"{f}({args()}) -> {describe_value(out)}"
     if f in WRITES:
-        return f"{f}({describe_value(inp)})"
+        return f"{f}({args(inp)})"
     if f == "cas":
         res = {True: "ok", False: "fail"}.get(out, "?") if out is not None else "ok"
-        return f"cas({describe_value(inp[0])}, {describe_value(inp[1])}) -> {res}"
-    return f"{f}({describe_value(inp)}) -> {describe_value(out)}"
+        return f"cas({args(inp[0], inp[1])}) -> {res}"
+    return f"{f}({args(inp)}) -> {describe_value(out)}"
 
 
 def register_from_jepsen(f: str, invoke_value: Any, ok_value: Any, completed: bool,
