@@ -93,7 +93,8 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
     acks = views.acks(ops).persist(StorageLevel.MEMORY_AND_DISK)
     reads = views.ok_reads(ops)
     pages = views.final_pages(reads).persist()
-    records = views.read_records(reads, pages).persist(StorageLevel.MEMORY_AND_DISK)
+    every_record = views.all_records(ops, pages).persist(StorageLevel.MEMORY_AND_DISK)
+    records = views.read_records(every_record)
 
     t = time.monotonic()
     pairs = pair(ops).persist(StorageLevel.MEMORY_AND_DISK)
@@ -101,7 +102,7 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
     values = by_value(ops, records).persist(StorageLevel.MEMORY_AND_DISK)
     final_records = records.where(F.col("group") == views.FINAL_GROUP)
     lost, lost_runs = lost_writes(offsets, acks, pages, final_records)
-    nonmono, malformed_reads = nonmonotonic_reads(pairs, acks, reads)
+    nonmono, malformed_reads = nonmonotonic_reads(pairs, acks, reads, every_record)
     claims = leader_claims(ops, records)
     tables = {
         "lost-write": lost,
@@ -196,7 +197,7 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
                     "malformed": malformed.get(rid, []), "error": "; ".join(errors) or None,
                     "info": r})
     seconds["collect"] = time.monotonic() - t
-    for df in (pairs, offsets, values, records, acks, pages, ops_all):
+    for df in (pairs, offsets, values, every_record, acks, pages, ops_all):
         df.unpersist()
     return Analysis(out, tables, seconds)
 

@@ -18,13 +18,16 @@ def leader_claims(ops: DataFrame, records: DataFrame) -> DataFrame:
     lc = (records.where(c("rtype") == LEADER_CHANGE)
           .select("run", "epoch", F.expr("try_cast(get_json_object(payload, '$.LeaderId') as bigint)")
                   .alias("leader")))
-    dq = (ops.where((c("f") == "describe-quorum") & (c("type") == "ok"))
-          .select("run", "node", F.from_json("value", DESCRIBE_QUORUM_SCHEMA).alias("v"))
-          .select("run", c("v.LeaderEpoch").alias("epoch"), c("v.LeaderId").alias("leader"),
-                  F.expr("try_cast(nullif(regexp_extract(node, '(\\\\d+)$', 1), '') as bigint)").alias("answering")))
-    answering = dq.where(c("answering").isNotNull() & (c("answering") != c("leader"))
-                         & c("leader").isNotNull()).select("run", "epoch", c("answering").alias("leader"))
-    return (lc.unionByName(dq.select("run", "epoch", "leader")).unionByName(answering)
+    # every expression is guarded by the filter's own test: the optimizer may move the
+    # claim filters below it, and a regex over every op's node costs seconds
+    is_dq = (c("f") == "describe-quorum") & (c("type") == "ok")
+    v = F.when(is_dq, F.from_json("value", DESCRIBE_QUORUM_SCHEMA))
+    answering = F.when(is_dq, F.expr("try_cast(nullif(regexp_extract(node, '(\\\\d+)$', 1), '') as bigint)"))
+    dq = (ops.where(is_dq).select("run", v.alias("v"), answering.alias("answering"))
+          .select("run", c("v.LeaderEpoch").alias("epoch"),
+                  F.explode(F.array(c("v.LeaderId"), F.when(c("answering") != c("v.LeaderId"), c("answering"))))
+                  .alias("leader")))
+    return (lc.unionByName(dq)
             .where(c("epoch").isNotNull() & c("leader").isNotNull() & (c("leader") >= 0)))
 
 

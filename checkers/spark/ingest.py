@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from harness.history import NEMESIS, OP_TYPES
 
 from .runs import RunInfo
-from .schema import ACK_SCHEMA, CORRUPT, HISTORY_SCHEMA, READ_SCHEMA
+from .schema import ACK_INT_SCHEMA, ACK_SCHEMA, CORRUPT, HISTORY_SCHEMA, READ_SCHEMA
 
 #: At most this many malformed lines are listed per file (all are counted).
 MAX_LISTED = 100
@@ -62,6 +62,8 @@ def read_runs(spark: SparkSession, runs: list[RunInfo], tag: Callable[[RunInfo],
               tag_type: str) -> DataFrame:
     """Every run's history lines (:func:`read_json`), each row tagged with column ``run``:
     ``tag(run)`` of the run it was read from, of Spark SQL type ``tag_type``."""
+    if len(runs) == 1:   # one (often huge) history: no per-line file lookup
+        return read_json(spark, str(runs[0].history)).withColumn("run", F.lit(tag(runs[0])).cast(tag_type))
     ids = spark.createDataFrame([(file_key(spark, r), tag(r)) for r in runs], f"uri string, run {tag_type}")
     return (read_json(spark, [str(r.history) for r in runs]).withColumn("uri", file_key_column())
             .join(F.broadcast(ids), "uri").drop("uri"))
@@ -73,20 +75,36 @@ def load_ops(spark: SparkSession, runs: list[RunInfo], kv_runs: list[int] = ()) 
     Columns: ``run`` (int id), ``index``, ``time`` (ns), ``type``,
     ``process`` (text), ``f``, ``node``, ``error``, ``problem`` (None when
     well formed), ``value`` (raw JSON text; None for ok appends and ok
-    reads, whose values are parsed instead), ``ack`` (ACK_SCHEMA, ok
-    appends), ``read`` (READ_SCHEMA, ok reads). Blank lines are skipped, as
-    by read_history. ``kv_runs``: ids of kv runs, whose reads are kv ops
-    (``[k, v]``), kept as raw values rather than parsed as log reads.
+    reads, whose values are parsed instead). Ok appends (ACK_SCHEMA):
+    ``ack_value`` (the appended value's JSON text), ``offset``, ``epoch``.
+    Ok reads (READ_SCHEMA): ``from``, ``to``, ``high_watermark``,
+    ``linearizable``, ``final``, ``records`` and ``nrec`` (its size). The
+    parsed fields are flat columns, so a job that reads offsets never
+    decodes a read's records. Blank lines are skipped, as by read_history.
+    ``kv_runs``: ids of kv runs, whose reads are kv ops (``[k, v]``), kept as
+    raw values rather than parsed as log reads.
     """
     raw = read_runs(spark, runs, lambda r: r.run_id, "int")
     c = F.col
     is_ok_append = (c("f") == "append") & (c("type") == "ok")
     is_ok_read = (c("f") == "read") & (c("type") == "ok") & ~c("run").isin(list(kv_runs))
-    ops = (raw.select("run", "index", "time", "type", "process", "f", "node", "error",
-                      _problem().alias("problem"),
-                      F.when(~(is_ok_append | is_ok_read), c("value")).alias("value"),
-                      F.when(is_ok_append, F.from_json("value", ACK_SCHEMA)).alias("ack"),
-                      F.when(is_ok_read, F.from_json("value", READ_SCHEMA)).alias("read")))
+    base = ("run", "index", "time", "type", "process", "f", "node", "error", "problem", "value")
+    parsed = raw.select("run", "index", "time", "type", "process", "f", "node", "error",
+                        _problem().alias("problem"),
+                        F.when(~(is_ok_append | is_ok_read), c("value")).alias("value"),
+                        F.when(is_ok_append, F.from_json("value", ACK_INT_SCHEMA)).alias("_ack"),
+                        F.when(is_ok_append, c("value")).alias("_ack_text"),
+                        F.when(is_ok_read, F.from_json("value", READ_SCHEMA)).alias("_read"))
+    a, r = c("_ack"), c("_read")
+    # an int value (every appended value) needs no second parse; any other is re-read as
+    # text (so are the offset and epoch, should this Spark not keep partial results)
+    slow = F.from_json("_ack_text", ACK_SCHEMA)
+    ops = parsed.select(*base, F.coalesce(a["value"].cast("string"), slow["value"]).alias("ack_value"),
+                        F.coalesce(a["offset"], F.when(a.isNull(), slow["offset"])).alias("offset"),
+                        F.coalesce(a["epoch"], F.when(a.isNull(), slow["epoch"])).alias("epoch"),
+                        *[r[k].alias(k) for k in ("from", "to", "high_watermark", "linearizable", "final",
+                                                  "records")],
+                        F.when(r.isNotNull(), F.coalesce(F.size(r["records"]), F.lit(-1))).alias("nrec"))
     return ops.persist(StorageLevel.MEMORY_AND_DISK)
 
 

@@ -32,7 +32,9 @@ def lost_writes(offsets: DataFrame, acks: DataFrame, pages: DataFrame, final_rec
             .agg(F.max("high_watermark").alias("hw"), F.min("from").alias("lo_off"),
                  F.max("end").alias("hi_off"),
                  F.sum(F.greatest(c("end") - c("from"), F.lit(0))).alias("width")))
-    meta = F.broadcast(meta.withColumn("contiguous", c("width") == c("hi_off") - c("lo_off")))
+    meta = meta.withColumn("contiguous", c("width") == c("hi_off") - c("lo_off")).persist()
+    gapped = meta.where(~c("contiguous")).limit(1).count() > 0
+    meta = F.broadcast(meta)
     ranges = F.broadcast(pages.select("run", c("from").alias("p_from"), c("end").alias("p_end")))
     with_acks = offsets.where(c("acks") > 0).join(meta, "run", "left")
     tight = F.coalesce(c("contiguous"), F.lit(True))
@@ -43,11 +45,14 @@ def lost_writes(offsets: DataFrame, acks: DataFrame, pages: DataFrame, final_rec
     per_offset = with_acks.select("run", "offset", "acks", F.when(tight, covered).alias("covered"),
                                   past_end.alias("past_end"),
                                   settled.alias("settled"))
-    loose = (per_offset.where(c("covered").isNull()).join(ranges, "run")
-             .withColumn("in_page", (c("offset") >= c("p_from")) & (c("offset") < c("p_end")))
-             .groupBy("run", "offset").agg(F.max("in_page").alias("in_page")))
-    per_offset = (per_offset.join(loose, ["run", "offset"], "left")
-                  .withColumn("covered", F.coalesce("covered", "in_page", F.lit(False))).drop("in_page"))
+    if gapped:   # page by page, only for runs whose pages leave gaps (none that we write)
+        loose = (per_offset.where(c("covered").isNull()).join(ranges, "run")
+                 .withColumn("in_page", (c("offset") >= c("p_from")) & (c("offset") < c("p_end")))
+                 .groupBy("run", "offset").agg(F.max("in_page").alias("in_page")))
+        per_offset = (per_offset.join(loose, ["run", "offset"], "left")
+                      .withColumn("covered", F.coalesce("covered", "in_page", F.lit(False))).drop("in_page"))
+    else:
+        per_offset = per_offset.withColumn("covered", F.coalesce("covered", F.lit(False)))
     suspects = per_offset.where(c("past_end") | (c("covered") & ~c("settled")))
     data = final_records.where(c("rtype") == DATA).select("run", "offset", "pnum", "ptxt")
     cand = acks.join(F.broadcast(suspects.select("run", "offset", "past_end")), ["run", "offset"])

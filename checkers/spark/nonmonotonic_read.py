@@ -6,27 +6,31 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-#: History indices per bucket of the prefix-max scan.
+#: History indices per bucket and per sub-bucket of the prefix-max scan.
 BUCKET = 1 << 16
+SUB_BUCKET = 1 << 6
+#: Up to this many judged reads, they are broadcast to the observations of their sub-buckets.
+MAX_BROADCAST_READS = 2_000_000
+#: An observation: the prefix end it shows, and minus its index (ties go to the earliest op).
+SEEN_T = "struct<prefix:bigint,neg:bigint>"
 
-_WELL_FORMED = ("`from` is not null and high_watermark is not null"
-                " and (`to` is null or `to` <= high_watermark)"
-                " and size(records) = greatest(`end` - `from`, 0)"
-                " and coalesce(forall(transform(records, (r, i) -> size(r) = 4"
-                " and try_cast(r[0] as bigint) = `from` + i), x -> coalesce(x, false)), false)")
-
-
-def nonmonotonic_reads(pairs: DataFrame, acks: DataFrame, reads: DataFrame) -> tuple[DataFrame, DataFrame]:
+def nonmonotonic_reads(pairs: DataFrame, acks: DataFrame, reads: DataFrame, records: DataFrame
+                       ) -> tuple[DataFrame, DataFrame]:
     """Find linearizable reads whose committed prefix is shorter than one observed
     before they were invoked, and ok reads that do not cover their range.
 
     1. Pairing (``pairs``: :func:`pairing.pair`, a window over each process
        in index order) gives each ok read's invoke.
-    2. Observations: ok appends (prefix end O+1) and well-formed
+    2. A read is malformed (checkers.nonmonotonic_read.malformed_read) when
+       its ``from`` or high watermark is missing, ``to`` exceeds the high
+       watermark, it holds other than ``end - from`` records, or one of its
+       records (``records``: :func:`views.all_records`) is not ``placed``.
+    3. Observations: ok appends (prefix end O+1) and well-formed
        linearizable reads (their high watermark), at their completion index.
-    3. The longest prefix observed before each read's invoke is a running
-       max in index order: per-bucket maxima over a window of buckets, plus
-       a window inside the read's own bucket, so no single task holds a run.
+    4. The longest prefix observed before each read's invoke
+       (:func:`_prefix_before`): windows over per-bucket and per-sub-bucket
+       maxima, plus the few observations in the read's own sub-bucket, so
+       no single task holds a run and no window sorts every observation.
     A read is non-monotonic when its high watermark is below that prefix.
     The pages of a paged final committed read are one read (the first
     non-monotonic page is reported).
@@ -39,37 +43,23 @@ def nonmonotonic_reads(pairs: DataFrame, acks: DataFrame, reads: DataFrame) -> t
     c = F.col
     invokes = (pairs.where((c("f") == "read") & (c("type") == "ok") & c("paired"))
                .select("run", "index", "invoke"))
-    checked = reads.withColumn("well_formed", F.expr(_WELL_FORMED))
-    malformed = checked.where(~c("well_formed")).select("run", c("index").alias("op"), "node")
-    lin = checked.where(c("well_formed") & c("linearizable"))
-    seen_t = "struct<prefix:bigint,neg:bigint>"
+    covers = (c("from").isNotNull() & c("high_watermark").isNotNull()
+              & (c("to").isNull() | (c("to") <= c("high_watermark")))
+              & (c("nrec") == F.greatest(c("end") - c("from"), F.lit(0))))
+    misplaced = records.where(~c("placed")).select("run", c("read").alias("index")).distinct()
+    malformed = (reads.where(~F.coalesce(covers, F.lit(False))).select("run", "index")
+                 .unionByName(misplaced).distinct())
+    malformed = reads.join(malformed, ["run", "index"]).select("run", c("index").alias("op"), "node")
+    lin = reads.where(c("linearizable") & F.coalesce(covers, F.lit(False))).join(
+        misplaced, ["run", "index"], "left_anti")
     obs = (acks.select("run", c("index").alias("at"),
                        F.struct((c("offset") + 1).alias("prefix"), (-c("index")).alias("neg")).alias("seen"))
            .unionByName(lin.select("run", c("index").alias("at"),
                                    F.struct(c("high_watermark").alias("prefix"), (-c("index")).alias("neg"))
                                    .alias("seen"))))
-    judged = lin.join(invokes, ["run", "index"])
-    # events: observations at their completion index, reads at their invoke index
-    ev = (obs.withColumn("read", F.lit(None).cast("bigint"))
-          .unionByName(judged.select("run", c("invoke").alias("at"), F.lit(None).cast(seen_t).alias("seen"),
-                                     c("index").alias("read")))
-          .withColumn("bucket", F.floor(c("at") / BUCKET)))
-    per_bucket = ev.where(c("seen").isNotNull()).groupBy("run", "bucket").agg(F.max("seen").alias("bmax"))
-    buckets = (per_bucket.withColumn(
-        "before", F.max("bmax").over(Window.partitionBy("run").orderBy("bucket")
-                                     .rowsBetween(Window.unboundedPreceding, -1)))
-        .select("run", "bucket", "before"))
-    inside = Window.partitionBy("run", "bucket").orderBy("at").rowsBetween(Window.unboundedPreceding, -1)
-    best = (ev.withColumn("in_bucket", F.max("seen").over(inside))
-            .where(c("read").isNotNull())
-            .join(buckets, ["run", "bucket"], "left")
-            .select("run", c("read").alias("index"), "bucket", F.greatest("in_bucket", "before").alias("best")))
-    # a read in a bucket with no observation takes the max over every earlier bucket
-    earlier = per_bucket.select("run", c("bucket").alias("obs_bucket"), "bmax")
-    fill = (best.where(c("best").isNull()).join(earlier, "run")
-            .where(c("bucket") > c("obs_bucket")).groupBy("run", "index")
-            .agg(F.max("bmax").alias("best")))
-    best = best.where(c("best").isNotNull()).drop("bucket").unionByName(fill)
+    judged = lin.join(invokes, ["run", "index"]).persist()
+    best = _prefix_before(obs, judged.select("run", c("invoke").alias("at"), c("index").alias("read")),
+                          broadcast_reads=judged.count() <= MAX_BROADCAST_READS)
     found = (judged.join(best, ["run", "index"])
              .where(c("high_watermark") < c("best.prefix"))
              .select("run", c("index").alias("op"), "invoke", "node", "high_watermark",
@@ -79,3 +69,43 @@ def nonmonotonic_reads(pairs: DataFrame, acks: DataFrame, reads: DataFrame) -> t
     found = (found.withColumn("rank", F.row_number().over(first_page))
              .where(~c("page") | (c("rank") == 1)).drop("rank", "page"))
     return found, malformed
+
+
+def _prefix_before(obs: DataFrame, reads: DataFrame, broadcast_reads: bool) -> DataFrame:
+    """For each read (``run, at`` = its invoke index, ``read``), the largest ``seen`` of
+    ``obs`` (``run, at, seen``) with a smaller ``at``: ``run, index, best``.
+
+    The max before index i is the greatest of: the max over every earlier
+    bucket (a window over per-bucket maxima), the max over earlier
+    sub-buckets of i's bucket (a window over per-sub-bucket maxima), and the
+    max over the observations in i's own sub-bucket before i (a join of the
+    reads with those few observations). Only the last touches single
+    observations, and each read meets at most SUB_BUCKET of them.
+    """
+    c = F.col
+    per_sub = SUB_BUCKET
+    per_bucket = BUCKET // SUB_BUCKET
+
+    def sub(at: F.Column) -> F.Column:
+        return F.floor(at / per_sub)
+
+    # every sub-bucket holding an observation or a read has a row (a read's has max null)
+    subs = (obs.select("run", sub(c("at")).alias("sb"), "seen")
+            .unionByName(reads.select("run", sub(c("at")).alias("sb"), F.lit(None).cast(SEEN_T).alias("seen")))
+            .groupBy("run", "sb").agg(F.max("seen").alias("smax"))
+            .withColumn("bucket", F.floor(c("sb") / per_bucket)))
+    earlier = Window.unboundedPreceding, -1
+    subs = subs.withColumn("sub_before", F.max("smax").over(
+        Window.partitionBy("run", "bucket").orderBy("sb").rowsBetween(*earlier)))
+    buckets = (subs.groupBy("run", "bucket").agg(F.max("smax").alias("bmax"))
+               .withColumn("bucket_before", F.max("bmax").over(
+                   Window.partitionBy("run").orderBy("bucket").rowsBetween(*earlier)))
+               .select("run", "bucket", "bucket_before"))
+    r = reads.select("run", c("read").alias("index"), c("at").alias("invoke"), sub(c("at")).alias("sb"))
+    inside = (obs.select("run", sub(c("at")).alias("sb"), "at", "seen")
+              .join(F.broadcast(r) if broadcast_reads else r, ["run", "sb"])
+              .where(c("at") < c("invoke")).groupBy("run", "index").agg(F.max("seen").alias("inside")))
+    return (r.join(subs.select("run", "sb", "bucket", "sub_before"), ["run", "sb"])
+            .join(buckets, ["run", "bucket"])
+            .join(inside, ["run", "index"], "left")
+            .select("run", "index", F.greatest("bucket_before", "sub_before", "inside").alias("best")))

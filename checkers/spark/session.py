@@ -78,6 +78,9 @@ def spark_session(master: str = DEFAULT_MASTER, app: str = "kraft-chaos analyze"
             cores = int(m.group(1))
         b = b.config("spark.sql.shuffle.partitions", str(shuffle_partitions or max(2, 2 * cores)))
         b = b.config("spark.driver.memory", driver_memory or _default_driver_memory())
+        # the throughput collector: analysis is batch work with no pause target, and
+        # on 2 cores G1's concurrent marking took a quarter of every job's time
+        b = b.config("spark.driver.extraJavaOptions", "-XX:+UseParallelGC")
         # one machine: cached columns and shuffle files stay in memory / page cache,
         # so compressing them costs CPU and saves nothing
         b = b.config("spark.sql.inMemoryColumnarStorage.compressed", "false")

@@ -26,26 +26,26 @@ def run_stats(ops: DataFrame, pairs: DataFrame) -> DataFrame:
     c = F.col
     is_client = c("process") != "nemesis"
     windows = F.greatest(F.lit(1), F.ceil((c("t1") - c("t0")) / WINDOW_NS))
-    client = ops.where(is_client)
     unpaired = pairs.where(~c("paired")).groupBy("run").agg(F.count("*").alias("unpaired"))
-    ms = (pairs.where(c("paired") & (c("type") == "ok") & is_client)
+    ms = (pairs.where(c("paired") & (c("type") == "ok") & c("client"))
           .select("run", ((c("time") - c("invoke_time")) / 1e6).alias("ms")))
     latency = (ms.groupBy("run")
                .agg(F.percentile_approx("ms", [0.5, 0.99], 10000).alias("q"))
                .select("run", c("q")[0].alias("latency_p50_ms"), c("q")[1].alias("latency_p99_ms")))
-    span = client.groupBy("run").agg(F.min("time").alias("t0"), F.max("time").alias("t1"))
-    okw = (client.where((c("type") == "ok") & (c("f") != "describe-quorum"))
-           .join(F.broadcast(span), "run")
-           .select("run", F.least(F.floor((c("time") - c("t0")) / WINDOW_NS), windows - 1).alias("w"))
-           .groupBy("run").agg(F.countDistinct("w").alias("ok_windows")))
     counts = (ops.groupBy("run")
               .agg(F.count("*").alias("ops"),
                    F.sum(F.when(is_client & (c("type") != "invoke"), 1).otherwise(0)).alias("client_ops"),
                    *[F.sum(F.when(is_client & (c("type") == t), 1).otherwise(0)).alias(t)
                      for t in ("ok", "fail", "info")],
+                   F.min(F.when(is_client, c("time"))).alias("t0"), F.max(F.when(is_client, c("time"))).alias("t1"),
                    F.array_sort(F.collect_set(F.when(~is_client, F.regexp_extract("f", r"^start-(.+)$", 1))))
                    .alias("nemesis_fs")))
-    return (counts.join(span, "run", "left").join(okw, "run", "left").join(latency, "run", "left")
+    span = counts.where(c("t0").isNotNull()).select("run", "t0", "t1")
+    okw = (ops.where(is_client & (c("type") == "ok") & (c("f") != "describe-quorum"))
+           .join(F.broadcast(span), "run")
+           .select("run", F.least(F.floor((c("time") - c("t0")) / WINDOW_NS), windows - 1).alias("w"))
+           .groupBy("run").agg(F.countDistinct("w").alias("ok_windows")))
+    return (counts.join(okw, "run", "left").join(latency, "run", "left")
             .join(unpaired, "run", "left").fillna({"unpaired": 0})
             .withColumn("availability", F.when(c("t0").isNotNull(),
                                                F.coalesce(c("ok_windows"), F.lit(0)) / windows))

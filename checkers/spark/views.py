@@ -36,23 +36,22 @@ def good(ops: DataFrame) -> DataFrame:
 
 def acks(ops: DataFrame) -> DataFrame:
     """Ok appends with an int offset: ``run, index, node, value (text), pnum, ptxt, offset, epoch``."""
-    return (ops.where(F.col("ack").isNotNull() & F.col("ack.offset").isNotNull()
-                      & F.col("ack.value").isNotNull())
-            .select("run", "index", "node", F.col("ack.value").alias("value"),
-                    *payload_key(F.col("ack.value")),
-                    F.col("ack.offset").alias("offset"), F.col("ack.epoch").alias("epoch")))
+    return (ops.where(F.col("offset").isNotNull() & F.col("ack_value").isNotNull())
+            .select("run", "index", "node", F.col("ack_value").alias("value"),
+                    *payload_key(F.col("ack_value")), "offset", "epoch"))
 
 
 def ok_reads(ops: DataFrame) -> DataFrame:
     """Ok reads with a parsed value: ``run, index, process, node, from, to, high_watermark,
-    linearizable, final, records, end`` (``end``: ``to`` if set, else the high watermark)."""
-    r = F.col("read")
-    return (ops.where(r.isNotNull())
-            .select("run", "index", "process", "node", r["from"].alias("from"), r["to"].alias("to"),
-                    r["high_watermark"].alias("high_watermark"),
-                    F.coalesce(r["linearizable"], F.lit(False)).alias("linearizable"),
-                    F.coalesce(r["final"], F.lit(False)).alias("final"), r["records"].alias("records"),
-                    F.coalesce(r["to"], r["high_watermark"]).alias("end")))
+    linearizable, final, nrec, end`` (``nrec``: how many records, -1 when ``records``
+    is not a list; ``end``: ``to`` if set, else the high watermark). The records
+    themselves are in :func:`read_records`."""
+    c = F.col
+    return (ops.where(c("nrec").isNotNull())
+            .select("run", "index", "process", "node", "from", "to", "high_watermark",
+                    F.coalesce(c("linearizable"), F.lit(False)).alias("linearizable"),
+                    F.coalesce(c("final"), F.lit(False)).alias("final"), "nrec",
+                    F.coalesce(c("to"), c("high_watermark")).alias("end")))
 
 
 def final_pages(reads: DataFrame) -> DataFrame:
@@ -71,23 +70,36 @@ def final_pages(reads: DataFrame) -> DataFrame:
             .drop("last_hw", "paged", "last_index"))
 
 
-def read_records(reads: DataFrame, pages: DataFrame) -> DataFrame:
-    """Every well-formed record of every ok read: ``run, group, read, node, offset, epoch,
-    rtype, payload, pnum, ptxt``; records that are not ``[int, int, str, payload]`` are skipped.
+def all_records(ops: DataFrame, pages: DataFrame) -> DataFrame:
+    """Every record of every ok read, well formed or not, at its position:
+    ``run, group, read, node, placed, offset, epoch, rtype, payload, pnum, ptxt``.
 
     ``group`` is the read's index, or FINAL_GROUP for the pages of the final
-    committed log (one read for duplicates); ``read`` is the op's index.
+    committed log (one read for duplicates); ``read`` is the op's index;
+    ``placed`` is false for a record that is not a 4-array whose offset is
+    the read's ``from`` plus its position (checkers.nonmonotonic_read.malformed_read).
     """
-    tagged = (reads.join(pages.select("run", "index", F.lit(True).alias("is_final_page")),
-                         ["run", "index"], "left")
-              .withColumn("group", F.when(F.col("is_final_page"), F.lit(FINAL_GROUP))
-                          .otherwise(F.col("index"))))
-    rec = F.col("rec")
-    return (tagged.select("run", "group", F.col("index").alias("read"), "node",
-                          F.explode("records").alias("rec"))
-            .where(F.size(rec) == 4)
-            .select("run", "group", "read", "node",
-                    F.expr("try_cast(rec[0] as bigint)").alias("offset"),
-                    F.expr("try_cast(rec[1] as bigint)").alias("epoch"),
-                    rec[2].alias("rtype"), rec[3].alias("payload"), *payload_key(rec[3]))
-            .where(F.col("offset").isNotNull() & F.col("epoch").isNotNull() & F.col("rtype").isNotNull()))
+    c = F.col
+    tagged = (ops.where(c("records").isNotNull())
+              .join(F.broadcast(pages.select("run", "index", F.lit(True).alias("is_final_page"))),
+                    ["run", "index"], "left")
+              .select("run", F.when(c("is_final_page"), F.lit(FINAL_GROUP)).otherwise(c("index")).alias("group"),
+                      c("index").alias("read"), "node", "from", F.posexplode("records").alias("pos", "rec")))
+    four = F.size(c("rec")) == 4
+
+    def field(i: int) -> F.Column:
+        return F.when(four, F.try_element_at(c("rec"), F.lit(i + 1)))
+
+    offset = field(0).try_cast("bigint")
+    return (tagged.select("run", "group", "read", "node",
+                          F.coalesce(offset == c("from") + c("pos"), F.lit(False)).alias("placed"),
+                          offset.alias("offset"), field(1).try_cast("bigint").alias("epoch"),
+                          field(2).alias("rtype"), field(3).alias("payload"))
+            .select("*", *payload_key(c("payload"))))
+
+
+def read_records(records: DataFrame) -> DataFrame:
+    """The well-formed records of :func:`all_records` (``[int, int, str, payload]``, as
+    checkers.reads.read_records keeps them)."""
+    c = F.col
+    return records.where(c("offset").isNotNull() & c("epoch").isNotNull() & c("rtype").isNotNull())
