@@ -173,3 +173,32 @@ def test_stats_count_ops_and_latency(analysed):
     assert st["unpaired"] == 0
     assert st["latency_p50_ms"] == pytest.approx(1.0)           # the builder's ops take 1 ms
     assert st["nemesis_fs"] == ["partition"]
+
+
+@pytest.mark.parametrize("broadcast_reads", [True, False])
+def test_prefix_before_each_read_equals_a_running_max(spark, monkeypatch, broadcast_reads):
+    """The nonmonotonic-read prefix (bucket, sub-bucket and in-sub-bucket maxima) equals a
+    plain running max, with buckets small enough that every term is exercised."""
+    import random
+
+    from checkers.spark import nonmonotonic_read as nm
+
+    monkeypatch.setattr(nm, "BUCKET", 16)
+    monkeypatch.setattr(nm, "SUB_BUCKET", 4)
+    rng = random.Random(5)
+    at = rng.sample(range(400), 220)
+    obs = [(run, i, i // 3 + rng.randrange(10)) for run in (0, 1) for i in at[:150] if rng.random() < 0.7]
+    reads = [(run, i, 10_000 + i) for run in (0, 1) for i in at[150:]]
+    reads += [(run, min(a for r, a, _ in obs if r == run), 20_000 + run) for run in (0, 1)]   # nothing before
+    obs_df = spark.createDataFrame(obs, "run int, at long, prefix long").selectExpr(
+        "run", "at", "named_struct('prefix', prefix, 'neg', -at) as seen")
+    reads_df = spark.createDataFrame(reads, "run int, at long, read long")
+    got = {(r["run"], r["index"]): (r["best"]["prefix"], -r["best"]["neg"]) if r["best"] else None
+           for r in nm._prefix_before(obs_df, reads_df, broadcast_reads).collect()}
+    want = {}
+    for run, i, read in reads:
+        before = [(p, -a) for r, a, p in obs if r == run and a < i]
+        best = max(before) if before else None
+        want[(run, read)] = (best[0], -best[1]) if best else None
+    assert got == want
+    assert any(v is None for v in want.values()) and sum(v is not None for v in want.values()) > 50
