@@ -89,8 +89,7 @@ def load_ops(spark: SparkSession, runs: list[RunInfo], kv_runs: list[int] = ()) 
     is_ok_append = (c("f") == "append") & (c("type") == "ok")
     is_ok_read = (c("f") == "read") & (c("type") == "ok") & ~c("run").isin(list(kv_runs))
     base = ("run", "index", "time", "type", "process", "f", "node", "error", "problem", "value")
-    parsed = raw.select("run", "index", "time", "type", "process", "f", "node", "error",
-                        _problem().alias("problem"),
+    parsed = raw.select(*base[:8], _problem().alias("problem"),
                         F.when(~(is_ok_append | is_ok_read), c("value")).alias("value"),
                         F.when(is_ok_append, F.from_json("value", ACK_INT_SCHEMA)).alias("_ack"),
                         F.when(is_ok_append, c("value")).alias("_ack_text"),

@@ -32,7 +32,7 @@ def lost_writes(offsets: DataFrame, acks: DataFrame, pages: DataFrame, final_rec
             .agg(F.max("high_watermark").alias("hw"), F.min("from").alias("lo_off"),
                  F.max("end").alias("hi_off"),
                  F.sum(F.greatest(c("end") - c("from"), F.lit(0))).alias("width")))
-    meta = meta.withColumn("contiguous", c("width") == c("hi_off") - c("lo_off")).persist()
+    meta = meta.withColumn("contiguous", c("width") == c("hi_off") - c("lo_off"))
     gapped = meta.where(~c("contiguous")).limit(1).count() > 0
     meta = F.broadcast(meta)
     ranges = F.broadcast(pages.select("run", c("from").alias("p_from"), c("end").alias("p_end")))

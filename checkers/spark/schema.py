@@ -37,11 +37,7 @@ ACK_SCHEMA = T.StructType([
 #: ACK_SCHEMA with the value as a long: the fast path for an int value (every appended
 #: value), which then needs no JSON text. Any other value parses as null here (the
 #: other fields are kept) and is re-read with ACK_SCHEMA.
-ACK_INT_SCHEMA = T.StructType([
-    T.StructField("value", T.LongType()),
-    T.StructField("offset", T.LongType()),
-    T.StructField("epoch", T.LongType()),
-])
+ACK_INT_SCHEMA = T.StructType([T.StructField("value", T.LongType())] + ACK_SCHEMA.fields[1:])
 
 #: The value of an ok read; each record is ``[offset, epoch, type, payload]``
 #: as JSON texts. ``to`` is present on the pages of a paged final read.
