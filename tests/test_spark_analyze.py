@@ -178,7 +178,8 @@ def test_stats_count_ops_and_latency(analysed):
 @pytest.mark.parametrize("broadcast_reads", [True, False])
 def test_prefix_before_each_read_equals_a_running_max(spark, monkeypatch, broadcast_reads):
     """The nonmonotonic-read prefix (bucket, sub-bucket and in-sub-bucket maxima) equals a
-    plain running max, with buckets small enough that every term is exercised."""
+    plain running max, with buckets small enough that every term is exercised; and the
+    earlier op named is the first that showed that prefix."""
     import random
 
     from checkers.spark import nonmonotonic_read as nm
@@ -190,15 +191,17 @@ def test_prefix_before_each_read_equals_a_running_max(spark, monkeypatch, broadc
     obs = [(run, i, i // 3 + rng.randrange(10)) for run in (0, 1) for i in at[:150] if rng.random() < 0.7]
     reads = [(run, i, 10_000 + i) for run in (0, 1) for i in at[150:]]
     reads += [(run, min(a for r, a, _ in obs if r == run), 20_000 + run) for run in (0, 1)]   # nothing before
-    obs_df = spark.createDataFrame(obs, "run int, at long, prefix long").selectExpr(
-        "run", "at", "named_struct('prefix', prefix, 'neg', -at) as seen")
+    obs_df = spark.createDataFrame(obs, "run int, at long, prefix long")
     reads_df = spark.createDataFrame(reads, "run int, at long, read long")
-    got = {(r["run"], r["index"]): (r["best"]["prefix"], -r["best"]["neg"]) if r["best"] else None
-           for r in nm._prefix_before(obs_df, reads_df, broadcast_reads).collect()}
-    want = {}
+    got = {(r["run"], r["index"]): r["best"] for r in nm._prefix_before(obs_df, reads_df, broadcast_reads).collect()}
+    want, first = {}, {}
     for run, i, read in reads:
-        before = [(p, -a) for r, a, p in obs if r == run and a < i]
-        best = max(before) if before else None
-        want[(run, read)] = (best[0], -best[1]) if best else None
+        before = [(p, a) for r, a, p in obs if r == run and a < i]
+        want[(run, read)] = best = max(p for p, _ in before) if before else None
+        if before:
+            first[(run, read)] = min(a for p, a in before if p == best)
     assert got == want
+    found = spark.createDataFrame([(run, read, i, want[(run, read)]) for run, i, read in reads if want[(run, read)]],
+                                  "run int, op long, invoke long, earlier_high_watermark long")
+    assert {(r["run"], r["op"]): r["earlier_op"] for r in nm._earliest(obs_df, found, broadcast_reads).collect()} == first
     assert any(v is None for v in want.values()) and sum(v is not None for v in want.values()) > 50

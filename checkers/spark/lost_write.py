@@ -54,10 +54,13 @@ def lost_writes(offsets: DataFrame, acks: DataFrame, pages: DataFrame, final_rec
     else:
         per_offset = per_offset.withColumn("covered", F.coalesce("covered", F.lit(False)))
     suspects = per_offset.where(c("past_end") | (c("covered") & ~c("settled")))
-    data = final_records.where(c("rtype") == DATA).select("run", "offset", "pnum", "ptxt")
-    cand = acks.join(F.broadcast(suspects.select("run", "offset", "past_end")), ["run", "offset"])
+    suspect_offsets = F.broadcast(suspects.select("run", "offset", "past_end"))
+    cand = acks.join(suspect_offsets, ["run", "offset"])
+    # the final log's data at the suspect offsets only: the anti-join then moves no large side
+    held = (final_records.where(c("rtype") == DATA).join(suspect_offsets.where(~c("past_end")), ["run", "offset"])
+            .select("run", "offset", "pnum", "ptxt"))
     lost = (cand.where(c("past_end"))
-            .unionByName(cand.where(~c("past_end")).join(data, ["run", "offset", "pnum", "ptxt"], "left_anti"))
+            .unionByName(cand.where(~c("past_end")).join(held, ["run", "offset", "pnum", "ptxt"], "left_anti"))
             .select("run", c("index").alias("op"), "value", "offset", "epoch", "node"))
     per_run = (per_offset.groupBy("run").agg(F.sum("acks").alias("acked"))
                .join(meta.select("run", F.lit(True).alias("has_final")), "run", "full")

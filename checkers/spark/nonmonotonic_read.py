@@ -11,8 +11,6 @@ BUCKET = 1 << 16
 SUB_BUCKET = 1 << 6
 #: Up to this many judged reads, they are broadcast to the observations of their sub-buckets.
 MAX_BROADCAST_READS = 2_000_000
-#: An observation: the prefix end it shows, and minus its index (ties go to the earliest op).
-SEEN_T = "struct<prefix:bigint,neg:bigint>"
 
 def nonmonotonic_reads(pairs: DataFrame, acks: DataFrame, reads: DataFrame, records: DataFrame
                        ) -> tuple[DataFrame, DataFrame]:
@@ -41,7 +39,7 @@ def nonmonotonic_reads(pairs: DataFrame, acks: DataFrame, reads: DataFrame, reco
     high_watermark)``.
     """
     c = F.col
-    invokes = (pairs.where((c("f") == "read") & (c("type") == "ok") & c("paired"))
+    invokes = (pairs.where((c("f") == "read") & c("ok") & c("paired"))
                .select("run", "index", "invoke"))
     covers = (c("from").isNotNull() & c("high_watermark").isNotNull()
               & (c("to").isNull() | (c("to") <= c("high_watermark")))
@@ -52,28 +50,40 @@ def nonmonotonic_reads(pairs: DataFrame, acks: DataFrame, reads: DataFrame, reco
     malformed = reads.join(malformed, ["run", "index"]).select("run", c("index").alias("op"), "node")
     lin = reads.where(c("linearizable") & F.coalesce(covers, F.lit(False))).join(
         misplaced, ["run", "index"], "left_anti")
-    obs = (acks.select("run", c("index").alias("at"),
-                       F.struct((c("offset") + 1).alias("prefix"), (-c("index")).alias("neg")).alias("seen"))
-           .unionByName(lin.select("run", c("index").alias("at"),
-                                   F.struct(c("high_watermark").alias("prefix"), (-c("index")).alias("neg"))
-                                   .alias("seen"))))
+    obs = (acks.select("run", c("index").alias("at"), (c("offset") + 1).alias("prefix"))
+           .unionByName(lin.select("run", c("index").alias("at"), c("high_watermark").alias("prefix"))))
     judged = lin.join(invokes, ["run", "index"]).persist()
+    broadcast_reads = judged.count() <= MAX_BROADCAST_READS
     best = _prefix_before(obs, judged.select("run", c("invoke").alias("at"), c("index").alias("read")),
-                          broadcast_reads=judged.count() <= MAX_BROADCAST_READS)
+                          broadcast_reads)
     found = (judged.join(best, ["run", "index"])
-             .where(c("high_watermark") < c("best.prefix"))
+             .where(c("high_watermark") < c("best"))
              .select("run", c("index").alias("op"), "invoke", "node", "high_watermark",
-                     (-c("best.neg")).alias("earlier_op"), c("best.prefix").alias("earlier_high_watermark"),
-                     (c("to").isNotNull() & c("final")).alias("page")))
+                     c("best").alias("earlier_high_watermark"), (c("to").isNotNull() & c("final")).alias("page")))
     first_page = Window.partitionBy("run", "page").orderBy("invoke")
     found = (found.withColumn("rank", F.row_number().over(first_page))
-             .where(~c("page") | (c("rank") == 1)).drop("rank", "page"))
+             .where(~c("page") | (c("rank") == 1)).drop("rank", "page").persist())   # few rows, read twice
+    found = (found.join(_earliest(obs, found, broadcast_reads), ["run", "op"])
+             .select("run", "op", "invoke", "node", "high_watermark", "earlier_op", "earlier_high_watermark"))
     return found, malformed
 
 
+def _earliest(obs: DataFrame, found: DataFrame, broadcast_reads: bool) -> DataFrame:
+    """For each non-monotonic read of ``found`` (``run, op, invoke, earlier_high_watermark``),
+    the first observation of ``obs`` (``run, at, prefix``) before its invoke that
+    showed that longest prefix: ``run, op, earlier_op``. Kept apart from the
+    prefix scan, whose maxima are then plain longs (a max over a struct
+    has no hash aggregate: it sorted every observation)."""
+    c = F.col
+    f = found.select("run", "op", "invoke", c("earlier_high_watermark").alias("prefix"))
+    return (obs.join(F.broadcast(f) if broadcast_reads else f, ["run", "prefix"])
+            .where(c("at") < c("invoke")).groupBy("run", "op").agg(F.min("at").alias("earlier_op")))
+
+
 def _prefix_before(obs: DataFrame, reads: DataFrame, broadcast_reads: bool) -> DataFrame:
-    """For each read (``run, at`` = its invoke index, ``read``), the largest ``seen`` of
-    ``obs`` (``run, at, seen``) with a smaller ``at``: ``run, index, best``.
+    """For each read (``run, at`` = its invoke index, ``read``), the longest ``prefix`` of
+    ``obs`` (``run, at, prefix``) with a smaller ``at``: ``run, index, best`` (null when
+    there is none).
 
     The max before index i is the greatest of: the max over every earlier
     bucket (a window over per-bucket maxima), the max over earlier
@@ -90,9 +100,9 @@ def _prefix_before(obs: DataFrame, reads: DataFrame, broadcast_reads: bool) -> D
         return F.floor(at / per_sub)
 
     # every sub-bucket holding an observation or a read has a row (a read's has max null)
-    subs = (obs.select("run", sub(c("at")).alias("sb"), "seen")
-            .unionByName(reads.select("run", sub(c("at")).alias("sb"), F.lit(None).cast(SEEN_T).alias("seen")))
-            .groupBy("run", "sb").agg(F.max("seen").alias("smax"))
+    subs = (obs.select("run", sub(c("at")).alias("sb"), "prefix")
+            .unionByName(reads.select("run", sub(c("at")).alias("sb"), F.lit(None).cast("bigint").alias("prefix")))
+            .groupBy("run", "sb").agg(F.max("prefix").alias("smax"))
             .withColumn("bucket", F.floor(c("sb") / per_bucket)))
     earlier = Window.unboundedPreceding, -1
     subs = subs.withColumn("sub_before", F.max("smax").over(
@@ -102,9 +112,9 @@ def _prefix_before(obs: DataFrame, reads: DataFrame, broadcast_reads: bool) -> D
                    Window.partitionBy("run").orderBy("bucket").rowsBetween(*earlier)))
                .select("run", "bucket", "bucket_before"))
     r = reads.select("run", c("read").alias("index"), c("at").alias("invoke"), sub(c("at")).alias("sb"))
-    inside = (obs.select("run", sub(c("at")).alias("sb"), "at", "seen")
+    inside = (obs.select("run", sub(c("at")).alias("sb"), "at", "prefix")
               .join(F.broadcast(r) if broadcast_reads else r, ["run", "sb"])
-              .where(c("at") < c("invoke")).groupBy("run", "index").agg(F.max("seen").alias("inside")))
+              .where(c("at") < c("invoke")).groupBy("run", "index").agg(F.max("prefix").alias("inside")))
     return (r.join(subs.select("run", "sb", "bucket", "sub_before"), ["run", "sb"])
             .join(buckets, ["run", "bucket"])
             .join(inside, ["run", "index"], "left")

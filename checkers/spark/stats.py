@@ -27,7 +27,7 @@ def run_stats(ops: DataFrame, pairs: DataFrame) -> DataFrame:
     is_client = c("process") != "nemesis"
     windows = F.greatest(F.lit(1), F.ceil((c("t1") - c("t0")) / WINDOW_NS))
     unpaired = pairs.where(~c("paired")).groupBy("run").agg(F.count("*").alias("unpaired"))
-    ms = (pairs.where(c("paired") & (c("type") == "ok") & c("client"))
+    ms = (pairs.where(c("paired") & c("ok") & c("client"))
           .select("run", ((c("time") - c("invoke_time")) / 1e6).alias("ms")))
     latency = (ms.groupBy("run")
                .agg(F.percentile_approx("ms", [0.5, 0.99], 10000).alias("q"))
@@ -37,17 +37,19 @@ def run_stats(ops: DataFrame, pairs: DataFrame) -> DataFrame:
                    F.sum(F.when(is_client & (c("type") != "invoke"), 1).otherwise(0)).alias("client_ops"),
                    *[F.sum(F.when(is_client & (c("type") == t), 1).otherwise(0)).alias(t)
                      for t in ("ok", "fail", "info")],
-                   F.min(F.when(is_client, c("time"))).alias("t0"), F.max(F.when(is_client, c("time"))).alias("t1"),
-                   F.array_sort(F.collect_set(F.when(~is_client, F.regexp_extract("f", r"^start-(.+)$", 1))))
-                   .alias("nemesis_fs")))
+                   F.min(F.when(is_client, c("time"))).alias("t0"), F.max(F.when(is_client, c("time"))).alias("t1")))
+    # apart from the counts: a set aggregate has no generated code, and would make every sum
+    # above interpreted over every op
+    nemesis_fs = (ops.where(~is_client).groupBy("run")
+                  .agg(F.array_sort(F.collect_set(F.regexp_extract("f", r"^start-(.+)$", 1))).alias("nemesis_fs")))
     span = counts.where(c("t0").isNotNull()).select("run", "t0", "t1")
     okw = (ops.where(is_client & (c("type") == "ok") & (c("f") != "describe-quorum"))
            .join(F.broadcast(span), "run")
            .select("run", F.least(F.floor((c("time") - c("t0")) / WINDOW_NS), windows - 1).alias("w"))
            .groupBy("run").agg(F.countDistinct("w").alias("ok_windows")))
-    return (counts.join(okw, "run", "left").join(latency, "run", "left")
+    return (counts.join(okw, "run", "left").join(latency, "run", "left").join(nemesis_fs, "run", "left")
             .join(unpaired, "run", "left").fillna({"unpaired": 0})
             .withColumn("availability", F.when(c("t0").isNotNull(),
                                                F.coalesce(c("ok_windows"), F.lit(0)) / windows))
-            .withColumn("nemesis_fs", F.array_remove("nemesis_fs", ""))
+            .withColumn("nemesis_fs", F.array_remove(F.coalesce("nemesis_fs", F.array().cast("array<string>")), ""))
             .drop("t0", "t1", "ok_windows"))
