@@ -103,8 +103,8 @@ def load_ops(spark: SparkSession, runs: list[RunInfo], kv_runs: list[int] = ()) 
                         F.when(is_ok_read, F.from_json("value", READ_SCHEMA)).alias("_read"))
     fast, r = c("_ack"), c("_read")
     # an int value (every appended value) needs no second parse; any other is re-read as
-    # text. The re-read is the second branch of one coalesce, so it runs only for those
-    # (written once per field, codegen hoisted it and parsed every ack twice).
+    # text. The re-read is the second branch of a single coalesce, so it runs only for
+    # those (with one coalesce per field, codegen hoisted it and re-read every ack).
     a = F.coalesce(F.when(fast["value"].isNotNull(),
                           F.struct(fast["value"].cast("string").alias("value"), fast["offset"], fast["epoch"])),
                    F.from_json("_ack_text", ACK_SCHEMA))
