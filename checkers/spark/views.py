@@ -45,7 +45,7 @@ def ok_reads(ops: DataFrame) -> DataFrame:
     """Ok reads with a parsed value: ``run, index, process, node, from, to, high_watermark,
     linearizable, final, nrec, end`` (``nrec``: how many records, -1 when ``records``
     is not a list; ``end``: ``to`` if set, else the high watermark). The records
-    themselves are in :func:`read_records`."""
+    themselves are in :func:`all_records` (and the well-formed ones in :func:`read_records`)."""
     c = F.col
     return (ops.where(c("nrec").isNotNull())
             .select("run", "index", "process", "node", "from", "to", "high_watermark",
