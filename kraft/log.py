@@ -25,7 +25,8 @@ DEFAULT_SEGMENT_BYTES = 1024 * 1024
 
 
 class LogError(RuntimeError):
-    """An illegal log operation, e.g. appending out of sequence."""
+    """An illegal log operation, e.g. appending out of sequence, or writing to a log that
+    is not open (before :meth:`Log.open` or after :meth:`Log.close`)."""
 
 
 class Log:
@@ -106,8 +107,12 @@ class Log:
         self._open_active()
         fsync_dir(self.dir)
 
+    def _require_open(self, what: str) -> None:
+        if self._fd is None:
+            raise LogError(f"{what} on a log that is not open ({self.dir})")
+
     def close(self) -> None:
-        """Write out any buffer and close the active segment."""
+        """Write out any buffer and close the active segment. Later writes raise LogError."""
         if self._fd is not None:
             self._flush_buffer()
             os.close(self._fd)
@@ -162,8 +167,10 @@ class Log:
     def append(self, r: Record) -> None:
         """Append ``r`` at the LEO (not yet fsynced: call :meth:`flush`).
 
-        Raises LogError if ``r.offset`` != LEO or its epoch is below the last.
+        Raises LogError if ``r.offset`` != LEO, its epoch is below the last, or
+        the log is not open; the log is then unchanged.
         """
+        self._require_open("append")
         if r.offset != self.end_offset:
             raise LogError(f"append at offset {r.offset}, log end offset is {self.end_offset}")
         if self._active_size >= self.segment_bytes:
@@ -190,9 +197,11 @@ class Log:
         """fsync what was appended; afterwards :attr:`flushed_end` == LEO.
 
         In no-fsync mode this only marks the records as stored (the bug).
+        Raises LogError if the log is not open.
         """
         if self.flushed_end == self.end_offset:
             return
+        self._require_open("flush")
         if self.fsync:
             os.fsync(self._fd)
         self.flushed_end = self.end_offset
@@ -204,10 +213,12 @@ class Log:
     def truncate_to(self, offset: int) -> int:
         """Remove every record at ``offset`` and above; returns the number removed.
 
-        Files are truncated and later segments deleted, durably.
+        Files are truncated and later segments deleted, durably. Raises LogError
+        if the log is not open.
         """
         if offset >= self.end_offset:
             return 0
+        self._require_open("truncate")
         removed = self.end_offset - offset
         self._flush_buffer()
         seg, pos = self._pos[offset]

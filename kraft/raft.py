@@ -219,6 +219,9 @@ class RaftNode:
         """Cancel tasks, answer pending requests, flush and close the log."""
         self.stopping = True
         self._fail_pending("node shutting down")
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
         for t in list(self._tasks):
             t.cancel()
         if self._fetch_client:
@@ -733,7 +736,7 @@ class RaftNode:
         unknown: leadership was lost or ``request.timeout.ms`` passed), and
         InvalidRequest for an oversized payload.
         """
-        if self.kind is not StateKind.LEADER:
+        if self.kind is not StateKind.LEADER or self.stopping:
             raise Refused(errors.NOT_LEADER_OR_FOLLOWER)
         r = Record(self.log.end_offset, self.epoch, DATA, payload)
         try:

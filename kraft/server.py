@@ -25,6 +25,7 @@ class Server:
         self.node, self.host, self.port = node, host, port
         self._server: asyncio.base_events.Server | None = None
         self._conns: set[asyncio.Task] = set()
+        self._closed = False
         kv = KvService(node)
         self._handlers = {
             api.FETCH: node.handle_fetch,
@@ -47,7 +48,9 @@ class Server:
         log.info("listening on %s:%d", self.host, self.port)
 
     async def close(self) -> None:
-        """Stop listening and drop every connection."""
+        """Stop listening and drop every connection, also one accepted but not yet served
+        (its handler starts after this and closes it unanswered)."""
+        self._closed = True
         if self._server is not None:
             self._server.close()
         for t in list(self._conns):
@@ -58,7 +61,7 @@ class Server:
         self._conns.add(task)
         peer = writer.get_extra_info("peername")
         try:
-            while True:
+            while not self._closed:
                 try:
                     frame = await wire.read_frame(reader)
                 except wire.FrameError as e:
@@ -66,7 +69,7 @@ class Server:
                     return
                 except (asyncio.IncompleteReadError, ConnectionError):
                     return
-                if frame is None:
+                if frame is None or self._closed:
                     return
                 resp = await self.dispatch(frame)
                 if resp is None:

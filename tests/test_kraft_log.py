@@ -1,7 +1,9 @@
 """The log: torn-tail recovery, truncation and the epoch cache (KIP-595)."""
 import os
 
-from kraft.log import Log
+import pytest
+
+from kraft.log import Log, LogError
 from kraft.logreader import read_data_dir
 from kraft.records import DATA, LEADER_CHANGE, Record
 from kraft.segments import list_segments
@@ -88,3 +90,16 @@ def test_no_fsync_switch_keeps_records_in_the_process(tmp_path):
     lg.write_out_buffer()
     assert len(read_data_dir(tmp_path).records) == 1
     os.close(lg._fd)
+
+
+def test_writes_after_close_raise_log_error_and_change_nothing(tmp_path):
+    lg = Log(tmp_path / "log")
+    lg.open()
+    fill(lg, [1, 1])
+    lg.append(Record(2, 1, DATA, {"v": 2}))          # appended, not yet fsynced
+    lg.close()
+    for write in (lambda: lg.append(Record(3, 1, DATA, {"v": 3})), lg.flush, lambda: lg.truncate_to(1)):
+        with pytest.raises(LogError, match="not open"):
+            write()
+    assert lg.end_offset == 3 and lg.flushed_end == 2
+    assert [r.offset for r in read_data_dir(tmp_path).records] == [0, 1, 2]

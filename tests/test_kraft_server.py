@@ -8,6 +8,7 @@ from kraft import api, errors, wire
 from kraft.client import DefiniteError, KraftClient
 from kraft.config import ConfigError, parse_config
 from kraft.meta import MetaError, check_meta, format_dir
+from kraft.raft import Refused
 from tests.kraft_inproc import CLUSTER_ID, Running, make_configs, wait_for_leader
 
 
@@ -175,5 +176,44 @@ def test_client_errors_are_definite_only_when_nothing_was_sent(tmp_path):
         assert e.value.code == "timeout"
         server.close()
         await mute.close()
+
+    asyncio.run(run())
+
+
+def test_a_crashed_node_answers_nothing_even_on_a_connection_served_late(tmp_path):
+    """A connection accepted just before close() has a handler that starts after it
+    (so close() cannot cancel it). It must be closed unanswered: a node that went on
+    serving Fetch from such a connection kept its followers from electing anyone."""
+    async def run():
+        node = await Running(make_configs(tmp_path, 1)[0]).start()
+        await wait_for_leader([node])
+        await node.crash()
+        reader = asyncio.StreamReader()
+        reader.feed_data(wire.encode({"ApiKey": api.APPEND, "CorrelationId": 1,
+                                      "Body": {"ClusterId": CLUSTER_ID, "Value": "late"}}))
+        reader.feed_eof()
+
+        class Writer:
+            written, closed = b"", False
+
+            def get_extra_info(self, _):
+                return ("127.0.0.1", 1)
+
+            def write(self, data):
+                self.written += data
+
+            async def drain(self):
+                pass
+
+            def close(self):
+                self.closed = True
+
+        w = Writer()
+        await node.server._serve(reader, w)
+        assert w.closed and w.written == b""
+        assert node.node.log.end_offset == 1         # only the leader's LeaderChange record
+        with pytest.raises(Refused) as e:           # the node itself refuses too
+            await node.node.append_and_commit("late")
+        assert e.value.body["ErrorCode"] == errors.NOT_LEADER_OR_FOLLOWER
 
     asyncio.run(run())
