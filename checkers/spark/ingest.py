@@ -1,10 +1,11 @@
 """Reading histories into Spark with the declared schema, and finding malformed lines.
 
-Every history is read in one pass (:func:`load_ops`); each line becomes a
-row tagged with its run's id and a ``problem`` (None for a well-formed op).
-:func:`malformed_lines` then reports each bad line by file and 1-based line
-number. A run with malformed lines is never dropped: the analysis reports
-it, and its verdict is "unknown".
+Every history is read in one pass (:func:`load_ops`, which persists
+:func:`parse_ops`); each line becomes a row tagged with its run's id and a
+``problem`` (None for a well-formed op). :func:`malformed_lines` then
+reports each bad line by file and 1-based line number. A run with
+malformed lines is never dropped: the analysis reports it, and its
+verdict is "unknown".
 """
 from __future__ import annotations
 
@@ -77,7 +78,13 @@ def read_runs(spark: SparkSession, runs: list[RunInfo], tag: Callable[[RunInfo],
 
 
 def load_ops(spark: SparkSession, runs: list[RunInfo], kv_runs: list[int] = ()) -> DataFrame:
-    """All runs' history lines as one persisted DataFrame, read once with HISTORY_SCHEMA.
+    """:func:`parse_ops`, persisted (memory, then disk): the one pass over the histories
+    that every check then reads."""
+    return parse_ops(spark, runs, kv_runs).persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def parse_ops(spark: SparkSession, runs: list[RunInfo], kv_runs: list[int] = ()) -> DataFrame:
+    """All runs' history lines as one DataFrame, read with HISTORY_SCHEMA (not persisted).
 
     Columns: ``run`` (int id), ``index``, ``time`` (ns), ``type``,
     ``process`` (text), ``f``, ``node``, ``error``, ``problem`` (None when
@@ -113,7 +120,7 @@ def load_ops(spark: SparkSession, runs: list[RunInfo], kv_runs: list[int] = ()) 
                         *[r[k].alias(k) for k in ("from", "to", "high_watermark", "linearizable", "final",
                                                   "records")],
                         F.when(r.isNotNull(), F.coalesce(F.size(r["records"]), F.lit(-1))).alias("nrec"))
-    return ops.persist(StorageLevel.MEMORY_AND_DISK)
+    return ops
 
 
 def run_problems(ops: DataFrame) -> dict[int, dict]:
