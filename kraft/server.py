@@ -69,7 +69,7 @@ class Server:
                     return
                 except (asyncio.IncompleteReadError, ConnectionError):
                     return
-                if frame is None or self._closed:
+                if frame is None:
                     return
                 resp = await self.dispatch(frame)
                 if resp is None:

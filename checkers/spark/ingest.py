@@ -115,12 +115,11 @@ def parse_ops(spark: SparkSession, runs: list[RunInfo], kv_runs: list[int] = ())
     a = F.coalesce(F.when(fast["value"].isNotNull(),
                           F.struct(fast["value"].cast("string").alias("value"), fast["offset"], fast["epoch"])),
                    F.from_json("_ack_text", ACK_SCHEMA))
-    ops = parsed.select(*base, a["value"].alias("ack_value"), a["offset"].alias("offset"),
-                        a["epoch"].alias("epoch"),
-                        *[r[k].alias(k) for k in ("from", "to", "high_watermark", "linearizable", "final",
-                                                  "records")],
-                        F.when(r.isNotNull(), F.coalesce(F.size(r["records"]), F.lit(-1))).alias("nrec"))
-    return ops
+    return parsed.select(*base, a["value"].alias("ack_value"), a["offset"].alias("offset"),
+                         a["epoch"].alias("epoch"),
+                         *[r[k].alias(k) for k in ("from", "to", "high_watermark", "linearizable", "final",
+                                                   "records")],
+                         F.when(r.isNotNull(), F.coalesce(F.size(r["records"]), F.lit(-1))).alias("nrec"))
 
 
 def run_problems(ops: DataFrame) -> dict[int, dict]:
