@@ -1,7 +1,7 @@
 """Non-monotonic reads: a read sees a shorter committed prefix than one observed before it began."""
 from __future__ import annotations
 
-from harness.history import pair_ops
+from history import pair_ops
 
 from .node_data import NodeData
 from .reads import is_final_committed, is_int, read_end

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from harness.history import NEMESIS, pair_ops
+from history import NEMESIS, pair_ops
 
 from .node_data import NodeData
 from .reads import is_int

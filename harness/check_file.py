@@ -62,7 +62,7 @@ def cmd_check_file(args: argparse.Namespace) -> int:
     """Run the check; exit 0 linearizable, 1 not, 2 unknown, 3 bad input."""
     from checkers.linearizability import FormatError, check_file
     from harness.cli import EXIT_BAD_INPUT, verdict_exit
-    from harness.history import HistoryError
+    from history import HistoryError
     path = Path(args.store_dir)
     out = Path(args.out) if args.out else path.with_name(path.name + ".check")
     memory = int(args.memory_gib * 2**30) if args.memory_gib else None

@@ -307,7 +307,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     """
     from harness import runner, store
     from harness.check_file import cmd_check_file, wants_file_check
-    from harness.history import HistoryError
+    from history import HistoryError
 
     if wants_file_check(args):
         return cmd_check_file(args)

@@ -14,7 +14,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from harness.history import NEMESIS, pair_ops  # noqa: E402
+from history import NEMESIS, pair_ops  # noqa: E402
 
 #: Marker colour per completion type (Jepsen's palette: ok blue, info orange, fail pink).
 TYPE_COLOURS = {"ok": "#81BFFC", "info": "#FFA400", "fail": "#FF1E90"}

@@ -140,7 +140,7 @@ def check_linearizability(history: list[dict], run_dir: Path,
     ``error`` when the checker itself failed (the run's other verdicts and
     its history are kept).
     """
-    from harness.history import NEMESIS
+    from history import NEMESIS
     from workloads.kv import CLIENT_FS
 
     ops = [op for op in history if op["process"] != NEMESIS and op["f"] in CLIENT_FS]
@@ -186,13 +186,13 @@ def check_run_dir(run_dir: Path) -> dict:
     (node data is left out when ``nodes/`` holds none), and also writes
     ``latency-raw.png`` and ``rate.png`` (harness/plots.py). Returns
     ``{"valid", "anomalies": {checker: count}, "checkers": {checker:
-    result}, "stats": ...}``. Raises ``harness.history.HistoryError`` (with
+    result}, "stats": ...}``. Raises ``history.HistoryError`` (with
     the line number) for a malformed history, ``FileNotFoundError`` when
     there is none, and ValueError for an unknown workload in test.json.
     """
     from checkers.log_safety import check_all
     from checkers.node_data import load_node_data
-    from harness.history import read_history
+    from history import read_history
 
     run_dir = Path(run_dir)
     workload = run_workload_name(run_dir)
@@ -369,7 +369,7 @@ class _Run:
 
     async def _run_phase(self, nodes: list[str]) -> None:
         """Workload and nemesis together for ``time_limit`` seconds, then heal."""
-        from harness.history import HistoryWriter
+        from history import HistoryWriter
         from workloads.topology import Topology
         from .leader import find_leader
         from .progress import Progress, Snapshot

@@ -11,7 +11,7 @@ log = logging.getLogger("kraft_chaos.nemesis")
 
 
 class History(Protocol):
-    """The part of ``harness.history.HistoryWriter`` the nemesis uses."""
+    """The part of ``history.HistoryWriter`` the nemesis uses."""
 
     def invoke(self, process, f: str, value, node: str | None = None) -> dict:
         """Record an ``invoke`` op; return it."""

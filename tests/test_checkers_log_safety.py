@@ -3,7 +3,7 @@ import json
 
 from checkers.log_safety import CHECKERS, check_all, combine
 from checkers.node_data import NodeData
-from harness.history import HistoryWriter, read_history
+from history import HistoryWriter, read_history
 from tests.histories.builder import clean_run, data
 
 

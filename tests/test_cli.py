@@ -6,7 +6,7 @@ import json
 import pytest
 
 from harness import cli, store
-from harness.history import HistoryWriter
+from history import HistoryWriter
 
 pytest_plugins = ["pytester"]
 

@@ -1,4 +1,4 @@
-"""Tests for harness/history.py: writer, reader validation, pairing."""
+"""Tests for the history package: writer, reader validation, pairing."""
 from __future__ import annotations
 
 import asyncio
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from harness.history import HistoryError, HistoryWriter, pair_ops, read_history
+from history import HistoryError, HistoryWriter, pair_ops, read_history
 
 
 def test_writer_assigns_dense_indices_monotonic_times_and_flushes(tmp_path):

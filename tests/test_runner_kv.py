@@ -10,7 +10,7 @@ import json
 import pytest
 
 from harness import cli, runner, store
-from harness.history import HistoryWriter
+from history import HistoryWriter
 from kraft.kv import cas_command, put_command
 from tests.test_cli import write_node_log
 

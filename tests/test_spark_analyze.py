@@ -143,7 +143,7 @@ def test_synthetic_run_reports_exactly_the_injected_anomalies(analysed):
     assert keys == sidecar_keys(side)
     assert {k: r["anomalies"][k] for k in side["counts"]} == side["counts"]
     assert r["verdict"] == side["expected_verdict"] == "invalid"
-    from harness.history import read_history
+    from history import read_history
     single = check_all(read_history(synth / store.HISTORY), None)
     assert single_keys(single["checkers"]) == keys
     assert r["checkers"]["divergence"] == "unknown"           # no node data in a synthetic run

@@ -8,7 +8,7 @@ import pytest
 
 from checkers.log_safety import check_all
 from harness.cli import main
-from harness.history import read_history
+from history import read_history
 from harness.synth import SynthOptions, read_sidecar, synth_run
 from tests.spark_helpers import sidecar_keys, single_keys
 

@@ -11,7 +11,7 @@ import asyncio
 
 import pytest
 
-from harness.history import HistoryWriter, pair_ops, read_history
+from history import HistoryWriter, pair_ops, read_history
 from kraft import client as kclient
 from workloads.append import AppendOptions, AppendWorkload, final_reads
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from checkers.log_safety import check_all
-from harness.history import HistoryWriter, read_history
+from history import HistoryWriter, read_history
 from harness.leader import find_leader_async, wait_for_catch_up
 from tests.kraft_inproc import CLUSTER_ID, Running, loopback_cluster, wait_for_leader
 from workloads.append import AppendOptions, AppendWorkload, final_reads

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from harness import runner
-from harness.history import HistoryWriter, pair_ops, read_history
+from history import HistoryWriter, pair_ops, read_history
 from tests.kraft_inproc import CLUSTER_ID, Partition, Running, loopback_cluster, wait_for_leader
 from workloads.kv import CLIENT_FS, KvOptions, KvWorkload
 from workloads.topology import Topology

@@ -57,7 +57,7 @@ class ClientOptions:
 class ClientWorkload:
     """Base of :class:`workloads.append.AppendWorkload` and :class:`workloads.kv.KvWorkload`.
 
-    ``history`` is a ``harness.history.HistoryWriter``; ``seed`` (int) seeds
+    ``history`` is a ``history.HistoryWriter``; ``seed`` (int) seeds
     every random choice; ``pids`` hands out process ids (shared with any other
     client of the history); ``client_factory`` builds clients (default
     ``kraft.client.KraftClient``). Subclasses set ``name``, ``options_class``,

@@ -36,7 +36,7 @@ def report(result: CheckResult, paired, out_dir: Path | None) -> dict:
 def check_history(history: list[dict], model: str = "register", by_key: bool = True,
                   timeout_s: float | None = None, out_dir: Path | None = None,
                   memory_bound: int | None = None) -> dict:
-    """Check a run's history (op dicts as ``harness.history.read_history`` returns them).
+    """Check a run's history (op dicts as ``history.read_history`` returns them).
 
     ``model``: a name from :data:`MODELS`. ``by_key``: the ops carry
     ``[key, value]`` (Jepsen's independent keys) and each key is checked on

@@ -16,7 +16,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from harness.history import NEMESIS, OP_TYPES
+from history import NEMESIS, OP_TYPES
 
 from .runs import RunInfo
 from .schema import ACK_INT_SCHEMA, ACK_SCHEMA, CORRUPT, HISTORY_SCHEMA, READ_SCHEMA
@@ -26,7 +26,7 @@ MAX_LISTED = 100
 
 
 def _problem() -> F.Column:
-    """Why a parsed row is not a well-formed op (the rules of harness.history.read_history)."""
+    """Why a parsed row is not a well-formed op (the rules of history.read_history)."""
     c = F.col
     return (F.when(c(CORRUPT).isNotNull(), F.lit("truncated or invalid JSON, or a field of the wrong type"))
             .when(c("index").isNull(), F.lit("missing field 'index'"))
@@ -159,7 +159,7 @@ _P = 1_000_000_007
 def _scan_lines(rows: Iterator[tuple[str, int]]) -> Iterator[tuple[int, str, bool]]:
     """Python check of (line, 0-based number) pairs; yields (1-based line, reason,
     is_sequence_problem) for bad ones."""
-    from harness.history import _op_problem
+    from history import op_problem as _op_problem
 
     for text, i in rows:
         if not text.strip():

@@ -13,7 +13,7 @@ def pair(ops: DataFrame) -> DataFrame:
     invoke, invoke_time, paired``;
     ``paired`` is false for an invoke while the process has one in flight, or a
     completion whose previous op is not an invoke of the same ``f`` (what
-    harness.history.pair_ops refuses). The window carries the type as a
+    history.pair_ops refuses). The window carries the type as a
     one-byte code (0 for invoke), not its text: the sort and the lags move
     every op.
     """

@@ -18,7 +18,7 @@ def run_stats(ops: DataFrame, pairs: DataFrame) -> DataFrame:
 
     ``unpaired``: ops that break Jepsen pairing (an invoke while the
     process has one in flight, a completion with no invoke in flight or of
-    another f), as harness.history.pair_ops would refuse them.
+    another f), as history.pair_ops would refuse them.
 
     ``pairs``: :func:`pairing.pair` of ``ops`` (latency is a completion's
     time minus its invoke's).

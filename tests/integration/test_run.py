@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from harness.history import read_history
+from history import read_history
 from harness.plots import fault_intervals
 from tests.integration.conftest import harness_run_id, run_labelled
 

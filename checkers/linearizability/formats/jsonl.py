@@ -8,7 +8,7 @@ from .pairing import Paired, pair_history
 
 
 def pair_run_history(history: list[dict], model: Model, path="history") -> Paired:
-    """Pair already-read history op dicts (``harness.history.read_history``) for ``model``.
+    """Pair already-read history op dicts (``history.read_history``) for ``model``.
 
     Source lines are taken as ``index + 1`` (one op per line from index 0).
     """
@@ -20,11 +20,11 @@ def pair_run_history(history: list[dict], model: Model, path="history") -> Paire
 def read_jsonl(path: Path, model: Model) -> Paired:
     """Read a history.jsonl and pair it for ``model``.
 
-    Raises ``harness.history.HistoryError`` naming the file and line of a
+    Raises ``history.HistoryError`` naming the file and line of a
     truncated or non-JSON line, or of an op missing a field, and
     :class:`~.errors.FormatError` for ops that do not pair.
     """
-    from harness.history import read_history
+    from history import read_history
     return pair_run_history(read_history(Path(path)), model, path)
 
 

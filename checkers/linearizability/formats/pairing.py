@@ -11,7 +11,7 @@ import dataclasses
 from collections import Counter
 from typing import Any, Iterable
 
-from harness.history import NEMESIS, OP_TYPES, HistoryError, pair_ops
+from history import NEMESIS, OP_TYPES, HistoryError, pair_ops
 
 from ..model import Model, ModelError
 from ..operation import Operation
@@ -47,7 +47,7 @@ def pair_history(events: Iterable[tuple[int | None, dict]], model: Model, path: 
     event's position. Raises :class:`FormatError` naming the line for a
     missing field, an unknown type, a completion with no invoke or of another
     ``f``, a second invoke while one is open (pairing is
-    ``harness.history.pair_ops``), or a value the model cannot read.
+    ``history.pair_ops``), or a value the model cannot read.
     """
     client = []
     ignored: Counter = Counter()

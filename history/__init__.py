@@ -1,0 +1,20 @@
+"""The test history: Jepsen-style operations, one JSON object per line.
+
+The format every other layer shares (DEVELOPERS.md, "History"). It sits
+below ``nemesis/``, ``workloads/``, ``checkers/`` and ``harness/``, and
+imports none of them:
+
+- :mod:`history.ops`: the op schema (``OP_TYPES``, ``NEMESIS``,
+  :class:`HistoryError`, :func:`op_problem`);
+- :mod:`history.writer`: :class:`HistoryWriter`, appending and flushing each op;
+- :mod:`history.reader`: :func:`read_history` (whole file) and
+  :func:`iter_history` (one op at a time, for large histories);
+- :mod:`history.pairing`: :func:`pair_ops`.
+"""
+from .ops import COMPLETION_TYPES, NEMESIS, OP_TYPES, HistoryError, op_problem
+from .pairing import pair_ops
+from .reader import iter_history, read_history
+from .writer import HistoryWriter
+
+__all__ = ["COMPLETION_TYPES", "NEMESIS", "OP_TYPES", "HistoryError", "HistoryWriter",
+           "iter_history", "op_problem", "pair_ops", "read_history"]
