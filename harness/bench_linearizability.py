@@ -237,7 +237,7 @@ def format_table(rows: list[tuple[str, Timing, Timing | None]], note: str) -> st
 def kv_history(min_ops: int) -> tuple[Path, list[dict]]:
     """A kv history.jsonl of at least ``min_ops`` client ops from our cluster (recorded if needed),
     and its ops (``read_history``)."""
-    from harness.history import read_history
+    from history import read_history
     for h in sorted(KV_STORE.glob("*/*/history.jsonl"), reverse=True):
         ops = read_history(h)
         if sum(1 for op in ops if op["type"] != "invoke" and op["process"] != "nemesis") >= min_ops:
