@@ -8,6 +8,8 @@ from history import NEMESIS, pair_ops
 from .node_data import NodeData
 from .reads import is_int
 
+#: ``error`` of a kv cas whose compare failed (workloads/kv.py): a definite fail.
+CAS_MISMATCH = "cas-mismatch"
 #: Width of an availability window, in ns (1 s).
 WINDOW_NS = 1_000_000_000
 #: Latency quantiles reported, as (name, q).
@@ -29,13 +31,16 @@ def check_stats(history: list[dict], nodes: dict[str, NodeData] | None = None) -
     "windows": number of 1 s windows, "availability": fraction of windows
     with an ok describe-quorum naming a leader (None if no describe-quorum
     op was invoked), "append_availability": fraction of windows with an ok
-    append, "latency_ms": {f: {"p50", "p90", "p99", "max", "n"}}}``.
+    append (only when some append was invoked), "cas_mismatches": cas ops
+    that failed their compare (error ``cas-mismatch``; only when some cas was
+    invoked), "latency_ms": {f: {"p50", "p90", "p99", "max", "n"}}}``.
     Windows span the first to the last client (non-nemesis) op, by ``time``
     (ns); latency is completion time minus invoke time of ok ops, in ms.
     ``nodes`` is unused.
     """
     counts: dict[str, dict[str, int]] = {}
-    leaders = set()
+    invoked = {op["f"] for op in history if op["type"] == "invoke"}
+    leaders: set[tuple[int, int]] = set()
     for op in history:
         if op["type"] != "invoke":
             c = counts.setdefault(op["f"], {"ok": 0, "fail": 0, "info": 0})
@@ -72,6 +77,12 @@ def check_stats(history: list[dict], nodes: dict[str, NodeData] | None = None) -
         vals.sort()
         latency_ms[f] = {name: quantile(vals, q) for name, q in QUANTILES}
         latency_ms[f]["n"] = len(vals)
-    return {"valid": True, "counts": counts, "windows": windows, "availability": availability,
-            "append_availability": append_availability, "latency_ms": latency_ms,
-            "epochs": {"max": max((e for e, _ in leaders), default=None), "leaders": len(leaders)}}
+    out = {"valid": True, "counts": counts, "windows": windows, "availability": availability,
+           "append_availability": append_availability, "latency_ms": latency_ms,
+           "epochs": {"max": max((e for e, _ in leaders), default=None), "leaders": len(leaders)}}
+    if "append" not in invoked:
+        del out["append_availability"]
+    if "cas" in invoked:
+        out["cas_mismatches"] = sum(1 for op in history if op["f"] == "cas" and op["type"] == "fail"
+                                    and op.get("error") == CAS_MISMATCH)
+    return out

@@ -113,7 +113,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--time-limit", type=_number("--time-limit"), default=60.0,
                    help="seconds of workload + nemesis (default 60)")
     r.add_argument("--nemesis", type=_nemeses, default=["partition", "kill", "pause"],
-                   help="comma-separated faults: partition, kill, pause, crash (kill -9 a majority or all, then restart), or none (default partition,kill,pause)")
+                   help="comma-separated faults: partition, kill, pause, crash (kill -9 a majority "
+                        "or all, then restart), packet (netem delay/loss/duplication/reordering), "
+                        "flap (partitions cut and healed every few hundred ms), rolling (restart "
+                        "nodes one at a time), lag (a follower falls behind, then the up-to-date "
+                        "nodes die so it campaigns), elect (kill a node just after it votes or is "
+                        "elected), or none (default partition,kill,pause)")
+    r.add_argument("--nemesis-mode", choices=["serial", "overlap"], default="serial",
+                   help="serial: one fault at a time, every --nemesis-interval s for "
+                        "--nemesis-duration s; overlap: every fault on its own timeline at once, "
+                        "with those as mean calm and mean duration (default serial)")
     r.add_argument("--workload", type=_workload, default="append",
                    help="append (unique appends, log reads; the log-safety checkers) or kv "
                         "(read/write/cas on 5 keys; linearizability by key) (default append)")
@@ -265,7 +274,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         workload=args.workload, concurrency=args.concurrency, rate=args.rate, cluster=args.cluster,
         keep_cluster=args.keep_cluster, store=args.store, base_image=args.base_image,
         subnet=args.subnet, nemesis_interval=args.nemesis_interval,
-        nemesis_duration=args.nemesis_duration, unsafe=args.unsafe)
+        nemesis_duration=args.nemesis_duration, nemesis_mode=args.nemesis_mode, unsafe=args.unsafe)
     print(f"seed: {seed}")
     print(f"repeat with: {config.repeat_command()}")
     _console_logging(verbose=True)
@@ -305,8 +314,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     With a file, or ``--model``/``--format``: the linearizability check of
     that history file (:mod:`harness.check_file`).
     """
-    from harness import runner, store
+    from harness import store
     from harness.check_file import cmd_check_file, wants_file_check
+    from harness.check_run import check_run_dir
     from history import HistoryError
 
     if wants_file_check(args):
@@ -314,7 +324,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     try:
         run_dir = store.resolve_run_dir(args.store_dir)
-        results = runner.check_run_dir(run_dir)
+        results = check_run_dir(run_dir)
     except store.StoreError as e:
         print(f"kraft-chaos check: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

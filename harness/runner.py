@@ -1,15 +1,16 @@
-"""Runs one test end to end: cluster, DB, workload + nemesis, final reads, collection, checking.
+"""Runs one test end to end: cluster, DB, workload + nemesis, final phase, collection, checking.
 
 Sequence (``run_test``): connect engine -> ensure node image -> DockerCluster
 (run id ``<timestamp>-<seed>``) -> ``KraftDB.setup()`` -> wait for a leader
--> workload and nemesis together for ``time_limit`` s -> stop the nemesis,
-heal everything -> (``append`` only: wait for a leader (30 s), wait for
-followers to catch up (15 s), final reads) -> stop nodes gracefully, collect
-every node into ``nodes/<node>/`` -> check -> ``results.json``. The checks
-depend on the workload (:func:`check_run_dir`): the log-safety checkers for
-``append``, linearizability by key for ``kv``. The cluster is torn down in
-any case (unless ``keep_cluster``), also on SIGINT, which cancels the run
-cleanly and surfaces as :class:`Interrupted` (exit 130).
+-> the workload's client generator and the nemesis's generator together,
+run by one interpreter (generator/), for ``time_limit`` s -> heal
+everything -> the workload's final phase (its spec's ``final``, e.g. the
+append workload's final reads) -> stop nodes gracefully, collect every node
+into ``nodes/<node>/`` -> the checkers the workload names
+(:func:`harness.check_run.check_run_dir`) -> ``results.json``. The runner
+names no workload: all of that comes from workloads/registry.py. The
+cluster is torn down in any case (unless ``keep_cluster``), also on SIGINT,
+which cancels the run cleanly and surfaces as :class:`Interrupted` (exit 130).
 """
 from __future__ import annotations
 
@@ -31,14 +32,8 @@ log = logging.getLogger("kraft_chaos.runner")
 
 #: seconds to wait for the first leader after the nodes start
 FIRST_LEADER_TIMEOUT_S = 60.0
-#: seconds to wait for a leader once every fault is healed
-HEALED_LEADER_TIMEOUT_S = 30.0
-#: seconds to wait for every voter to reach the leader's log end offset
-CATCH_UP_TIMEOUT_S = 15.0
-#: seconds to retry the final linearizable read
-FINAL_READ_TIMEOUT_S = 30.0
-#: seconds the linearizability checker may search (kv runs); past it the verdict is "unknown"
-LINEARIZABILITY_TIMEOUT_S = 300.0
+#: a monitor sample of the leader older than this (s) is not trusted for aim
+VIEW_FRESH_S = 1.0
 
 
 class Interrupted(Exception):
@@ -72,6 +67,7 @@ class RunConfig:
     subnet: str = "10.77.0.0/24"
     nemesis_interval: float = 10.0
     nemesis_duration: float = 10.0
+    nemesis_mode: str = "serial"
     unsafe: list[str] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -90,7 +86,8 @@ class RunConfig:
                 "--nemesis", ",".join(self.nemesis) or "none", "--workload", self.workload,
                 "--concurrency", str(self.concurrency), "--rate", num(self.rate),
                 "--nemesis-interval", num(self.nemesis_interval),
-                "--nemesis-duration", num(self.nemesis_duration), "--seed", str(self.seed)]
+                "--nemesis-duration", num(self.nemesis_duration), "--nemesis-mode", self.nemesis_mode,
+                "--seed", str(self.seed)]
         if self.cluster != "docker":
             args += ["--cluster", self.cluster]
         if self.subnet != RunConfig.subnet:
@@ -114,104 +111,6 @@ def cluster_id_for(seed: int) -> str:
         cid = base64.urlsafe_b64encode(raw).decode().rstrip("=")
         if not cid.startswith("-"):
             return cid
-
-
-def run_workload_name(run_dir: Path) -> str:
-    """The workload of a stored run, from ``test.json`` (``config.workload``); "append"
-    when absent. Raises ValueError for a workload this harness does not know."""
-    from workloads import WORKLOADS
-    test = store.read_test_json(run_dir) or {}
-    config = test.get("config") if isinstance(test, dict) else None
-    name = config.get("workload", "append") if isinstance(config, dict) else "append"
-    if name not in WORKLOADS:
-        raise ValueError(f"{run_dir}: test.json names unknown workload {name!r}: "
-                         f"choose from {', '.join(WORKLOADS)}")
-    return name
-
-
-def check_linearizability(history: list[dict], run_dir: Path,
-                          timeout_s: float = LINEARIZABILITY_TIMEOUT_S) -> dict:
-    """Linearizability of the kv client ops, by key, as registers (checkers/linearizability).
-
-    Passes the ``read``/``write``/``cas`` ops of client processes (nemesis
-    and describe-quorum ops left out) to ``check_history``, which writes
-    ``run_dir/linearizability.html``. Returns its result (``{"valid":
-    True|False|"unknown", "anomalies": [...], ...}``); "unknown" with an
-    ``error`` when the checker itself failed (the run's other verdicts and
-    its history are kept).
-    """
-    from history import NEMESIS
-    from workloads.kv import CLIENT_FS
-
-    ops = [op for op in history if op["process"] != NEMESIS and op["f"] in CLIENT_FS]
-    from checkers import linearizability
-
-    try:
-        return linearizability.check_history(ops, model="register", by_key=True, timeout_s=timeout_s,
-                                             out_dir=run_dir)
-    except Exception as e:
-        log.exception("linearizability checker failed")
-        return {"valid": "unknown", "anomalies": [], "error": f"checker failed: {type(e).__name__}: {e}"}
-
-
-def check_kv(history: list[dict], nodes, run_dir: Path) -> dict:
-    """The kv run's checks: linearizability by key, election safety, divergence of
-    the nodes' logs (``nodes``: checkers.node_data, or None) and stats.
-
-    Returns ``{"valid", "checkers": {name: result}, "anomaly_counts": {name:
-    n}, "stats"}`` like ``checkers.log_safety.check_all``; stats also count
-    ``cas_mismatches`` (cas ops that failed their compare).
-    """
-    from checkers.divergence import check_divergence
-    from checkers.election_safety import check_election_safety
-    from checkers.log_safety import check_all
-    from workloads.kv import CAS_MISMATCH
-
-    raw = check_all(history, nodes, {
-        "linearizability": lambda h, _nodes: check_linearizability(h, run_dir),
-        "election-safety": check_election_safety,
-        "divergence": check_divergence})
-    stats = raw["stats"]
-    stats.pop("append_availability", None)      # no appends in a kv run
-    stats["cas_mismatches"] = sum(1 for op in history if op["f"] == "cas" and op["type"] == "fail"
-                                  and op.get("error") == CAS_MISMATCH)
-    return raw
-
-
-def check_run_dir(run_dir: Path) -> dict:
-    """Run the checkers on a stored run and (re)write its ``results.json``.
-
-    Reads ``history.jsonl``, ``test.json`` (which workload ran: the log-safety
-    checkers for ``append``, :func:`check_kv` for ``kv``) and ``nodes/``
-    (node data is left out when ``nodes/`` holds none), and also writes
-    ``latency-raw.png`` and ``rate.png`` (harness/plots.py). Returns
-    ``{"valid", "anomalies": {checker: count}, "checkers": {checker:
-    result}, "stats": ...}``. Raises ``history.HistoryError`` (with
-    the line number) for a malformed history, ``FileNotFoundError`` when
-    there is none, and ValueError for an unknown workload in test.json.
-    """
-    from checkers.log_safety import check_all
-    from checkers.node_data import load_node_data
-    from history import read_history
-
-    run_dir = Path(run_dir)
-    workload = run_workload_name(run_dir)
-    history = read_history(store.history_path(run_dir))
-    ndir = store.nodes_dir(run_dir)
-    nodes = load_node_data(ndir) if ndir.is_dir() else None
-    if workload == "kv":
-        raw = check_kv(history, nodes or None, run_dir)
-    else:
-        raw = check_all(history, nodes or None)
-    results = {"valid": raw["valid"], "anomalies": raw["anomaly_counts"],
-               "checkers": raw["checkers"], "stats": raw["stats"]}
-    store.write_json(store.results_path(run_dir), results)
-    from harness.plots import write_plots
-    try:
-        write_plots(history, run_dir)
-    except Exception as e:   # a plot must never cost the verdict
-        log.error("could not write plots: %r", e)
-    return results
 
 
 def attach_file_log(run_dir: Path) -> logging.Handler:
@@ -246,9 +145,11 @@ def run_test(config: RunConfig, run_dir: Path | None = None,
     for a bad config; the cluster is torn down before any of these propagate
     (unless ``keep_cluster``).
     """
-    from workloads import WORKLOADS
-    if config.workload not in WORKLOADS:
-        raise ValueError(f"unknown workload {config.workload!r}: choose from {', '.join(WORKLOADS)}")
+    from nemesis.schedule import MODES
+    from workloads.registry import workload_spec
+    workload_spec(config.workload)          # ValueError naming the choices
+    if config.nemesis_mode not in MODES:
+        raise ValueError(f"unknown nemesis mode {config.nemesis_mode!r}: choose from {', '.join(MODES)}")
     if config.cluster != "docker":
         raise ValueError(f"unknown cluster backend {config.cluster!r}: choose from docker")
     run_dir = Path(run_dir) if run_dir is not None else prepare_run(config)
@@ -288,6 +189,7 @@ class _Run:
         self.workload = None
         self.collected = False
         self.interrupted = False
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: list[asyncio.Future] = []
 
     # -- plumbing ---------------------------------------------------------
@@ -313,7 +215,7 @@ class _Run:
 
     async def main(self) -> dict:
         """Run the test and always clean up; SIGINT/SIGTERM cancel it (raises Interrupted)."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         on_main = threading.current_thread() is threading.main_thread()
         if on_main:
@@ -368,42 +270,48 @@ class _Run:
         return KraftDB(self.cluster, self.cluster_id, self.config.seed, unsafe=list(self.config.unsafe))
 
     async def _run_phase(self, nodes: list[str]) -> None:
-        """Workload and nemesis together for ``time_limit`` seconds, then heal."""
+        """The workload's clients and the nemesis together for ``time_limit`` s, then heal."""
+        from generator import Any as AnyOf, Interpreter, TimeLimit, nemesis
         from history import HistoryWriter
         from workloads.topology import Topology
-        from .leader import find_leader
         from .progress import Progress, Snapshot
 
         cfg = self.config
         self.history = HistoryWriter(store.history_path(self.run_dir))
-        self.workload = self._make_workload(Topology.from_db(self.db, nodes))
-        stop = asyncio.Event()
-        tasks = [asyncio.create_task(self.workload.run(stop), name="workload")]
+        wl = self.workload = self._make_workload(Topology.from_db(self.db, nodes))
+        gen = wl.client_generator()
+        workers: dict = wl.workers()
         if cfg.nemesis:
             from nemesis.controller import NemesisController
-            from nemesis.runner import run_nemesis
-            from nemesis.schedule import FaultSchedule
+            from nemesis.schedule import nemesis_generator
+            from nemesis.worker import NemesisWorker
             rng = random.Random(f"{cfg.seed}:nemesis")
-            self.controller = NemesisController(self.cluster, self.db,
-                                                lambda: find_leader(self.db, nodes, self.cluster_id), rng)
-            schedule = FaultSchedule(cfg.nemesis, rng, cfg.nemesis_interval, cfg.nemesis_duration,
-                                     n_nodes=cfg.nodes)
-            tasks.append(asyncio.create_task(run_nemesis(self.controller, schedule, self.history, stop),
-                                             name="nemesis"))
-        mon = self.workload.monitor
-        snap = Snapshot(lambda: self.workload.tally.totals(self.workload.client_fs),
+            self.controller = NemesisController(self.cluster, self.db, lambda: self._aim_leader(nodes), rng)
+            schedule = nemesis_generator(cfg.nemesis, random.Random(f"{cfg.seed}:nemesis:schedule"),
+                                         cfg.nemesis_mode, cfg.nemesis_interval, cfg.nemesis_duration,
+                                         n_nodes=cfg.nodes)
+            gen = AnyOf([gen, nemesis(schedule)])
+            workers["nemesis"] = NemesisWorker(self.controller, self.history)
+        interp = Interpreter(TimeLimit(cfg.time_limit, gen), workers, wl.pids.next, cfg.seed,
+                             view=lambda: wl.monitor.view)
+        mon = wl.monitor
+        snap = Snapshot(lambda: wl.tally.totals(wl.client_fs),
                         (lambda: self.controller.active) if self.controller else None,
                         lambda: (f"id {mon.leader[1]} (epoch {mon.leader[0]})" if mon.leader else None),
                         cfg.time_limit)
-        log.info("running %s for %.0f s with nemesis %s", cfg.workload, cfg.time_limit,
-                 ",".join(cfg.nemesis) or "none")
+        log.info("running %s for %.0f s with nemesis %s (%s)", cfg.workload, cfg.time_limit,
+                 ",".join(cfg.nemesis) or "none", cfg.nemesis_mode)
+        stop = asyncio.Event()
+        tasks = [asyncio.create_task(interp.run(stop), name="interpreter"),
+                 asyncio.create_task(mon.run(stop), name="quorum-monitor")]
         try:
             async with Progress(snap, live=self.progress):
-                await asyncio.wait(tasks, timeout=cfg.time_limit, return_when=asyncio.FIRST_EXCEPTION)
+                done, _ = await asyncio.wait(tasks[:1], timeout=cfg.time_limit + 60,
+                                             return_when=asyncio.FIRST_EXCEPTION)
                 stop.set()
                 results = await asyncio.gather(*tasks, return_exceptions=True)
         finally:
-            # On cancellation (SIGINT) the workload and nemesis must end before the history
+            # On cancellation (SIGINT) the clients and nemesis must end before the history
             # closes: cancelling records in-flight ops as info and heals an active fault.
             stop.set()
             for t in tasks:
@@ -419,19 +327,33 @@ class _Run:
             await self._blocking(self.controller.heal_all)
 
     def _make_workload(self, topology):
-        """The configured workload (``append`` or ``kv``) on ``topology``."""
+        """The configured workload (by name, workloads/registry.py) on ``topology``."""
+        from workloads.registry import workload_spec
         cfg = self.config
-        if cfg.workload == "kv":
-            from workloads.kv import KvOptions, KvWorkload
-            return KvWorkload(topology, self.cluster_id, self.history, cfg.seed,
-                              KvOptions(concurrency=cfg.concurrency, rate=cfg.rate))
-        from workloads.append import AppendOptions, AppendWorkload
-        return AppendWorkload(topology, self.cluster_id, self.history, cfg.seed,
-                              AppendOptions(concurrency=cfg.concurrency, rate=cfg.rate))
+        cls = workload_spec(cfg.workload).workload
+        return cls(topology, self.cluster_id, self.history, cfg.seed,
+                   cls.options_class(concurrency=cfg.concurrency, rate=cfg.rate))
+
+    def _aim_leader(self, nodes: list[str]) -> str | None:
+        """The leader to aim at: the monitor's, when its sample is fresh; else a DescribeQuorum probe."""
+        from .leader import find_leader
+        view = self.workload.monitor.view if self.workload is not None else None
+        if view is not None and view.leader is not None:
+            seen = view.nodes.get(view.leader)
+            try:
+                now = self._loop.time()
+            except AttributeError:
+                now = None
+            if seen is not None and now is not None and now - seen.time <= VIEW_FRESH_S:
+                return view.leader
+        return find_leader(self.db, nodes, self.cluster_id)
 
     async def _finish(self, nodes: list[str]) -> dict:
-        if self.config.workload == "append":
-            await self._final_reads(nodes)
+        from workloads.registry import workload_spec
+        from .check_run import check_run_dir
+        spec = workload_spec(self.config.workload)
+        if spec.final is not None:
+            await spec.final(self.workload, _Quorum(self.db, nodes, self.cluster_id))
         self.history.close()
         log.info("stopping nodes and collecting their data")
         await self._blocking(self.db.teardown)
@@ -443,20 +365,6 @@ class _Run:
         results = await self._blocking(check_run_dir, self.run_dir)
         log.info("verdict: valid=%s anomalies=%s", results["valid"], results["anomalies"])
         return results
-
-    async def _final_reads(self, nodes: list[str]) -> None:
-        """The append workload's end: a leader, caught-up voters, then the final reads."""
-        from workloads.append import final_reads
-        from .leader import wait_for_catch_up, wait_for_leader
-
-        leader = await wait_for_leader(self.db, nodes, self.cluster_id, HEALED_LEADER_TIMEOUT_S)
-        if leader is None:
-            log.warning("no leader within %.0f s after healing", HEALED_LEADER_TIMEOUT_S)
-        elif not await wait_for_catch_up(self.db, nodes, self.cluster_id, CATCH_UP_TIMEOUT_S):
-            log.warning("voters did not all reach the leader's log end offset within %.0f s",
-                        CATCH_UP_TIMEOUT_S)
-        log.info("final reads (leader %s)", leader)
-        await final_reads(self.workload, leader, FINAL_READ_TIMEOUT_S)
 
     async def _collect(self, nodes: list[str]) -> None:
         for node in nodes:
@@ -499,3 +407,18 @@ class _Run:
             await self._blocking(fn)
         except BaseException as e:
             log.error("could not %s: %r", what, e)
+
+
+class _Quorum:
+    """What a workload's final phase may ask of the cluster (workloads.registry.Quorum)."""
+
+    def __init__(self, db, nodes: list[str], cluster_id: str):
+        self.db, self.nodes, self.cluster_id = db, nodes, cluster_id
+
+    async def wait_for_leader(self, timeout_s: float) -> str | None:
+        from .leader import wait_for_leader
+        return await wait_for_leader(self.db, self.nodes, self.cluster_id, timeout_s)
+
+    async def wait_for_catch_up(self, timeout_s: float) -> bool:
+        from .leader import wait_for_catch_up
+        return await wait_for_catch_up(self.db, self.nodes, self.cluster_id, timeout_s)

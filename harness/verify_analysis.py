@@ -1,7 +1,7 @@
 """Compare ``kraft-chaos analyze`` with ``kraft-chaos check``, run by run.
 
 ``python -m harness.verify_analysis ANALYSIS_DIR`` runs the
-single-process check (``harness.runner.check_run_dir``, what ``kraft-chaos
+single-process check (``harness.check_run.check_run_dir``, what ``kraft-chaos
 check RUN`` runs) on every run the analysis covered and compares its verdict,
 each checker's verdict and each anomaly count with ``ANALYSIS_DIR/
 analysis.json``. Prints one line per mismatch and a total; exits 0 when all
@@ -17,7 +17,7 @@ from pathlib import Path
 def compare(analysis_dir: Path) -> tuple[int, list[str]]:
     """Check every run of ``analysis_dir/analysis.json``; returns (runs compared, mismatches)."""
     from checkers.spark.verdict import name as verdict_name
-    from harness.runner import check_run_dir
+    from harness.check_run import check_run_dir
 
     rec = json.loads((Path(analysis_dir) / "analysis.json").read_text())
     bad = []

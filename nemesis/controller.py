@@ -1,7 +1,8 @@
-"""Applies scheduled faults to a cluster and heals them.
+"""Applies faults to a cluster and heals them.
 
-Blocking code: the asyncio runner (:mod:`nemesis.runner`) calls it through
-``asyncio.to_thread``.
+Blocking code: the nemesis worker (:mod:`nemesis.worker`) calls it through
+``asyncio.to_thread``. Faults in different slots may overlap; each slot
+holds at most one active fault.
 """
 from __future__ import annotations
 
@@ -12,25 +13,32 @@ from typing import Callable
 
 from clusters.remote import Cluster
 from nemesis import grudge as grudges
+from nemesis import packet
+from nemesis.background import Background, Flapper, RollingRestart
+from nemesis.faults import EXPLICIT, Fault, check_kind
 from nemesis.kill import kill_nodes, restart_nodes
-from nemesis.parallel import NodeErrors
+from nemesis.parallel import NodeErrors, on_nodes
 from nemesis.partition import Partitioner
 from nemesis.pause import pause_nodes, resume_nodes
 from nemesis.process_db import ProcessDB
-from nemesis.schedule import CRASH_KINDS, FAULT_NAMES, PARTITION_KINDS, PROCESS_KINDS, Fault
 from nemesis.targets import choose_targets
 
 log = logging.getLogger("kraft_chaos.nemesis")
 
+#: default settings of the families that take some
+FLAP_PERIOD_MS = 300
+ROLLING_GAP_S = 0.5
+
 
 class NemesisController:
-    """Starts and stops :class:`~nemesis.schedule.Fault` s on a cluster.
+    """Starts and stops :class:`~nemesis.faults.Fault` s on a cluster.
 
-    ``cluster``: the :class:`~clusters.remote.Cluster` (iptables go through
-    its remote); ``db``: the node-process controls (``harness.db.KraftDB``);
-    ``find_leader``: returns the current leader's node name or None (it
-    queries DescribeQuorum; exceptions count as "unknown"); ``rng``: the
-    seeded source of every target and grudge choice.
+    ``cluster``: the :class:`~clusters.remote.Cluster` (iptables and tc go
+    through its remote); ``db``: the node-process controls
+    (``harness.db.KraftDB``); ``find_leader``: returns the current leader's
+    node name or None (the quorum monitor's view, or a DescribeQuorum probe;
+    exceptions count as "unknown"); ``rng``: the seeded source of every
+    target and grudge choice.
     """
 
     def __init__(self, cluster: Cluster, db: ProcessDB, find_leader: Callable[[], str | None],
@@ -40,7 +48,9 @@ class NemesisController:
         self.find_leader = find_leader
         self.rng = rng
         self.partitioner = Partitioner(cluster)
-        self._active: dict[str, list[str]] = {}  # fault name -> targets
+        self._active: dict[str, tuple[Fault, list[str]]] = {}   # slot -> (fault, targets)
+        self._background: dict[str, Background] = {}
+        self._netem: bool | None = None
         self._lock = threading.Lock()
 
     @property
@@ -50,9 +60,14 @@ class NemesisController:
 
     @property
     def active(self) -> dict[str, list[str]]:
-        """A copy of the active faults: ``{name: targets}``."""
+        """A copy of the active faults: ``{slot: targets}``."""
         with self._lock:
-            return dict(self._active)
+            return {slot: list(t) for slot, (_f, t) in self._active.items()}
+
+    def active_faults(self) -> list[Fault]:
+        """The faults active now, in the order they started."""
+        with self._lock:
+            return [f for f, _t in self._active.values()]
 
     def _leader(self) -> str | None:
         try:
@@ -61,112 +76,239 @@ class NemesisController:
             log.warning("find_leader failed: %s", err)
             return None
 
-    def _grudge(self, kind: str) -> tuple[grudges.Grudge, list[str], bool]:
-        """(grudge, targets, leader_unknown) for a partition kind."""
-        nodes = self.nodes
+    # -- choosing -------------------------------------------------------------
+
+    def _grudge(self, kind: str, targets: tuple[str, ...] | None = None,
+                rng: random.Random | None = None) -> tuple[grudges.Grudge, list[str], bool]:
+        """(grudge, targets, leader_unknown) for a partition kind, drawn from ``rng``
+        (default: the controller's)."""
+        nodes, rng = self.nodes, rng or self.rng
+        if kind == EXPLICIT:
+            group = [n for n in nodes if n in (targets or ())]
+            return grudges.complete_grudge([group, [n for n in nodes if n not in group]]), group, False
         if kind == "random-halves":
-            g = grudges.random_halves(nodes, self.rng)
+            g = grudges.random_halves(nodes, rng)
             components = sorted({frozenset(grudges.sees(g, n)) for n in nodes},
                                 key=lambda c: (len(c), sorted(c)))
             return g, sorted(components[0], key=nodes.index), False
         if kind == "isolate-one":
-            target = self.rng.choice(nodes)
+            target = rng.choice(nodes)
             return grudges.isolate(nodes, target), [target], False
-        if kind == "isolate-leader":
-            choice = choose_targets("leader", nodes, self.rng, self._leader())
-            return grudges.isolate(nodes, choice.targets[0]), choice.targets, choice.leader_unknown
+        if kind in ("isolate-leader", "one-way-leader", "leader-diamond"):
+            choice = choose_targets("leader", nodes, rng, self._leader())
+            leader = choice.targets[0]
+            if kind == "isolate-leader":
+                g = grudges.isolate(nodes, leader)
+            elif kind == "one-way-leader":
+                g = grudges.one_way(nodes, leader)
+            else:
+                other = rng.choice([n for n in nodes if n != leader])
+                g = grudges.diamond(nodes, leader, other)
+                return g, [leader, other], choice.leader_unknown
+            return g, [leader], choice.leader_unknown
+        if kind == "one-way-one":
+            target = rng.choice(nodes)
+            return grudges.one_way(nodes, target), [target], False
+        if kind == "diamond":
+            a, b = rng.sample(nodes, 2)
+            return grudges.diamond(nodes, a, b), sorted([a, b], key=nodes.index), False
         if kind == "majorities-ring":
-            return grudges.majorities_ring(nodes, self.rng), nodes, False
+            return grudges.majorities_ring(nodes, rng), nodes, False
         if kind == "bridge":
-            g = grudges.bridge(nodes, self.rng)
+            g = grudges.bridge(nodes, rng)
             return g, [n for n in nodes if not g[n]], False
-        raise ValueError(f"unknown partition kind {kind!r}: choose from {', '.join(PARTITION_KINDS)}")
+        raise ValueError(f"unknown partition kind {kind!r}")
+
+    def _process_targets(self, fault: Fault) -> tuple[list[str], bool]:
+        if fault.kind == EXPLICIT:
+            unknown = set(fault.targets or ()) - set(self.nodes)
+            if unknown or not fault.targets:
+                raise ValueError(f"nemesis {fault.name}: explicit targets {fault.targets!r} must be "
+                                 f"nodes of {self.nodes}")
+            return [n for n in self.nodes if n in fault.targets], False
+        leader = self._leader() if fault.kind in ("leader", "majority") else None
+        choice = choose_targets(fault.kind, self.nodes, self.rng, leader)
+        return choice.targets, choice.leader_unknown
+
+    # -- start and stop -------------------------------------------------------
 
     def start(self, fault: Fault) -> dict:
         """Apply ``fault``; return the op value for the history.
 
-        Value: ``{"kind": K, "targets": [nodes]}``, plus ``"grudge"``
-        (``{node: [nodes it drops]}``) for partitions, ``"leader_unknown":
-        true`` when a leader-targeted fault had to pick a random node, and
-        ``"no_process": [nodes]`` when a kill or pause found no process.
-        Partition targets: the isolated node, the smaller half, the bridge
-        node, or every node for majorities-ring.
+        Value: ``{"kind": K, "targets": [nodes]}`` (plus ``"slot"`` when not
+        the family's), and per family: ``"grudge"`` (``{node: [nodes it
+        drops]}``) for partitions and flaps, the netem settings for packet
+        faults (``"netem": false`` when the kernel has none and loss was
+        emulated with iptables), ``"leader_unknown": true`` when a
+        leader-targeted fault had to pick a random node, and ``"no_process":
+        [nodes]`` when a kill or pause found no process.
 
-        Raises ``ValueError`` for an unknown fault or kind, or when a fault
-        of the same name is already active; ``nemesis.parallel.NodeErrors``
-        when some node failed (the fault stays active so :meth:`stop` and
+        Raises ``ValueError`` for an unknown family or kind, or when the
+        fault's slot is already active; ``nemesis.parallel.NodeErrors`` when
+        some node failed (the fault stays active so :meth:`stop` and
         :meth:`heal_all` undo what was applied).
         """
-        if fault.name not in FAULT_NAMES:
-            raise ValueError(f"unknown nemesis {fault.name!r}: choose from {', '.join(FAULT_NAMES)}")
+        check_kind(fault.name, fault.kind)
         with self._lock:
-            if fault.name in self._active:
-                raise ValueError(f"nemesis {fault.name!r} is already active on {self._active[fault.name]}")
-        value: dict = {"kind": fault.kind}
-        if fault.name == "partition":
-            g, targets, leader_unknown = self._grudge(fault.kind)
-            value["targets"] = targets
-            value["grudge"] = grudges.grudge_to_json(g)
+            if fault.key in self._active:
+                raise ValueError(f"nemesis slot {fault.key!r} is already active on "
+                                 f"{self._active[fault.key][1]}")
+            self._active[fault.key] = (fault, [])     # claimed; targets filled in below
+        try:
+            value = self._apply(fault)
+        except BaseException:
             with self._lock:
-                self._active[fault.name] = targets
-            self.partitioner.apply(g)
+                if not self._active.get(fault.key, (None, [1]))[1]:
+                    self._active.pop(fault.key, None)    # nothing was applied
+            raise
+        log.info("nemesis start-%s %s", fault.name, value)
+        return value
+
+    def _hold(self, fault: Fault, targets: list[str]) -> None:
+        with self._lock:
+            self._active[fault.key] = (fault, list(targets))
+
+    def _apply(self, fault: Fault) -> dict:
+        value = fault.to_value()
+        leader_unknown = False
+        name = fault.name
+        if name == "partition":
+            g, targets, leader_unknown = self._grudge(fault.kind, fault.targets)
+            value.update(targets=targets, grudge=grudges.grudge_to_json(g))
+            self._hold(fault, targets or self.nodes)
+            self.partitioner.apply(g, fault.key)
+        elif name == "flap":
+            period = float(fault.params.get("period_ms", FLAP_PERIOD_MS)) / 1000.0
+            value.update(targets=self.nodes, period_ms=int(period * 1000))
+            self._hold(fault, self.nodes)
+            rng = random.Random(self.rng.getrandbits(64))     # the flapper's thread draws alone
+            self._run_background(fault, Flapper(self.partitioner,
+                                                lambda: self._grudge(fault.kind, rng=rng)[0],
+                                                period, fault.key))
+        elif name == "rolling":
+            gap = float(fault.params.get("gap_s", ROLLING_GAP_S))
+            targets = list(fault.targets) if fault.targets else self.nodes
+            value.update(targets=targets, gap_s=gap)
+            self._hold(fault, targets)
+            rng = random.Random(self.rng.getrandbits(64))
+            self._run_background(fault, RollingRestart(self.db, targets, gap, rng, fault.key))
+        elif name == "packet":
+            value.update(self._packet(fault))
         else:
-            kinds = CRASH_KINDS if fault.name == "crash" else PROCESS_KINDS
-            if fault.kind not in kinds:
-                raise ValueError(f"unknown {fault.name} kind {fault.kind!r}: choose from {', '.join(kinds)}")
-            leader = self._leader() if fault.kind in ("leader", "majority") else None
-            choice = choose_targets(fault.kind, self.nodes, self.rng, leader)
-            targets, leader_unknown = choice.targets, choice.leader_unknown
+            targets, leader_unknown = self._process_targets(fault)
             value["targets"] = targets
-            with self._lock:
-                self._active[fault.name] = targets
-            signalled = (pause_nodes if fault.name == "pause" else kill_nodes)(self.db, targets)
+            self._hold(fault, targets)
+            signalled = (pause_nodes if name == "pause" else kill_nodes)(self.db, targets)
             missing = [n for n in targets if not signalled[n]]
             if missing:
                 value["no_process"] = missing
         if leader_unknown:
             value["leader_unknown"] = True
-        log.info("nemesis start-%s %s", fault.name, value)
         return value
 
-    def stop(self, fault: Fault) -> dict:
-        """Heal ``fault``: flush iptables on every node (partition), restart
-        the killed nodes (kill, crash) or SIGCONT the paused ones (pause).
+    def _run_background(self, fault: Fault, bg: Background) -> None:
+        with self._lock:
+            self._background[fault.key] = bg
+        bg.start()
 
-        Returns ``{"kind": K, "targets": [nodes]}``; stopping a fault that
-        is not active does nothing and returns ``"targets": []``. Raises
-        ``nemesis.parallel.NodeErrors`` if a node could not be healed (the
-        fault then stays active for :meth:`heal_all`).
+    def netem_available(self) -> bool:
+        """Whether the nodes' kernel has netem (probed once, on the first node)."""
+        if self._netem is None:
+            res = self.cluster.remote.exec(self.nodes[0], packet.PROBE_COMMAND, check=False)
+            self._netem = res.exit_code == 0
+            if not self._netem:
+                log.warning("this kernel has no netem (sch_netem): packet faults are loss only, "
+                            "with iptables' statistic match (%s)", (res.stderr or res.stdout).strip()[:200])
+        return self._netem
+
+    def _packet(self, fault: Fault) -> dict:
+        nodes = self.nodes
+        if fault.kind == EXPLICIT:
+            senders, _ = self._process_targets(fault)
+            kind = str(fault.params.get("effect", "mixed"))
+        else:
+            mode = self.rng.choice(["one", "minority", "all"])
+            senders = choose_targets(mode, nodes, self.rng, None).targets if mode != "all" else nodes
+            kind = fault.kind
+        p = packet.netem_params(kind, self.rng)
+        out: dict = {"targets": senders, **p}
+        self._hold(fault, senders)
+        if self.netem_available():
+            ips = {n: [self.cluster.ip(d) for d in nodes if d != n] for n in senders}
+            on_nodes(senders, lambda n: self.cluster.remote.exec(n, packet.netem_command(ips[n], p),
+                                                                 check=True), what="netem")
+        else:
+            if not p["loss_pct"]:
+                p["loss_pct"] = self.rng.randint(5, 30)
+            out.update(netem=False, loss_pct=p["loss_pct"])
+            g = {n: {s for s in senders if s != n} for n in nodes}
+            self.partitioner.apply(g, fault.key, packet.loss_match(p))
+        return out
+
+    def stop(self, fault: Fault) -> dict:
+        """Heal ``fault``'s slot: flush its chain (partition, flap, emulated packet loss),
+        remove netem, restart the killed nodes (kill, crash, rolling) or SIGCONT the paused
+        ones (pause).
+
+        Returns ``{"kind": K, "targets": [nodes]}`` (and ``"errors"`` from a
+        background fault); stopping a slot that is not active does nothing
+        and returns ``"targets": []``. Raises ``nemesis.parallel.NodeErrors``
+        if a node could not be healed (the fault then stays active for
+        :meth:`heal_all`).
         """
-        with self._lock:  # claim the fault, so a concurrent stop does nothing
-            targets = self._active.pop(fault.name, None)
-        if targets is None:
+        with self._lock:  # claim the slot, so a concurrent stop does nothing
+            entry = self._active.pop(fault.key, None)
+            bg = self._background.pop(fault.key, None)
+        if entry is None:
             return {"kind": fault.kind, "targets": []}
+        held, targets = entry
+        out: dict = {"kind": fault.kind, "targets": targets}
         try:
-            if fault.name == "partition":
-                self.partitioner.heal()
-            elif fault.name in ("kill", "crash"):
+            if bg is not None:
+                bg.stop()
+                if bg.errors:
+                    out["errors"] = bg.errors
+                if isinstance(bg, Flapper):
+                    out["cuts"] = bg.cuts
+            name = held.name
+            if name in ("partition", "flap"):
+                self.partitioner.heal(held.key)
+            elif name == "packet":
+                self.partitioner.heal(held.key)
+                if self._netem:
+                    on_nodes(targets, lambda n: self.cluster.remote.exec(n, packet.HEAL_COMMAND, check=True),
+                             what="netem heal")
+            elif name in ("kill", "crash", "rolling"):
                 restart_nodes(self.db, targets)
-            else:
+            elif name == "pause":
                 resume_nodes(self.db, targets)
         except BaseException:
             with self._lock:
-                self._active.setdefault(fault.name, targets)
+                self._active.setdefault(held.key, entry)
             raise
         log.info("nemesis stop-%s %s", fault.name, targets)
-        return {"kind": fault.kind, "targets": targets}
+        return out
 
     def heal_all(self) -> dict:
-        """Undo every fault on every node: flush iptables, SIGCONT, start any stopped node.
+        """Undo every fault on every node: stop background faults, flush iptables, remove
+        netem, SIGCONT, start any stopped node.
 
         Idempotent and tolerant: it never raises for a node failure; it
         returns ``{"restarted": [nodes started], "errors": {node: message}}``
         and logs the errors. Clears the active faults when there were no errors.
         """
+        with self._lock:
+            bgs = list(self._background.values())
+            self._background.clear()
+        for bg in bgs:
+            bg.stop()
         nodes = self.nodes
         errors: dict[str, str] = {}
         restarted: list[str] = []
-        steps = [(self.partitioner.heal, "flush"),
+        steps = [(self.partitioner.heal_all, "flush"),
+                 (lambda: on_nodes(nodes, lambda n: self.cluster.remote.exec(n, packet.HEAL_COMMAND,
+                                                                             check=False), what="netem heal"),
+                  "netem"),
                  (lambda: resume_nodes(self.db, nodes), "resume"),
                  (lambda: restart_nodes(self.db, nodes), "restart")]
         for step, what in steps:

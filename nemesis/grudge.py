@@ -124,6 +124,40 @@ def bridge(nodes: Sequence[str], rng: random.Random) -> Grudge:
     return grudge
 
 
+def one_way(nodes: Sequence[str], sender: str, receivers: Iterable[str] | None = None) -> Grudge:
+    """``sender``'s packets to ``receivers`` (default: every other node) are dropped; the
+    other direction works. A one-way partition: the receivers drop what ``sender`` sends.
+
+    Over TCP this means requests from a receiver still reach ``sender``
+    (and may act there) while every answer is lost. Raises ``ValueError``
+    for fewer than 2 nodes or names that are not in ``nodes``.
+    """
+    nodes = _check_nodes(nodes, 2, "one-way")
+    receivers = [n for n in nodes if n != sender] if receivers is None else list(receivers)
+    unknown = ({sender} | set(receivers)) - set(nodes)
+    if unknown:
+        raise ValueError(f"one-way: {sorted(unknown)} not in {nodes!r}")
+    grudge: Grudge = {n: set() for n in nodes}
+    for r in receivers:
+        if r != sender:
+            grudge[r].add(sender)
+    return grudge
+
+
+def diamond(nodes: Sequence[str], a: str, b: str) -> Grudge:
+    """A partial partition: ``a`` and ``b`` cannot reach each other; every other link works,
+    so each of them still sees a majority through the rest (Kafka's simulation's
+    partial partitions; KAFKA-17641). Raises ``ValueError`` for ``a == b``, names not in
+    ``nodes`` or fewer than 3 nodes."""
+    nodes = _check_nodes(nodes, 3, "diamond")
+    if a == b or a not in nodes or b not in nodes:
+        raise ValueError(f"diamond: needs two different nodes of {nodes!r}, got {a!r} and {b!r}")
+    grudge: Grudge = {n: set() for n in nodes}
+    grudge[a].add(b)
+    grudge[b].add(a)
+    return grudge
+
+
 def grudge_to_json(grudge: Grudge) -> dict[str, list[str]]:
     """The grudge with sorted lists instead of sets, for the history."""
     return {node: sorted(drops) for node, drops in sorted(grudge.items())}

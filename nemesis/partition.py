@@ -1,12 +1,16 @@
-"""Network partitions with iptables inside the nodes.
+"""Network partitions with iptables inside the nodes, one chain per fault slot.
 
 A grudge (see :mod:`nemesis.grudge`) becomes, on each node A, one rule per
-node B in ``grudge[A]``: ``iptables -A INPUT -s <ip(B)> -j DROP -w``. Since
-every grudge we build is symmetric where it should be, dropping on INPUT
-alone cuts both directions. Healing flushes INPUT and OUTPUT on every node.
+node B in ``grudge[A]``: ``iptables -A KC-<slot> -s <ip(B)> -j DROP``, in a
+chain of its own jumped to from INPUT. A symmetric grudge cuts both
+directions; an asymmetric one is a one-way partition (B's packets to A are
+lost, A's to B arrive). Each slot (the default ``partition``, a flapping
+partition, a targeted fault's) has its own chain, so overlapping faults heal
+independently; :data:`HEAL_ALL_COMMAND` flushes every chain at once.
 """
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Callable
 
@@ -14,52 +18,84 @@ from clusters.remote import Cluster
 from nemesis.grudge import Grudge
 from nemesis.parallel import on_nodes
 
-HEAL_COMMAND = "iptables -F INPUT -w && iptables -F OUTPUT -w"
+#: flushes every rule of ours on a node (INPUT, OUTPUT and every KC- chain), for heal_all
+HEAL_ALL_COMMAND = "iptables -w -F"
 
 
-def drop_commands(grudge: Grudge, ip: Callable[[str], str]) -> dict[str, list[str]]:
-    """The iptables commands that apply ``grudge``: ``{node: [command, ...]}``.
+def chain(slot: str) -> str:
+    """The iptables chain of fault slot ``slot`` (``KC-<slot>``, at most 28 characters).
 
-    ``ip(node)`` gives a node's address. Nodes with nothing to drop get an
-    empty list. Sources are sorted by node name, so the output is
-    deterministic. Raises ``ValueError`` if a grudge names a node that is
-    not a key of the grudge.
+    Raises ValueError for a slot that is not 1..25 letters, digits, ``-`` or ``_``.
+    """
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,25}", slot or ""):
+        raise ValueError(f"bad fault slot {slot!r}: 1..25 letters, digits, '-' or '_'")
+    return f"KC-{slot}"
+
+
+def ensure_chain_command(slot: str) -> str:
+    """sh: create the slot's chain if missing and jump to it from INPUT (once)."""
+    c = chain(slot)
+    return (f"{{ iptables -w -N {c} 2>/dev/null || true; }} && "
+            f"{{ iptables -w -C INPUT -j {c} 2>/dev/null || iptables -w -I INPUT -j {c}; }}")
+
+
+def heal_command(slot: str) -> str:
+    """sh: flush the slot's chain (nothing to do when it does not exist)."""
+    return f"iptables -w -F {chain(slot)} 2>/dev/null || true"
+
+
+def drop_commands(grudge: Grudge, ip: Callable[[str], str], slot: str = "partition",
+                  match: str = "") -> dict[str, list[str]]:
+    """The iptables rules that apply ``grudge`` in ``slot``'s chain: ``{node: [command, ...]}``.
+
+    ``ip(node)`` gives a node's address; ``match`` is extra iptables match
+    text (e.g. ``-m statistic --mode random --probability 0.2`` for packet
+    loss instead of a cut). Nodes with nothing to drop get an empty list.
+    Sources are sorted by node name, so the output is deterministic. Raises
+    ``ValueError`` if a grudge names a node that is not a key of the grudge.
     """
     unknown = {b for drops in grudge.values() for b in drops} - set(grudge)
     if unknown:
         raise ValueError(f"grudge drops packets from unknown node(s) {sorted(unknown)}")
-    return {
-        node: [f"iptables -A INPUT -s {shlex.quote(ip(src))} -j DROP -w" for src in sorted(drops)]
-        for node, drops in grudge.items()
-    }
+    c = chain(slot)
+    extra = f" {match}" if match else ""
+    return {node: [f"iptables -w -A {c} -s {shlex.quote(ip(src))}{extra} -j DROP" for src in sorted(drops)]
+            for node, drops in grudge.items()}
 
 
 class Partitioner:
-    """Applies grudges to a :class:`~clusters.remote.Cluster` and heals them."""
+    """Applies grudges to a :class:`~clusters.remote.Cluster` and heals them, per slot."""
 
     def __init__(self, cluster: Cluster):
         self.cluster = cluster
 
-    def apply(self, grudge: Grudge) -> dict[str, list[str]]:
-        """Install the DROP rules of ``grudge`` on all nodes in parallel.
+    def apply(self, grudge: Grudge, slot: str = "partition", match: str = "") -> dict[str, list[str]]:
+        """Install the DROP rules of ``grudge`` in ``slot``'s chain on all nodes in parallel.
 
-        Returns the commands run per node (see :func:`drop_commands`); a node
-        with no rules gets no exec. Raises ``nemesis.parallel.NodeErrors``
-        if the command failed on any node (the others are still applied).
+        Returns the rules per node (see :func:`drop_commands`); a node with
+        no rules gets no exec. Raises ``nemesis.parallel.NodeErrors`` if the
+        command failed on any node (the others are still applied).
         """
-        commands = drop_commands(grudge, self.cluster.ip)
+        commands = drop_commands(grudge, self.cluster.ip, slot, match)
 
         def run(node: str) -> None:
-            self.cluster.remote.exec(node, " && ".join(commands[node]), check=True)
+            self.cluster.remote.exec(node, " && ".join([ensure_chain_command(slot), *commands[node]]),
+                                     check=True)
 
         on_nodes([n for n, cmds in commands.items() if cmds], run, what="partition")
         return commands
 
-    def heal(self, nodes: list[str] | None = None) -> None:
-        """Flush INPUT and OUTPUT on ``nodes`` (default: every node), in parallel.
+    def heal(self, slot: str = "partition", nodes: list[str] | None = None) -> None:
+        """Flush ``slot``'s chain on ``nodes`` (default: every node), in parallel.
 
         Idempotent. Raises ``nemesis.parallel.NodeErrors`` if a flush failed.
         """
         targets = list(self.cluster.nodes if nodes is None else nodes)
-        on_nodes(targets, lambda node: self.cluster.remote.exec(node, HEAL_COMMAND, check=True),
+        on_nodes(targets, lambda node: self.cluster.remote.exec(node, heal_command(slot), check=True),
+                 what="partition heal")
+
+    def heal_all(self, nodes: list[str] | None = None) -> None:
+        """Flush every chain (every slot, INPUT and OUTPUT) on ``nodes`` (default: all)."""
+        targets = list(self.cluster.nodes if nodes is None else nodes)
+        on_nodes(targets, lambda node: self.cluster.remote.exec(node, HEAL_ALL_COMMAND, check=True),
                  what="partition heal")

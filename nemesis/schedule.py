@@ -1,38 +1,46 @@
-"""The seeded fault schedule: which fault comes next, and of which kind.
+"""The nemesis's schedule as a generator: which fault op comes next, and when.
 
-Jepsen style: wait ``interval_s``, start a fault, wait ``duration_s``, stop
-it, repeat. The fault names cycle through a seeded permutation of the
-enabled names (reshuffled after each pass, never repeating a name twice in a
-row when more than one is enabled), so every enabled fault shows up early in
-a short run.
+``--nemesis`` names (:data:`FAULT_NAMES`): the fault families of
+:mod:`nemesis.faults` (partition, kill, pause, crash, packet, flap, rolling)
+and the targeted faults, which aim with the quorum monitor's view
+(``ctx.view``, a :class:`workloads.monitor.QuorumView`-like object):
+
+- ``lag``: cut one follower off while clients write, so it falls behind;
+  then heal it and at once kill the leader and the most up-to-date
+  followers that may die while a majority stays up, so the laggard campaigns;
+- ``elect``: wait for a new leader or a node entering a new epoch with no
+  leader (it just voted or stands), and kill it at once.
+
+Two modes (``--nemesis-mode``):
+
+- ``serial``: Jepsen's classic: wait ``interval_s``, start a fault, wait
+  ``duration_s``, stop it; the names cycle through a seeded permutation,
+  never the same twice in a row (:class:`FaultSchedule`);
+- ``overlap``: every name on its own timeline at once, so faults overlap:
+  calm for a uniform ``[0, 2 * interval_s)``, then a fault lasting a uniform
+  ``[duration_s / 2, 3 * duration_s / 2)``, again and again.
 """
 from __future__ import annotations
 
-import dataclasses
 import random
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
-FAULT_NAMES = ("kill", "partition", "pause", "crash")
-PARTITION_KINDS = ("random-halves", "isolate-one", "isolate-leader", "majorities-ring", "bridge")
-PROCESS_KINDS = ("one", "minority", "leader")
-#: ``crash``: SIGKILL a majority (the leader among them) or every node at
-#: once, like a power loss; what a node had not written out is gone.
-CRASH_KINDS = ("majority", "all")
+from generator import Any, Context, Cycle, Generator, Seq, Sleep, Wait, WaitFor
+from nemesis.faults import FAMILIES, Fault, kinds_for
+from nemesis.targets import majority_size
 
-
-@dataclasses.dataclass(frozen=True)
-class Fault:
-    """One scheduled fault: ``name`` in :data:`FAULT_NAMES`, ``kind`` one of its kinds."""
-
-    name: str
-    kind: str
+#: targeted faults, beside the families
+TARGETED = ("lag", "elect")
+FAULT_NAMES = FAMILIES + TARGETED
+MODES = ("serial", "overlap")
+#: how long a targeted fault waits for what it aims at (s)
+AIM_TIMEOUT_S = 15.0
 
 
 def validate_fault_names(faults: Iterable[str]) -> list[str]:
     """Check fault names; return them without duplicates, in the order given.
 
-    Raises ``ValueError("unknown nemesis 'foo': choose from kill, partition, pause")``
-    for an unknown name.
+    Raises ``ValueError("unknown nemesis 'foo': choose from ...")`` for an unknown name.
     """
     out: list[str] = []
     for name in faults:
@@ -46,8 +54,7 @@ def validate_fault_names(faults: Iterable[str]) -> list[str]:
 def parse_fault_names(spec: str) -> list[str]:
     """Parse a comma-separated CLI value such as ``"kill,partition"``.
 
-    ``""`` and ``"none"`` give ``[]``. Raises ``ValueError`` for unknown names
-    (see :func:`validate_fault_names`).
+    ``""`` and ``"none"`` give ``[]``. Raises ``ValueError`` for unknown names.
     """
     parts = [p.strip() for p in spec.split(",") if p.strip()]
     if parts == ["none"]:
@@ -55,40 +62,15 @@ def parse_fault_names(spec: str) -> list[str]:
     return validate_fault_names(parts)
 
 
-def kinds_for(name: str, n_nodes: int) -> list[str]:
-    """The kinds of fault ``name`` that make sense on ``n_nodes`` nodes.
-
-    Partitions: ``majorities-ring`` only with 5 nodes, ``bridge`` with 3 or
-    more, the others with 2 or more. Kill and pause: all of
-    :data:`PROCESS_KINDS`. Crash: :data:`CRASH_KINDS`. Raises
-    ``ValueError`` for an unknown name.
-    """
-    validate_fault_names([name])
-    if name == "crash":
-        return list(CRASH_KINDS)
-    if name != "partition":
-        return list(PROCESS_KINDS)
-    kinds = []
-    for kind in PARTITION_KINDS:
-        if kind == "majorities-ring" and n_nodes != 5:
-            continue
-        if kind == "bridge" and n_nodes < 3:
-            continue
-        if n_nodes < 2:
-            continue
-        kinds.append(kind)
-    return kinds
-
-
 class FaultSchedule(Iterator[Fault]):
-    """An endless, seeded iterator of :class:`Fault`.
+    """The serial mode's endless, seeded iterator of family faults.
 
-    ``faults``: enabled names (subset of :data:`FAULT_NAMES`, at least one);
-    ``rng``: the only source of randomness; ``interval_s``: seconds of calm
-    before each fault; ``duration_s``: seconds each fault lasts;
-    ``n_nodes``: cluster size, which decides the partition kinds available.
-    Raises ``ValueError`` for unknown or no names, negative interval,
-    non-positive duration, or partitions on a one-node cluster.
+    ``faults``: enabled family names (at least one); ``rng``: the only
+    source of randomness; ``interval_s``: seconds of calm before each fault;
+    ``duration_s``: seconds each fault lasts; ``n_nodes``: cluster size,
+    which decides the partition kinds available. Raises ``ValueError`` for
+    unknown or no names, negative interval, non-positive duration, or
+    partitions on a one-node cluster.
     """
 
     def __init__(self, faults: Iterable[str], rng: random.Random, interval_s: float = 10.0,
@@ -96,13 +78,11 @@ class FaultSchedule(Iterator[Fault]):
         self.faults = validate_fault_names(faults)
         if not self.faults:
             raise ValueError("FaultSchedule: no faults enabled")
-        if interval_s < 0:
-            raise ValueError(f"FaultSchedule: interval_s must be >= 0, got {interval_s}")
-        if duration_s <= 0:
-            raise ValueError(f"FaultSchedule: duration_s must be > 0, got {duration_s}")
+        check_timing(interval_s, duration_s)
         if n_nodes < 1:
             raise ValueError(f"FaultSchedule: n_nodes must be >= 1, got {n_nodes}")
-        self._kinds = {name: kinds_for(name, n_nodes) for name in self.faults}
+        self._kinds = {name: kinds_for(name, n_nodes) if name in FAMILIES else [name]
+                       for name in self.faults}
         for name, kinds in self._kinds.items():
             if not kinds:
                 raise ValueError(f"FaultSchedule: nemesis {name!r} needs at least 2 nodes, got {n_nodes}")
@@ -129,3 +109,160 @@ class FaultSchedule(Iterator[Fault]):
         name = self._pending.pop(0)
         self._last = name
         return Fault(name, self.rng.choice(self._kinds[name]))
+
+
+def check_timing(interval_s: float, duration_s: float) -> None:
+    """Raise ValueError unless ``interval_s`` >= 0 and ``duration_s`` > 0 (seconds)."""
+    if interval_s < 0:
+        raise ValueError(f"nemesis interval must be >= 0 s, got {interval_s}")
+    if duration_s <= 0:
+        raise ValueError(f"nemesis duration must be > 0 s, got {duration_s}")
+
+
+def start_op(fault: Fault) -> dict:
+    """The ``start-<family>`` op of ``fault``."""
+    return {"f": f"start-{fault.name}", "value": fault.to_value()}
+
+
+def stop_op(fault: Fault) -> dict:
+    """The ``stop-<family>`` op that heals ``fault``'s slot."""
+    value = {"kind": fault.kind, **({"slot": fault.slot} if fault.slot else {})}
+    return {"f": f"stop-{fault.name}", "value": value}
+
+
+class Lazy(Generator):
+    """One op made by ``make(ctx)`` when first asked (None: nothing, done)."""
+
+    def __init__(self, make: Callable[[Context], dict | None]):
+        self.make, self.done = make, False
+
+    def op(self, ctx: Context) -> dict | Wait | None:
+        if self.done:
+            return None
+        self.done = True
+        return self.make(ctx)
+
+
+def fault_window(fault: Fault | Callable[[Context], Fault | None], duration_s: float) -> Generator:
+    """Start the fault, hold it ``duration_s``, stop it. ``fault`` may be made at start time
+    from the context (for aim); a None fault is skipped."""
+    made: list[Fault] = []
+
+    def start(ctx: Context) -> dict | None:
+        f = fault(ctx) if callable(fault) else fault
+        if f is None:
+            return None
+        made.append(f)
+        return start_op(f)
+
+    return Seq([Lazy(start), Sleep(duration_s), Lazy(lambda ctx: stop_op(made[0]) if made else None)])
+
+
+# -- targeted faults -----------------------------------------------------------
+
+def _nodes(view) -> list[str]:
+    return sorted(getattr(view, "nodes", None) or {})
+
+
+def lag_fault(rng: random.Random, lag_s: float, down_s: float, n_nodes: int) -> Generator:
+    """``lag``: isolate a follower for ``lag_s`` while clients write, then heal it and kill the
+    leader and the freshest followers, as many as may die while a majority (the laggard
+    among it) stays up, for ``down_s``."""
+    chosen: list[str] = []
+
+    def isolate(ctx: Context) -> Fault | None:
+        view = ctx.view
+        nodes = _nodes(view)
+        leader = getattr(view, "leader", None)
+        followers = [n for n in nodes if n != leader]
+        if not followers:
+            return None
+        chosen.append(rng.choice(followers))
+        return Fault("partition", "nodes", slot="lag", targets=(chosen[0],))
+
+    def kill_fresh(ctx: Context) -> Fault | None:
+        view = ctx.view
+        if not chosen:
+            return None
+        lagging = view.lagging(exclude=(chosen[0],)) if hasattr(view, "lagging") else []
+        leader = getattr(view, "leader", None)
+        fresh = [n for n in reversed(lagging) if n != leader]
+        victims = ([leader] if leader and leader != chosen[0] else []) + fresh
+        victims = victims[:max(1, n_nodes - majority_size(n_nodes))]
+        return Fault("kill", "nodes", slot="lag", targets=tuple(victims)) if victims else None
+
+    return Seq([WaitFor(lambda ctx: getattr(ctx.view, "leader", None) is not None, AIM_TIMEOUT_S),
+                fault_window(isolate, lag_s), fault_window(kill_fresh, down_s)])
+
+
+def elect_fault(down_s: float) -> Generator:
+    """``elect``: wait for a new leader, or a node seen in an epoch above the leader's with no
+    leader (it has just voted, or stands); kill it at once, for ``down_s``."""
+    base: list[int] = []
+    target: list[str] = []
+
+    def aimed(ctx: Context) -> bool:
+        view = ctx.view
+        if view is None:
+            return False
+        if not base:
+            base.append(view.elections)
+            return False
+        newest = max((seen.time for seen in view.nodes.values()), default=0.0)
+        for n, seen in sorted(view.nodes.items()):
+            if seen.epoch > view.epoch and seen.leader < 0 and seen.time >= newest - 1.0:
+                target[:] = [n]
+                return True
+        if view.elections > base[0] and view.leader is not None:
+            target[:] = [view.leader]
+            return True
+        return False
+
+    return Seq([WaitFor(aimed, AIM_TIMEOUT_S, poll_s=0.02),
+                fault_window(lambda ctx: Fault("kill", "nodes", slot="elect", targets=tuple(target))
+                             if target else None, down_s)])
+
+
+def fault_generator(name: str, rng: random.Random, duration_s: float, n_nodes: int) -> Generator:
+    """One fault of ``--nemesis`` name ``name``, lasting about ``duration_s``."""
+    if name == "lag":
+        return lag_fault(rng, duration_s, max(1.0, duration_s / 2), n_nodes)
+    if name == "elect":
+        return elect_fault(max(0.5, duration_s / 2))
+    kinds = kinds_for(name, n_nodes)
+    if not kinds:
+        raise ValueError(f"nemesis {name!r} needs at least 2 nodes, got {n_nodes}")
+    return fault_window(Fault(name, rng.choice(kinds)), duration_s)
+
+
+def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "serial",
+                      interval_s: float = 10.0, duration_s: float = 10.0, n_nodes: int = 5) -> Generator:
+    """The nemesis thread's generator for ``names`` (see the module docstring); endless.
+
+    Raises ValueError for an unknown name or mode, no names, or bad timing.
+    """
+    names = validate_fault_names(names)
+    if not names:
+        raise ValueError("no nemesis enabled")
+    check_timing(interval_s, duration_s)
+    if mode == "serial":
+        schedule = FaultSchedule([n for n in names], rng, interval_s, duration_s, n_nodes=n_nodes)
+
+        def serial() -> Generator:
+            fault = next(schedule)
+            if fault.name in TARGETED:
+                return Seq([Sleep(interval_s), fault_generator(fault.name, rng, duration_s, n_nodes)])
+            return Seq([Sleep(interval_s), fault_window(fault, duration_s)])
+        return Cycle(serial)
+    if mode != "overlap":
+        raise ValueError(f"unknown nemesis mode {mode!r}: choose from {', '.join(MODES)}")
+    for name in names:
+        if name in FAMILIES and not kinds_for(name, n_nodes):
+            raise ValueError(f"nemesis {name!r} needs at least 2 nodes, got {n_nodes}")
+
+    def timeline(name: str) -> Generator:
+        own = random.Random(rng.getrandbits(64))
+        return Cycle(lambda: Seq([Sleep(own.uniform(0, 2 * interval_s)),
+                                  fault_generator(name, own, own.uniform(duration_s / 2, 1.5 * duration_s),
+                                                  n_nodes)]))
+    return Any([timeline(n) for n in names])

@@ -3,13 +3,14 @@
 The leader crashes mid-run and comes back, or is cut off from the majority;
 the recorded history must be linearizable per key, and with the
 ``no-read-index`` switch it must not be. Verdicts come from the run's
-checker (``harness.runner.check_linearizability``).
+checker (``checkers.registry.check_kv_linearizability``).
 """
 from __future__ import annotations
 
 import asyncio
 
-from harness import runner
+from checkers.fold import CheckContext
+from checkers.registry import check_kv_linearizability
 from history import HistoryWriter, pair_ops, read_history
 from tests.kraft_inproc import CLUSTER_ID, Partition, Running, loopback_cluster, wait_for_leader
 from workloads.kv import CLIENT_FS, KvOptions, KvWorkload
@@ -50,7 +51,7 @@ async def run_kv(db, nodes, path, seed: int, during, **options) -> None:
 
 def nonlinearizable_keys(history, out_dir=None) -> list:
     """The key the run's checker found not linearizable (it stops at the first), or []."""
-    r = runner.check_linearizability(history, out_dir, timeout_s=60)
+    r = check_kv_linearizability(history, CheckContext(run_dir=out_dir), timeout_s=60)
     assert r["valid"] in (True, False), r
     return r["illegal_partitions"]
 

@@ -1,9 +1,10 @@
-"""Clients and operation generators that drive a kraft cluster and record a history.
+"""Client workloads: which op comes next (a generator) and how it is sent (a client).
 
-``WORKLOADS`` names the workloads the CLI accepts (``--workload``): ``append``
-(workloads/append.py: unique appends and log reads) and ``kv``
-(workloads/kv.py: registers by key, read/write/cas).
+Each workload is a :class:`workloads.registry.WorkloadSpec` in
+``WORKLOAD_SPECS``: ``append`` (workloads/append.py: unique appends and log
+reads) and ``kv`` (workloads/kv.py: registers by key, read/write/cas).
 """
+from .registry import WORKLOAD_SPECS
 
 #: workload names accepted by ``kraft-chaos run --workload``
-WORKLOADS = ("append", "kv")
+WORKLOADS = tuple(WORKLOAD_SPECS)

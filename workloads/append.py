@@ -1,12 +1,14 @@
 """The ``append`` workload: concurrent clients append unique ints and read the committed log.
 
-C workers (``concurrency``) share a target total rate (ops/s); each paces
-itself at rate/C with seeded jitter. About one op in ten is a linearizable
-read of the last ~200 committed offsets. Each worker keeps its own belief of
-who leads: it follows the ``leader_id`` hint of a DefiniteError and picks a
-random other node after an indefinite error or a hint-less failure. History
-shapes are those of DEVELOPERS.md, "Client ops". A worker whose op ends in
-``info`` takes a fresh process id (Jepsen: the process may be stuck forever).
+Which op next is :class:`AppendGenerator` (about one op in ten is a
+linearizable read of the last ~200 committed offsets); how it is sent is
+:class:`AppendClient`. C workers (``concurrency``) share a target total rate
+(ops/s). Each worker keeps its own belief of who leads: it follows the
+``leader_id`` hint of a DefiniteError and picks a random other node after an
+indefinite error or a hint-less failure; a few roam (workloads/worker.py).
+History shapes are those of DEVELOPERS.md, "Client ops". A worker whose op
+ends in ``info`` takes a fresh process id (Jepsen: the process may be stuck
+forever). After healing, :func:`final_reads` reads the whole log.
 
 A :class:`workloads.monitor.QuorumMonitor` runs alongside and samples
 DescribeQuorum on every node (for election safety and availability).
@@ -19,10 +21,12 @@ import logging
 import random
 from typing import Any
 
+from generator import Context, Generator
+
 from .base import ClientOptions, ClientWorkload
 from .counters import Sequence
 from .recorder import Outcome, record
-from .worker import PacedWorker, pick_other
+from .worker import ClientWorker, pick_other
 
 log = logging.getLogger(__name__)
 
@@ -46,64 +50,75 @@ class AppendOptions(ClientOptions):
             raise ValueError(f"read_window must be >= 0, got {self.read_window!r}")
 
 
-class _Worker(PacedWorker):
-    """One client thread of the append workload (see :class:`AppendWorkload`)."""
+class AppendGenerator(Generator):
+    """Which op next: a read with probability ``read_fraction``, else an append of the next
+    unique int. Reads start ``read_window`` records below the highest high watermark
+    any completed op has shown (an ok append at offset O shows O + 1)."""
 
-    def __init__(self, wl: AppendWorkload, index: int):
-        super().__init__(wl, index)
+    def __init__(self, options: AppendOptions):
+        self.options = options
+        self.values = Sequence(0)
         self.last_hw = 0
 
-    async def step(self) -> None:
-        """One op: a read with probability ``read_fraction``, else an append."""
-        if self.rng.random() < self.wl.options.read_fraction:
-            await self.read()
-        else:
-            await self.append()
+    def op(self, ctx: Context) -> dict:
+        if ctx.rng.random() < self.options.read_fraction:
+            return {"f": "read", "value": {"from": max(0, self.last_hw - self.options.read_window),
+                                           "linearizable": True, "final": False}}
+        return {"f": "append", "value": self.values.next()}
 
-    async def append(self) -> Outcome:
-        """Append the next unique value to the believed leader; record it."""
-        node, v = self.target, self.wl.values.next()
-        out = await record(self.wl.history, self.wl.tally, self.process, "append", v, node,
+    def update(self, ctx: Context, invoke: dict, completion: dict) -> None:
+        if completion is None or completion.get("type") != "ok":
+            return
+        v = completion.get("value")
+        if completion["f"] == "append" and isinstance(v, dict) and isinstance(v.get("offset"), int):
+            self.last_hw = max(self.last_hw, v["offset"] + 1)
+        elif completion["f"] == "read" and isinstance(v, dict) and isinstance(v.get("high_watermark"), int):
+            self.last_hw = max(self.last_hw, v["high_watermark"])
+
+
+class AppendClient(ClientWorker):
+    """How the append workload's ops are sent (see :class:`AppendWorkload`)."""
+
+    ops = {"append": "append", "read": "read"}
+
+    async def append(self, op: dict, process: int) -> Outcome:
+        """Append ``op["value"]`` (a unique int) to the believed leader; record it."""
+        node, v = self.node_for(), op["value"]
+        out = await record(self.wl.history, self.wl.tally, process, "append", v, node,
                            lambda: self.clients.get(node).append(v),
                            lambda r: {"value": v, "offset": r[0], "epoch": r[1]})
-        if out.type == "ok":
-            self.last_hw = max(self.last_hw, out.result[0] + 1)
         self.after(out)
         return out
 
-    async def read(self) -> Outcome:
-        """A linearizable read of the recent committed log, from the believed
-        leader or (with probability ``read_any_node``) from a random node, in
-        which case the outcome does not change the worker's leader belief."""
+    async def read(self, op: dict, process: int) -> Outcome:
+        """A linearizable read from ``op["value"]["from"]``, to the believed leader or (with
+        probability ``read_any_node``) a random node, in which case the outcome does not
+        change the leader belief."""
         anywhere = self.rng.random() < self.wl.options.read_any_node
-        node = self.rng.choice(self.nodes) if anywhere else self.target
-        value = {"from": max(0, self.last_hw - self.wl.options.read_window),
-                 "linearizable": True, "final": False}
-        out = await record(self.wl.history, self.wl.tally, self.process, "read", value, node,
+        node = self.node_for(anywhere)
+        value = op["value"]
+        out = await record(self.wl.history, self.wl.tally, process, "read", value, node,
                            lambda: self.clients.get(node).read(value["from"], linearizable=True),
                            lambda r: read_ok_value(value, r))
-        if out.type == "ok":
-            self.last_hw = max(self.last_hw, out.result["high_watermark"])
         self.after(out, follow=not anywhere)
         return out
 
 
 class AppendWorkload(ClientWorkload):
-    """Drives the cluster with appends and reads until a stop event is set.
+    """Appends of unique ints and linearizable reads of the log's tail.
 
-    Arguments as :class:`workloads.base.ClientWorkload`; worker i uses
-    ``Random(f"{seed}:append:worker:{i}")``. ``tally`` counts outcomes for
-    progress; ``values`` hands out the unique appended ints.
+    Arguments as :class:`workloads.base.ClientWorkload`; the ops come from
+    :class:`AppendGenerator` and are sent by :class:`AppendClient`. ``tally``
+    counts outcomes for progress.
     """
 
     name = "append"
     options_class = AppendOptions
     client_fs = ("append", "read")
-    worker_class = _Worker
+    worker_class = AppendClient
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.values = Sequence(0)
+    def generator(self) -> AppendGenerator:
+        return AppendGenerator(self.options)
 
 
 def read_ok_value(invoke_value: dict, result: dict) -> dict:

@@ -4,11 +4,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
+from generator import Any, Generator, Interpreter, OnThreads, Stagger
+
 from .clients import ClientFactory, ClientPool
 from .counters import OpTally, Sequence
 from .monitor import QuorumMonitor
 from .topology import Topology
-from .worker import PacedWorker, run_workers
+from .worker import ClientWorker
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,7 +21,9 @@ class ClientOptions:
     (> 0). ``read_any_node``: probability a read goes to a random node instead
     of the believed leader (Jepsen-style: a stale leader or a lagging follower
     must refuse it; a correct node answers NOT_LEADER_OR_FOLLOWER).
-    ``timeout_ms``: per-request client timeout (ms). ``monitor_interval_ms``
+    ``roaming_clients``: the fraction of workers (rounded down) that send
+    every op to a random node, never following leader hints, like clients
+    with stale metadata (workloads/worker.py). ``timeout_ms``: per-request client timeout (ms). ``monitor_interval_ms``
     / ``monitor_timeout_ms``: DescribeQuorum sampling period and timeout
     (ms). Raises ``ValueError`` naming the bad field.
     """
@@ -27,15 +31,16 @@ class ClientOptions:
     concurrency: int = 10
     rate: float = 100.0
     read_any_node: float = 0.5
+    roaming_clients: float = 0.2
     timeout_ms: int = 3000
-    monitor_interval_ms: int = 500
+    monitor_interval_ms: int = 250
     monitor_timeout_ms: int = 1000
 
     def __post_init__(self) -> None:
         self.check_counts("concurrency")
         if not self.rate > 0:
             raise ValueError(f"rate must be > 0 ops/s, got {self.rate!r}")
-        self.check_fractions("read_any_node")
+        self.check_fractions("read_any_node", "roaming_clients")
         for name in ("timeout_ms", "monitor_interval_ms", "monitor_timeout_ms"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0 ms, got {getattr(self, name)!r}")
@@ -55,22 +60,23 @@ class ClientOptions:
 
 
 class ClientWorkload:
-    """Base of :class:`workloads.append.AppendWorkload` and :class:`workloads.kv.KvWorkload`.
+    """Base of the workloads (workloads/registry.py): which op next, and how it is sent.
 
-    ``history`` is a ``history.HistoryWriter``; ``seed`` (int) seeds
-    every random choice; ``pids`` hands out process ids (shared with any other
+    ``history`` is a ``history.HistoryWriter``; ``seed`` (int) seeds every
+    random choice; ``pids`` hands out process ids (shared with any other
     client of the history); ``client_factory`` builds clients (default
-    ``kraft.client.KraftClient``). Subclasses set ``name``, ``options_class``,
-    ``client_fs`` and ``worker_class``. A
-    :class:`workloads.monitor.QuorumMonitor` runs alongside the workers.
+    ``kraft.client.KraftClient``). Subclasses set ``name``,
+    ``options_class``, ``client_fs`` and ``worker_class`` (the client: how
+    an op is sent), and implement :meth:`generator` (which op comes next). A
+    :class:`workloads.monitor.QuorumMonitor` samples the quorum alongside.
     """
 
     name = "workload"
     options_class: type = object
     #: The history's ``f`` of the client ops (progress totals).
     client_fs: tuple[str, ...] = ()
-    #: Worker ``index`` (0-based) is ``worker_class(self, index)``.
-    worker_class: type[PacedWorker] = PacedWorker
+    #: Worker ``index`` (0-based) is ``worker_class(self, index, roaming)``.
+    worker_class: type[ClientWorker] = ClientWorker
 
     def __init__(self, topology: Topology, cluster_id: str, history, seed: int,
                  options=None, pids: Sequence | None = None,
@@ -90,11 +96,48 @@ class ClientWorkload:
         """A fresh client pool (one client per node) for one owner."""
         return ClientPool(self.topology, self.cluster_id, self.options.timeout_ms, self.client_factory)
 
+    def generator(self) -> Generator:
+        """The client ops, endless, unpaced (:meth:`client_generator` paces them)."""
+        raise NotImplementedError
+
+    def roaming_threads(self) -> int:
+        """How many client threads roam: ``floor(concurrency * roaming_clients)``, the last ones."""
+        return int(self.options.concurrency * self.options.roaming_clients)
+
+    def client_generator(self) -> Generator:
+        """:meth:`generator` for the client threads, at ``options.rate`` ops/s in all.
+
+        Roaming threads get their share of the rate paced apart (a roaming
+        op to a non-leader fails at once, so one shared pace would hand them
+        most of the ops); both draw from the one generator.
+        """
+        gen, c, r = self.generator(), self.options.concurrency, self.roaming_threads()
+        rate = self.options.rate
+        if r == 0:
+            return OnThreads(lambda t: t != "nemesis", Stagger(rate, gen))
+        first = c - r
+        return Any([OnThreads(lambda t: isinstance(t, int) and t < first, Stagger(rate * first / c, gen)),
+                    OnThreads(lambda t: isinstance(t, int) and t >= first, Stagger(rate * r / c, gen))])
+
+    def workers(self) -> dict[int, ClientWorker]:
+        """One client worker per thread ``0..concurrency-1``; the last :meth:`roaming_threads` roam."""
+        c, r = self.options.concurrency, self.roaming_threads()
+        return {i: self.worker_class(self, i, roaming=i >= c - r) for i in range(c)}
+
     async def run(self, stop: asyncio.Event, monitor: bool = True) -> None:
-        """Run the workers (and the monitor) until ``stop`` is set.
+        """Run the client ops alone (no nemesis) and the monitor until ``stop`` is set.
 
         Ops in flight when ``stop`` is set finish (bounded by ``timeout_ms``)
         before this returns. Cancellation records in-flight ops as ``info``.
         """
-        workers = [self.worker_class(self, i) for i in range(self.options.concurrency)]
-        await run_workers(workers, self.monitor if monitor else None, stop, self.name)
+        interp = Interpreter(self.client_generator(), self.workers(), self.pids.next, self.seed,
+                             view=lambda: self.monitor.view)
+        tasks = [asyncio.create_task(interp.run(stop), name=f"{self.name}-clients")]
+        if monitor:
+            tasks.append(asyncio.create_task(self.monitor.run(stop), name="quorum-monitor"))
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)

@@ -7,9 +7,10 @@ ints ``0`` .. ``values-1`` (5 by default). Every key starts null (never
 written). Reads are linearizable gets (kraft/kv_service.py) sent to the
 believed leader, or with probability ``read_any_node`` to a random node (a
 correct non-leader refuses them, a stale leader cannot confirm its
-leadership); writes and cas go to the believed leader. Pacing, leader
-following and fresh process ids after ``info`` are those of the append
-workload (workloads/worker.py).
+leadership); writes and cas go to the believed leader. Which op next is
+:class:`KvGenerator`; how it is sent, :class:`KvClient`. Pacing, leader
+following, roaming clients and fresh process ids after ``info`` are those of
+the append workload (workloads/worker.py).
 
 History shapes (DEVELOPERS.md, "Client ops (workloads/kv)"), each op also
 carrying ``node``::
@@ -26,11 +27,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from generator import Context, Generator
 from kraft import client as kclient
 
 from .base import ClientOptions, ClientWorkload
 from .recorder import Outcome, record
-from .worker import PacedWorker
+from .worker import ClientWorker
 
 #: The history's ``f`` of the kv client ops.
 CLIENT_FS = ("read", "write", "cas")
@@ -75,47 +77,57 @@ class KvOptions(ClientOptions):
         return [f"k{i}" for i in range(self.keys)]
 
 
-class _Worker(PacedWorker):
-    """One client thread of the kv workload (see :class:`KvWorkload`)."""
+class KvGenerator(Generator):
+    """Which op next: a read, cas or write (``read_fraction``, ``cas_fraction``, the rest)
+    of a random key, with random values."""
 
-    async def step(self) -> None:
-        """One op on a random key: read, cas or write (``read_fraction``, ``cas_fraction``)."""
-        o = self.wl.options
-        key = self.rng.choice(self.wl.keys)
-        r = self.rng.random()
+    def __init__(self, options: KvOptions):
+        self.options, self.keys = options, options.key_names()
+
+    def op(self, ctx: Context) -> dict:
+        o, rng = self.options, ctx.rng
+        key = rng.choice(self.keys)
+        r = rng.random()
         if r < o.read_fraction:
-            await self.read(key)
-        elif r < o.read_fraction + o.cas_fraction:
-            await self.cas(key, self.rng.randrange(o.values), self.rng.randrange(o.values))
-        else:
-            await self.write(key, self.rng.randrange(o.values))
+            return {"f": "read", "value": [key, None]}
+        if r < o.read_fraction + o.cas_fraction:
+            return {"f": "cas", "value": [key, [rng.randrange(o.values), rng.randrange(o.values)]]}
+        return {"f": "write", "value": [key, rng.randrange(o.values)]}
 
-    async def read(self, key: str) -> Outcome:
-        """A linearizable get of ``key`` from the believed leader or (with
-        probability ``read_any_node``) a random node, which then does not
-        change the leader belief."""
+
+class KvClient(ClientWorker):
+    """How the kv workload's ops are sent (see :class:`KvWorkload`)."""
+
+    ops = {"read": "read", "write": "write", "cas": "cas"}
+
+    async def read(self, op: dict, process: int) -> Outcome:
+        """A linearizable get of the key from the believed leader or (with probability
+        ``read_any_node``) a random node, which then does not change the leader belief."""
+        key = op["value"][0]
         anywhere = self.rng.random() < self.wl.options.read_any_node
-        node = self.rng.choice(self.nodes) if anywhere else self.target
-        out = await record(self.wl.history, self.wl.tally, self.process, "read", [key, None], node,
+        node = self.node_for(anywhere)
+        out = await record(self.wl.history, self.wl.tally, process, "read", [key, None], node,
                            lambda: self.clients.get(node).get(key),
                            lambda r: [key, r["value"]],
                            lambda r: {"applied_offset": r["applied_offset"]})
         self.after(out, follow=not anywhere)
         return out
 
-    async def write(self, key: str, value: int) -> Outcome:
-        """Put ``value`` into ``key`` through the believed leader."""
-        node = self.target
-        out = await record(self.wl.history, self.wl.tally, self.process, "write", [key, value], node,
+    async def write(self, op: dict, process: int) -> Outcome:
+        """Put the value into the key through the believed leader."""
+        key, value = op["value"]
+        node = self.node_for()
+        out = await record(self.wl.history, self.wl.tally, process, "write", [key, value], node,
                            lambda: self.clients.get(node).put(key, value),
                            lambda r: [key, value], _offset_epoch)
         self.after(out)
         return out
 
-    async def cas(self, key: str, old: int, new: int) -> Outcome:
-        """Compare-and-set ``key`` from ``old`` to ``new`` through the believed leader;
+    async def cas(self, op: dict, process: int) -> Outcome:
+        """Compare-and-set the key from ``old`` to ``new`` through the believed leader;
         a failed compare is a ``fail`` with error ``cas-mismatch``."""
-        node = self.target
+        key, (old, new) = op["value"]
+        node = self.node_for()
 
         async def request():
             r = await self.clients.get(node).cas(key, old, new)
@@ -123,7 +135,7 @@ class _Worker(PacedWorker):
                 raise CasMismatch(r)
             return r
 
-        out = await record(self.wl.history, self.wl.tally, self.process, "cas", [key, [old, new]], node,
+        out = await record(self.wl.history, self.wl.tally, process, "cas", [key, [old, new]], node,
                            request, lambda r: [key, [old, new]], _offset_epoch)
         if not isinstance(out.error, CasMismatch):   # the leader answered: keep believing in it
             self.after(out)
@@ -131,21 +143,24 @@ class _Worker(PacedWorker):
 
 
 class KvWorkload(ClientWorkload):
-    """Drives the cluster with reads, writes and cas until a stop event is set.
+    """Reads, writes and cas on a few keys.
 
-    Arguments as :class:`workloads.base.ClientWorkload`; worker i uses
-    ``Random(f"{seed}:kv:worker:{i}")``. ``tally`` counts outcomes for
-    progress; ``keys`` is the keyspace.
+    Arguments as :class:`workloads.base.ClientWorkload`; the ops come from
+    :class:`KvGenerator` and are sent by :class:`KvClient`. ``tally`` counts
+    outcomes for progress; ``keys`` is the keyspace.
     """
 
     name = "kv"
     options_class = KvOptions
     client_fs = CLIENT_FS
-    worker_class = _Worker
+    worker_class = KvClient
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.keys = self.options.key_names()
+
+    def generator(self) -> KvGenerator:
+        return KvGenerator(self.options)
 
 
 def _offset_epoch(result: dict) -> dict:

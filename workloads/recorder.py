@@ -24,12 +24,14 @@ class Outcome:
     """What happened to one op: ``type`` is "ok" | "fail" | "info".
 
     ``result`` is the request's return value when ok; ``error`` the exception
-    otherwise (a :class:`kraft.client.ClientError` or anything unexpected).
+    otherwise (a :class:`kraft.client.ClientError` or anything unexpected);
+    ``op`` the completion op as written to the history.
     """
 
     type: str
     result: Any = None
     error: BaseException | None = None
+    op: dict | None = None
 
     @property
     def leader_hint(self) -> int | None:
@@ -40,13 +42,15 @@ class Outcome:
 async def record(history, tally: OpTally | None, process: int, f: str, value: Any, node: str,
                  request: Callable[[], Awaitable[Any]],
                  ok_value: Callable[[Any], Any],
-                 ok_extra: Callable[[Any], dict] | None = None) -> Outcome:
+                 ok_extra: Callable[[Any], dict] | None = None,
+                 fail_value: Callable[[kclient.ClientError], Any] | None = None) -> Outcome:
     """Invoke ``request()`` and write the invoke and completion ops to ``history``.
 
     ``ok_value(result)`` builds the ok op's value; ``ok_extra(result)``, if
     given, extra fields of the ok op (e.g. ``{"offset": O}``). A fail or
-    info op keeps the invoke ``value`` and gets ``error`` = the client error
-    code. On cancellation the info op is written before ``CancelledError``
+    info op keeps the invoke ``value`` (or takes ``fail_value(error)`` for a
+    definite failure, e.g. the epoch the node answered with) and gets
+    ``error`` = the client error code. On cancellation the info op is written before ``CancelledError``
     propagates.
     """
     inv = history.invoke(process, f, value, node=node)
@@ -54,10 +58,10 @@ async def record(history, tally: OpTally | None, process: int, f: str, value: An
         result = await request()
     except kclient.DefiniteError as e:
         out = Outcome("fail", error=e)
-        history.complete(inv, "fail", value, error=e.code)
+        out.op = history.complete(inv, "fail", fail_value(e) if fail_value else value, error=e.code)
     except kclient.IndefiniteError as e:
         out = Outcome("info", error=e)
-        history.complete(inv, "info", value, error=e.code)
+        out.op = history.complete(inv, "info", value, error=e.code)
     except asyncio.CancelledError:
         history.complete(inv, "info", value, error="interrupted")
         if tally is not None:
@@ -66,10 +70,10 @@ async def record(history, tally: OpTally | None, process: int, f: str, value: An
     except Exception as e:  # a bug or an unexpected reply: outcome unknown
         log.exception("unexpected error from %s on %s", f, node)
         out = Outcome("info", error=e)
-        history.complete(inv, "info", value, error=f"{type(e).__name__}: {e}")
+        out.op = history.complete(inv, "info", value, error=f"{type(e).__name__}: {e}")
     else:
         out = Outcome("ok", result=result)
-        history.complete(inv, "ok", ok_value(result), **(ok_extra(result) if ok_extra else {}))
+        out.op = history.complete(inv, "ok", ok_value(result), **(ok_extra(result) if ok_extra else {}))
     if tally is not None:
         tally.add(f, out.type)
     return out

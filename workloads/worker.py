@@ -1,15 +1,16 @@
-"""One client thread of a workload: a process id, a belief of who leads, paced ops.
+"""How a client thread sends its ops: a leader belief, a client per node, routing.
 
-Shared by the workloads (``append``, ``kv``). A worker issues one op at a
-time (so one client per node suffices) at ``rate / concurrency`` ops/s with
-seeded jitter. After an op that did not succeed it follows the
-``leader_id`` hint of a DefiniteError, or picks a random other node; after
-an ``info`` it takes a fresh process id (Jepsen: the old process may be
-stuck forever).
+Shared by the workloads (``append``, ``kv``). The generator decides which op
+comes next (generator/); a :class:`ClientWorker` decides where it goes and
+records it. A worker sends one op at a time (so one client per node
+suffices). By default it sends to the node it believes leads: after an op
+that did not succeed it follows the ``leader_id`` hint of a DefiniteError,
+or picks a random other node. A worker made ``roaming`` sends every op to a
+random node and never follows hints, as real clients with stale metadata do,
+so deposed and isolated leaders are asked too.
 """
 from __future__ import annotations
 
-import asyncio
 import random
 
 from .recorder import Outcome
@@ -21,73 +22,53 @@ def pick_other(rng: random.Random, nodes: list[str], current: str | None) -> str
     return rng.choice(choices)
 
 
-class PacedWorker:
-    """Base class: subclasses implement :meth:`step` (issue and record one op).
+class ClientWorker:
+    """Base class of a workload's client (Jepsen's client: how to send an op).
 
     ``wl`` is the workload: it provides ``name``, ``seed``, ``topology``,
-    ``pids`` (a :class:`workloads.counters.Sequence`), ``options.concurrency``,
-    ``options.rate`` (total ops/s) and ``pool()`` (a fresh
-    :class:`workloads.clients.ClientPool`). The workload's ``name`` and
-    ``index`` seed the worker's own ``Random(f"{seed}:{name}:worker:{index}")``.
+    ``history``, ``tally`` and ``pool()`` (a fresh
+    :class:`workloads.clients.ClientPool`). ``index`` is the thread; the
+    workload's ``name`` and ``index`` seed the worker's own
+    ``Random(f"{seed}:{name}:worker:{index}")``. ``roaming``: see the module
+    docstring. Subclasses map each ``f`` to a coroutine method in ``ops``
+    (``{f: method name}``), each taking ``(op, process)`` and returning an
+    :class:`~workloads.recorder.Outcome`.
     """
 
-    def __init__(self, wl, index: int):
-        self.wl, self.index = wl, index
+    ops: dict[str, str] = {}
+
+    def __init__(self, wl, index: int, roaming: bool = False):
+        self.wl, self.index, self.roaming = wl, index, roaming
         self.rng = random.Random(f"{wl.seed}:{wl.name}:worker:{index}")
         self.nodes = list(wl.topology.nodes)
-        self.process = wl.pids.next()
         self.target = self.rng.choice(self.nodes)
         self.clients = wl.pool()
 
-    async def step(self) -> None:
-        """Issue and record one op."""
-        raise NotImplementedError
+    async def invoke(self, op: dict, process: int) -> Outcome:
+        """Send ``op`` (``f`` one of :attr:`ops`) as ``process``; record it; return its outcome.
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Issue paced ops until ``stop`` is set; closes the clients at the end."""
-        loop = asyncio.get_running_loop()
-        interval = self.wl.options.concurrency / self.wl.options.rate  # seconds per op, per worker
-        next_at = loop.time() + self.rng.uniform(0, interval)
-        try:
-            while not stop.is_set():
-                delay = next_at - loop.time()
-                if delay > 0:
-                    try:
-                        await asyncio.wait_for(stop.wait(), delay)
-                        break
-                    except TimeoutError:
-                        pass
-                now = loop.time()
-                next_at = max(next_at, now - interval) + interval * self.rng.uniform(0.5, 1.5)
-                await self.step()
-        finally:
-            await self.clients.close()
+        Raises ValueError for an ``f`` this workload does not have.
+        """
+        name = self.ops.get(op.get("f"))
+        if name is None:
+            raise ValueError(f"{self.wl.name} workload has no op {op.get('f')!r}: "
+                             f"choose from {', '.join(self.ops)}")
+        return await getattr(self, name)(op, process)
+
+    def node_for(self, anywhere: bool = False) -> str:
+        """Where the next op goes: a random node when roaming or ``anywhere``, else the believed leader."""
+        if self.roaming or anywhere:
+            return self.rng.choice(self.nodes)
+        return self.target
 
     def after(self, out: Outcome, follow: bool = True) -> None:
-        """Update the process id (a fresh one after ``info``) and, with
-        ``follow``, the leader belief after an op that did not succeed."""
-        if out.type == "ok":
-            return
-        if out.type == "info":
-            self.process = self.wl.pids.next()
-        if not follow:
+        """With ``follow`` (and not roaming), update the leader belief after an op that did
+        not succeed: the hinted leader, or a random other node."""
+        if out.type == "ok" or not follow or self.roaming:
             return
         hinted = self.wl.topology.node_for_id(out.leader_hint)
         self.target = hinted if hinted is not None else pick_other(self.rng, self.nodes, self.target)
 
-
-async def run_workers(workers: list[PacedWorker], monitor, stop: asyncio.Event, name: str) -> None:
-    """Run ``workers`` (and ``monitor``, a QuorumMonitor or None) until ``stop`` is set.
-
-    Ops in flight when ``stop`` is set finish before this returns;
-    cancellation records in-flight ops as ``info`` (workloads.recorder).
-    """
-    tasks = [asyncio.create_task(w.run(stop), name=f"{name}-worker-{w.index}") for w in workers]
-    if monitor is not None:
-        tasks.append(asyncio.create_task(monitor.run(stop), name="quorum-monitor"))
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+    async def close(self) -> None:
+        """Close this worker's connections."""
+        await self.clients.close()

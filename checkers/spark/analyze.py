@@ -1,6 +1,6 @@
 """``kraft-chaos analyze``: every check of every run, as Spark jobs, with one verdict per run.
 
-The verdict rules are those of ``kraft-chaos check`` (harness/runner.py,
+The verdict rules are those of ``kraft-chaos check`` (harness/check_run.py,
 ``check_run_dir``): an append run is judged by the log-safety checkers, a kv
 run by linearizability by key; both by election safety and divergence.
 A run with malformed lines, or whose ops do not pair, is "unknown" (``check``

@@ -1,0 +1,102 @@
+"""Checkers as folds over a history, so a history never has to sit in memory whole.
+
+A :class:`Checker` sees the ops in index order, one at a time, in one or
+more passes (a second pass is for checks that must know the end of the
+history first, e.g. the final committed log before judging each ack), and
+then gives its result from what it kept and the collected node data.
+:func:`run_checkers` reads the history once per pass for all of them.
+
+Every checker's result is ``{"valid": True | False | "unknown",
+"anomalies": [...], ...}``; each anomaly names the ops (by ``index``) that
+show it.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckContext:
+    """What a checker may know besides the history and node data.
+
+    ``run_dir``: the run's store folder (for reports such as
+    ``linearizability.html``), or None. ``config``: the run's test config
+    (``test.json``'s ``config``: the harness's own settings, never the
+    system's claims), ``{}`` when unknown.
+    """
+
+    run_dir: Path | None = None
+    config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+class Checker:
+    """Base class: a fold over the history's ops.
+
+    Subclasses set ``passes`` (how many times they read the history) and
+    implement :meth:`feed` and :meth:`result`; :meth:`begin` is called before
+    each pass with its number (0-based).
+    """
+
+    passes: int = 1
+
+    def begin(self, pass_no: int) -> None:
+        """A new pass starts (``pass_no`` 0, 1, ...)."""
+        self.pass_no = pass_no
+
+    def feed(self, op: dict) -> None:
+        """One op of the current pass, in index order."""
+        raise NotImplementedError
+
+    def result(self, nodes) -> dict:
+        """The verdict, after the last pass. ``nodes``: ``{node: NodeData}`` or None."""
+        raise NotImplementedError
+
+
+class ListChecker(Checker):
+    """A checker written as ``fn(history, nodes) -> result`` over the whole op list.
+
+    It keeps every op it is fed that ``keep(op)`` accepts (default: all), so
+    use it only where that subset is small. ``fn`` gets the kept ops.
+    """
+
+    def __init__(self, fn: Callable[[list[dict], Any], dict], keep: Callable[[dict], bool] | None = None):
+        self.fn, self.keep, self.ops = fn, keep, []
+
+    def feed(self, op: dict) -> None:
+        if self.keep is None or self.keep(op):
+            self.ops.append(op)
+
+    def result(self, nodes) -> dict:
+        return self.fn(self.ops, nodes)
+
+
+def run_checkers(open_history: Callable[[], Iterable[dict]], checkers: Mapping[str, Checker],
+                 nodes=None) -> dict[str, dict]:
+    """Feed every op of the history to every checker, pass by pass; returns ``{name: result}``.
+
+    ``open_history()`` yields the ops in index order and is called once per
+    pass (the most any checker asks for). Raises what it raises (e.g.
+    ``history.HistoryError`` for a malformed line) and what a checker raises.
+    """
+    passes = max((c.passes for c in checkers.values()), default=0)
+    for p in range(passes):
+        active = [c for c in checkers.values() if c.passes > p]
+        for c in active:
+            c.begin(p)
+        feeds = [c.feed for c in active]
+        for op in open_history():
+            for feed in feeds:
+                feed(op)
+    return {name: c.result(nodes) for name, c in checkers.items()}
+
+
+def ops_of(history: list[dict]) -> Callable[[], Iterator[dict]]:
+    """An ``open_history`` over an in-memory op list."""
+    return lambda: iter(history)
+
+
+def check_list(checker: Checker, history: list[dict], nodes=None) -> dict:
+    """Run one ``checker`` over an in-memory op list (all its passes); returns its result."""
+    return run_checkers(ops_of(history), {"checker": checker}, nodes)["checker"]

@@ -1,0 +1,102 @@
+"""Every checker by name: what a workload lists in its ``checkers`` (workloads/registry.py).
+
+A workload names its checkers as strings, since ``workloads/`` sits below
+``checkers/`` and may not import them; :func:`make_checkers` turns the names
+into :class:`checkers.fold.Checker` s for one run. ``stats`` is not a
+checker of validity: :func:`check_all_folds` runs it beside every set.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Iterable, Mapping
+
+from history import NEMESIS
+
+from .divergence import check_divergence
+from .duplicate import check_duplicate
+from .election_safety import check_election_safety
+from .fold import CheckContext, Checker, ListChecker, run_checkers
+from .inconsistent_offsets import check_inconsistent_offsets
+from .lost_write import check_lost_write
+from .nonmonotonic_read import check_nonmonotonic_read
+from .phantom import check_phantom
+from .stats import check_stats
+
+log = logging.getLogger("kraft_chaos.checkers")
+
+#: seconds the linearizability search may take; past it the verdict is "unknown"
+LINEARIZABILITY_TIMEOUT_S = 300.0
+#: the ops the kv linearizability checker reads (the kv workload's client ops)
+KV_FS = ("read", "write", "cas")
+
+
+def check_kv_linearizability(ops: list[dict], ctx: CheckContext,
+                             timeout_s: float = LINEARIZABILITY_TIMEOUT_S) -> dict:
+    """Linearizability of kv client ops (``read``/``write``/``cas`` of client processes), by
+    key, as registers (checkers/linearizability); writes ``linearizability.html`` into
+    ``ctx.run_dir``. Returns the checker's result; "unknown" with an ``error`` when the
+    checker itself failed (the run's other verdicts are kept)."""
+    from . import linearizability
+
+    ops = [op for op in ops if op["process"] != NEMESIS and op["f"] in KV_FS]
+    try:
+        return linearizability.check_history(ops, model="register", by_key=True, timeout_s=timeout_s,
+                                             out_dir=ctx.run_dir)
+    except Exception as e:
+        log.exception("linearizability checker failed")
+        return {"valid": "unknown", "anomalies": [], "error": f"checker failed: {type(e).__name__}: {e}"}
+
+
+def _kv_op(op: dict) -> bool:
+    return op["process"] != NEMESIS and op["f"] in KV_FS
+
+
+#: name -> factory(ctx) of a fresh Checker for one run
+FACTORIES: dict[str, Callable[[CheckContext], Checker]] = {
+    "lost-write": lambda ctx: ListChecker(check_lost_write),
+    "phantom": lambda ctx: ListChecker(check_phantom),
+    "duplicate": lambda ctx: ListChecker(check_duplicate),
+    "inconsistent-offsets": lambda ctx: ListChecker(check_inconsistent_offsets),
+    "divergence": lambda ctx: ListChecker(check_divergence),
+    "election-safety": lambda ctx: ListChecker(check_election_safety),
+    "nonmonotonic-read": lambda ctx: ListChecker(check_nonmonotonic_read),
+    "linearizability": lambda ctx: ListChecker(lambda ops, _n: check_kv_linearizability(ops, ctx),
+                                               keep=_kv_op),
+    "stats": lambda ctx: ListChecker(check_stats),
+}
+
+
+def make_checkers(names: Iterable[str], ctx: CheckContext) -> dict[str, Checker]:
+    """Fresh checkers for ``names``, in that order. Raises ValueError naming an unknown one."""
+    out = {}
+    for name in names:
+        if name not in FACTORIES:
+            raise ValueError(f"unknown checker {name!r}: choose from {', '.join(FACTORIES)}")
+        out[name] = FACTORIES[name](ctx)
+    return out
+
+
+def combine(verdicts: list) -> bool | str:
+    """False if any verdict is False, else "unknown" if any is "unknown", else True."""
+    if any(v is False for v in verdicts):
+        return False
+    if any(v == "unknown" for v in verdicts):
+        return "unknown"
+    return True
+
+
+def check_all_folds(open_history: Callable, names: Iterable[str], nodes=None,
+                    ctx: CheckContext = CheckContext()) -> dict:
+    """Run the checkers ``names`` and the stats over the history ``open_history()`` yields.
+
+    Returns ``{"valid", "checkers": {name: result}, "anomaly_counts": {name:
+    n}, "stats"}``; ``valid`` combines the checkers' verdicts (see
+    :func:`combine`); stats never affect it.
+    """
+    checkers = make_checkers([*names, "stats"], ctx)
+    results = run_checkers(open_history, checkers, nodes)
+    stats = results.pop("stats")
+    return {"valid": combine([r.get("valid") for r in results.values()]),
+            "checkers": results,
+            "anomaly_counts": {name: len(r.get("anomalies") or []) for name, r in results.items()},
+            "stats": stats}

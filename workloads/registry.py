@@ -1,0 +1,94 @@
+"""Every workload by name (``--workload``): what it generates, how it sends, how it ends, what checks it.
+
+A :class:`WorkloadSpec` is all the runner needs: it builds the workload
+(its generator and client), runs its final phase after healing, and checks
+the run with the checkers the spec names (checkers/registry.py resolves the
+names; ``workloads/`` may not import ``checkers/``). The runner names no
+workload itself.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Awaitable, Callable, Protocol
+
+from .append import AppendWorkload, final_reads
+from .base import ClientWorkload
+from .kv import KvWorkload
+
+log = logging.getLogger("kraft_chaos.workloads")
+
+#: seconds to wait for a leader once every fault is healed
+HEALED_LEADER_TIMEOUT_S = 30.0
+#: seconds to wait for every voter to reach the leader's log end offset
+CATCH_UP_TIMEOUT_S = 15.0
+#: seconds to retry the final linearizable read
+FINAL_READ_TIMEOUT_S = 30.0
+
+#: the checkers every workload on the KRaft quorum runs: leadership and the nodes' logs
+QUORUM_CHECKERS = ("election-safety", "divergence")
+
+
+class Quorum(Protocol):
+    """What a final phase may ask of the cluster (the runner provides it)."""
+
+    async def wait_for_leader(self, timeout_s: float) -> str | None:
+        """The leader's node name once one answers as leader, or None after ``timeout_s``."""
+
+    async def wait_for_catch_up(self, timeout_s: float) -> bool:
+        """True once every voter has reached the leader's log end offset within ``timeout_s``."""
+
+
+async def append_final_phase(wl: AppendWorkload, quorum: Quorum) -> None:
+    """The append workload's end: a leader, caught-up voters, then the final reads
+    (the whole log linearizably via the leader, and each node's own committed prefix)."""
+    leader = await quorum.wait_for_leader(HEALED_LEADER_TIMEOUT_S)
+    if leader is None:
+        log.warning("no leader within %.0f s after healing", HEALED_LEADER_TIMEOUT_S)
+    elif not await quorum.wait_for_catch_up(CATCH_UP_TIMEOUT_S):
+        log.warning("voters did not all reach the leader's log end offset within %.0f s",
+                    CATCH_UP_TIMEOUT_S)
+    log.info("final reads (leader %s)", leader)
+    await final_reads(wl, leader, FINAL_READ_TIMEOUT_S)
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkloadSpec:
+    """A workload as the runner sees it.
+
+    ``workload``: the :class:`~workloads.base.ClientWorkload` subclass (its
+    ``generator()`` is which op next, its ``worker_class`` how an op is
+    sent, its ``options_class`` the knobs). ``final``: the coroutine run
+    after every fault is healed, ``final(workload, quorum)``, or None.
+    ``checkers``: checker names (checkers/registry.py). ``dbs``: the targets
+    (``--db``) it can run on.
+    """
+
+    name: str
+    summary: str
+    workload: type[ClientWorkload]
+    checkers: tuple[str, ...]
+    final: Callable[[ClientWorkload, Quorum], Awaitable[None]] | None = None
+    dbs: tuple[str, ...] = ("kraft",)
+
+
+WORKLOAD_SPECS: dict[str, WorkloadSpec] = {
+    "append": WorkloadSpec(
+        "append", "unique appends and log reads; the log-safety checkers",
+        AppendWorkload,
+        ("lost-write", "phantom", "duplicate", "inconsistent-offsets", *QUORUM_CHECKERS,
+         "nonmonotonic-read"),
+        final=append_final_phase),
+    "kv": WorkloadSpec(
+        "kv", "read/write/cas on 5 keys; linearizability by key",
+        KvWorkload,
+        ("linearizability", *QUORUM_CHECKERS)),
+}
+
+
+def workload_spec(name: str) -> WorkloadSpec:
+    """The spec named ``name``; raises ValueError naming the choices for an unknown one."""
+    try:
+        return WORKLOAD_SPECS[name]
+    except KeyError:
+        raise ValueError(f"unknown workload {name!r}: choose from {', '.join(WORKLOAD_SPECS)}") from None
