@@ -116,6 +116,7 @@ class RaftNode:
         self._leader_since = 0.0
         self._begin_sent: dict[int, float] = {}
         self._pending_appends: dict[int, asyncio.Future] = {}
+        self._plain_appends: set[int] = set()   # pending offsets from Append (not KvWrite)
         self._pending_reads: list[tuple[float, asyncio.Future]] = []
         self.kv = KvStateMachine()           # applied from committed records (kraft/kv.py)
         self._last_read_at = float("-inf")   # arrival time of the newest read-index request
@@ -311,6 +312,7 @@ class RaftNode:
             if not fut.done():
                 fut.set_exception(ClientError("REQUEST_TIMED_OUT", why))
         self._pending_appends.clear()
+        self._plain_appends.clear()
         for _, fut in self._pending_reads:
             if not fut.done():
                 fut.set_exception(ClientError("NOT_LEADER_OR_FOLLOWER", why))
@@ -531,6 +533,17 @@ class RaftNode:
         self.log.flush()
         if self.kind is StateKind.LEADER:
             self._update_hw()
+            if "ack-before-commit" in self.cfg.unsafe:   # the bug: Append acks on local disk
+                self._answer_appends(self.log.flushed_end, only=self._plain_appends)
+
+    def _answer_appends(self, below: int, only: set[int] | None = None) -> None:
+        """Answer the pending appends at offsets below ``below`` (those in ``only``, if
+        given) with (offset, epoch)."""
+        for o in sorted(o for o in self._pending_appends if o < below and (only is None or o in only)):
+            fut = self._pending_appends.pop(o)
+            self._plain_appends.discard(o)
+            if not fut.done():
+                fut.set_result((o, self.log.records[o].epoch))
 
     def _schedule_flush(self) -> None:
         if self._flush_handle is None:
@@ -539,16 +552,13 @@ class RaftNode:
     def _update_hw(self) -> None:
         positions = [self.log.flushed_end] + [p.end_offset for p in self._progress.values()]
         new = next_high_watermark(self.hw, positions, self._epoch_start,
-                                  require_epoch_commit="early-high-watermark" not in self.cfg.unsafe)
+                                  require_epoch_commit="early-high-watermark" not in self.cfg.unsafe,
+                                  quorum_off_by_one="commit-minority" in self.cfg.unsafe)
         if new > self.hw:
             self.hw = new
             self._apply_committed()     # before answering appends: a KvWrite needs its result
             self._notify()
-            done = [o for o in self._pending_appends if o < new]
-            for o in sorted(done):
-                fut = self._pending_appends.pop(o)
-                if not fut.done():
-                    fut.set_result((o, self.log.records[o].epoch))
+            self._answer_appends(new)
             self._complete_reads()
 
     def _apply_committed(self) -> None:
@@ -589,7 +599,7 @@ class RaftNode:
             return {"ErrorCode": err}
         if self.kind is not StateKind.LEADER:
             return {"ErrorCode": errors.NOT_LEADER_OR_FOLLOWER}
-        if offset > 0 or last_epoch > 0:
+        if (offset > 0 or last_epoch > 0) and "no-fetch-validation" not in self.cfg.unsafe:
             e, end = self.log.end_offset_for_epoch(last_epoch)
             if e != last_epoch or end < offset:
                 return {"ErrorCode": errors.NONE, "HighWatermark": self.hw, "LogStartOffset": 0,
@@ -644,7 +654,8 @@ class RaftNode:
             return {"ErrorCode": errors.INVALID_VOTER_KEY, "VoteGranted": False}
         if cepoch < self.epoch:
             return {"ErrorCode": errors.FENCED_LEADER_EPOCH, "VoteGranted": False}
-        up = is_up_to_date(last_epoch, last_offset, self.log.last_epoch, self.log.end_offset)
+        up = is_up_to_date(last_epoch, last_offset, self.log.last_epoch, self.log.end_offset,
+                           compare_offsets="vote-ignores-offset" not in self.cfg.unsafe)
         if pre_vote:
             if cepoch > self.epoch:
                 granted = up            # no transition on a pre-vote
@@ -721,7 +732,7 @@ class RaftNode:
         if "Value" not in body:
             raise InvalidRequest("missing field Value")
         try:
-            offset, epoch = await self.append_and_commit(body["Value"])
+            offset, epoch = await self.append_and_commit(body["Value"], self._plain_appends.add)
         except Refused as e:
             return e.body
         return {"ErrorCode": errors.NONE, "Offset": offset, "Epoch": epoch}
@@ -752,6 +763,7 @@ class RaftNode:
             return await asyncio.wait_for(fut, self.cfg.request_timeout_ms / 1000.0)
         except TimeoutError:
             self._pending_appends.pop(r.offset, None)
+            self._plain_appends.discard(r.offset)
             raise Refused(errors.REQUEST_TIMED_OUT, f"offset {r.offset} not committed within "
                           f"{self.cfg.request_timeout_ms} ms") from None
         except ClientError as e:
@@ -778,6 +790,8 @@ class RaftNode:
             return self.hw
         if self.kind is not StateKind.LEADER:
             raise Refused(errors.NOT_LEADER_OR_FOLLOWER)
+        if "lease-read" in self.cfg.unsafe:
+            return self.hw
         timeout_s = self.cfg.request_timeout_ms / 1000.0 if timeout_s is None else timeout_s
         fut = asyncio.get_running_loop().create_future()
         self._last_read_at = self._now()

@@ -12,6 +12,26 @@ SWITCHES = {
     "no-read-index": "reads (Read and KvGet) are served from local state by any node, without confirming leadership",
     "no-check-quorum": "a leader cut off from the majority never resigns (KAFKA-15489)",
     "no-pre-vote": "elections skip Pre-Vote, so a rejoining node disrupts a stable leader (KIP-996)",
+    "vote-ignores-offset": "the up-to-date check of Vote and Pre-Vote compares last epochs only, so a "
+                           "voter behind in the same epoch can win and truncate committed records "
+                           "(Raft 5.4.1)",
+    "commit-minority": "the high watermark is the position n/2 voters reached instead of n/2 + 1, so "
+                       "a minority with the leader commits (a quorum-size off-by-one)",
+    "ack-before-commit": "an Append is answered once the leader has it on its own disk, before a "
+                         "majority does (acks=1 behaviour)",
+    "lease-read": "a leader answers linearizable reads from its high watermark without confirming "
+                  "its leadership with a majority (a lease never checked)",
+    "no-fetch-validation": "the leader skips the (FetchOffset, LastFetchedEpoch) check, so a follower "
+                           "keeps a deposed leader's uncommitted records under newer ones (the "
+                           "truncation bug KIP-101 and KIP-595's DivergingEpoch fix)",
+}
+
+#: What kind of safety mechanism each switch turns off.
+CLASSES = {
+    "no-fsync": "acknowledgement", "early-high-watermark": "commit", "leader-restart": "recovery",
+    "forget-vote": "elections", "no-read-index": "reads", "no-check-quorum": "elections",
+    "no-pre-vote": "elections", "vote-ignores-offset": "elections", "commit-minority": "commit",
+    "ack-before-commit": "acknowledgement", "lease-read": "reads", "no-fetch-validation": "recovery",
 }
 
 

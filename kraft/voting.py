@@ -7,12 +7,16 @@ from __future__ import annotations
 from .states import StateKind
 
 
-def is_up_to_date(cand_last_epoch: int, cand_end_offset: int, own_last_epoch: int, own_end_offset: int) -> bool:
+def is_up_to_date(cand_last_epoch: int, cand_end_offset: int, own_last_epoch: int, own_end_offset: int,
+                  compare_offsets: bool = True) -> bool:
     """True iff the candidate's log is at least as up to date as ours.
 
     Compares (last epoch, log end offset) as a pair, epoch first (KIP-595,
-    "Vote"; Raft §5.4.1).
+    "Vote"; Raft §5.4.1). ``compare_offsets=False`` is the
+    ``vote-ignores-offset`` bug: last epochs only.
     """
+    if not compare_offsets:
+        return cand_last_epoch >= own_last_epoch
     return (cand_last_epoch, cand_end_offset) >= (own_last_epoch, own_end_offset)
 
 
