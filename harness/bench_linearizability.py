@@ -179,26 +179,50 @@ def parse_go_output(text: str) -> tuple[dict[str, Timing], str]:
         raise ValueError(f"unreadable porcupine-bench output ({e}): {text[:200]!r}") from None
 
 
-def run_porcupine(rows: list[Corpus]) -> tuple[dict[str, Timing], str]:
-    """Porcupine's timings for ``rows`` ({} when it could not run) and a note: its version, or
-    why its column is empty."""
-    exe, why = build_porcupine()
-    if exe is None:
-        return {}, why
-    spec = go_spec(rows)
+def run_porcupine(exe: Path, rows: list[Corpus]) -> tuple[dict[str, Timing], str]:
+    """Porcupine's timings for ``rows`` from the porcupine-bench binary ``exe``, and its version.
+
+    Raises RuntimeError (with porcupine-bench's complaint) when it fails."""
     try:
         p = subprocess.run([str(exe), "-min-iterations", str(MIN_ITERATIONS),
-                            "-max-iterations", str(MAX_ITERATIONS)], input=json.dumps(spec),
+                            "-max-iterations", str(MAX_ITERATIONS)], input=json.dumps(go_spec(rows)),
                            capture_output=True, text=True, timeout=3600)
     except (OSError, subprocess.TimeoutExpired) as e:
-        return {}, f"porcupine-bench failed: {e}"
+        raise RuntimeError(f"porcupine-bench failed: {e}") from None
     if p.returncode != 0:
-        return {}, f"porcupine-bench failed: {p.stderr.strip()[-300:]}"
+        raise RuntimeError(f"porcupine-bench failed: {p.stderr.strip()[-300:]}")
     try:
-        timings, version = parse_go_output(p.stdout)
+        return parse_go_output(p.stdout)
     except ValueError as e:
-        return {}, str(e)
-    return timings, f"porcupine {version}"
+        raise RuntimeError(str(e)) from None
+
+
+def time_both(rows: list[Corpus]) -> tuple[dict[str, Timing], dict[str, Timing], str]:
+    """Our timings and porcupine's for ``rows``, corpus by corpus (ours, then porcupine's, so
+    both see the same load on the machine), and a note: porcupine's version, or why its
+    timings are missing (said once, here)."""
+    exe, note = build_porcupine()
+    if exe is None:
+        print(f"porcupine's column skipped: {note}", flush=True)
+    ours: dict[str, Timing] = {}
+    theirs: dict[str, Timing] = {}
+    for c in rows:
+        t0 = time.perf_counter()
+        ours[c.name] = time_ours(c)
+        took = f"timed {c.name}: ours {time.perf_counter() - t0:.1f} s"
+        if exe is not None and c.go_model:
+            t0 = time.perf_counter()
+            try:
+                got, version = run_porcupine(exe, [c])
+            except RuntimeError as e:
+                exe, note = None, str(e)
+                print(f"porcupine's column stops here: {note}", flush=True)
+            else:
+                theirs.update(got)
+                note = f"porcupine {version}"
+                took += f", porcupine {time.perf_counter() - t0:.1f} s"
+        print(took, flush=True)
+    return ours, theirs, note
 
 
 def mismatches(c: Corpus, ours: Timing, theirs: Timing | None) -> list[str]:
@@ -277,15 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: porcupine's test data is not at {DATA}", file=sys.stderr)
         return 3
     rows = [c for c in corpora() if not args.only or any(c.name.startswith(p) for p in args.only)]
-    t0 = time.perf_counter()
-    ours = {c.name: time_ours(c) for c in rows}
-    print(f"our checker: {time.perf_counter() - t0:.1f} s", flush=True)
-    t0 = time.perf_counter()
-    theirs, note = run_porcupine(rows)
-    if theirs:
-        print(f"porcupine: {time.perf_counter() - t0:.1f} s", flush=True)
-    else:
-        print(f"porcupine's column skipped: {note}", flush=True)
+    ours, theirs, note = time_both(rows)
+    if not theirs:
         note = "porcupine not run (see above)"
     table = [(c.name, ours[c.name], theirs.get(c.name)) for c in rows]
     if not args.no_cluster and not args.only:

@@ -69,8 +69,19 @@ def test_without_go_the_column_is_skipped(monkeypatch, tmp_path):
     monkeypatch.delenv("GO", raising=False)
     exe, why = bench.build_porcupine(cache=tmp_path / "cache")
     assert exe is None and "go is not installed" in why
-    timings, note = bench.run_porcupine([])
-    assert timings == {} and "go is not installed" in note
+    ours, theirs, note = bench.time_both([])
+    assert ours == theirs == {} and "go is not installed" in note
+
+
+def test_a_failing_porcupine_bench_is_a_runtime_error(tmp_path):
+    exe = tmp_path / "porcupine-bench"
+    exe.write_text("#!/bin/sh\necho 'panic: boom' >&2\nexit 2\n")
+    exe.chmod(0o755)
+    with pytest.raises(RuntimeError, match="porcupine-bench failed: panic: boom"):
+        bench.run_porcupine(exe, [])
+    exe.write_text("#!/bin/sh\necho 'not json'\n")
+    with pytest.raises(RuntimeError, match="unreadable porcupine-bench output"):
+        bench.run_porcupine(exe, [])
 
 
 def test_a_failing_build_gives_the_reason(monkeypatch, tmp_path):

@@ -18,8 +18,15 @@
  *     without partitioning has one component per key). The memoized pair is
  *     still (linearized set, whole state vector);
  *   - register and key-value steps (read, write, cas, append) can be given
- *     as "native" kinds that C runs without Python; an append's result is a
- *     chain state (parent state, op), materialized only when a read compares;
+ *     as "native" kinds that C runs without Python or the transition table
+ *     (a comparison of state ids); an append's result is a chain state
+ *     (parent state, op), made once per (state, op) through the table and
+ *     compared with a read's string by length, then suffix by suffix from
+ *     the end, and remembered as that string once equal;
+ *   - the core reads the ops itself (call, ret, f, input, output; straight
+ *     from the slots of the checker's Operation) and sorts their entries,
+ *     so building a search costs about as much as a small partition's
+ *     search (porcupine's kv logs have partitions of 2 to 50 ops);
  *   - the linearized set is a bitset with an incremental Zobrist hash, and
  *     cache entries live in an arena (bytes counted, so the caller can bound
  *     memory).
@@ -37,6 +44,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 #ifdef __GLIBC__
@@ -187,7 +195,11 @@ static int cache_add(Cache *c, uint64_t h, const uint64_t *words) {
         if (sl == 0) break;
         if ((sl & 0xffffffff00000000ULL) == tag) {
             const uint64_t *e = c->arena + ((sl & 0xffffffffULL) - 1) * stride;
-            if (e[0] == h && memcmp(e + 1, words, ew * sizeof(uint64_t)) == 0) return 0;
+            if (e[0] == h) {  /* a few words: compared inline (memcmp's call costs more) */
+                size_t k = 0;
+                while (k < ew && e[1 + k] == words[k]) k++;
+                if (k == ew) return 0;
+            }
         }
         i = (i + 1) & mask;
     }
@@ -208,6 +220,13 @@ static int cache_add(Cache *c, uint64_t h, const uint64_t *words) {
 }
 
 typedef struct {
+    int32_t parent;        /* -1 for an atom, else the state appended to */
+    int32_t op;            /* a chain's append op */
+    PyObject *content;     /* a chain's materialized value (owned), or NULL */
+    Py_ssize_t len;        /* the length of its value when that is a str (None: 0), else -1 */
+} StInfo;
+
+typedef struct {
     PyObject_HEAD
     /* history */
     Py_ssize_t n;          /* ops */
@@ -215,6 +234,7 @@ typedef struct {
     Py_ssize_t W;          /* bitset words */
     Py_ssize_t SW;         /* state-vector words */
     Py_ssize_t EW;         /* entry words = W + SW */
+    void *block;           /* the per-op and per-entry arrays below, one allocation */
     int32_t *comp;         /* comp[op] */
     int8_t *open_end;      /* per op: 1 if it never returned (crashed, open to +infinity) */
     /* linked list: node 0 is the head; nodes 1..2n are entries */
@@ -230,16 +250,17 @@ typedef struct {
     Py_ssize_t depth;
     int status;
     /* model */
-    PyObject *step;        /* callable(state, op_id) -> new state or ILLEGAL */
+    PyObject *ops;         /* the ops (a list or tuple), passed to step */
+    PyObject *step;        /* callable(state, op) -> new state or ILLEGAL */
     PyObject *illegal;     /* the ILLEGAL sentinel */
     PyObject *intern;      /* dict: state -> id (atoms only) */
     PyObject *states;      /* list: id -> state (atoms; None placeholder for chains) */
+    int natives;           /* 1: nkind, na, nb and suffix are filled in */
     int8_t *nkind;         /* native kind per op (K_PY: Python step) */
     int32_t *na, *nb;      /* native arguments: state ids of interned values */
-    int32_t *st_parent;    /* per state: -1 for an atom, else the state appended to */
-    int32_t *st_op;        /* per chain state: the append op */
-    PyObject **content;    /* per chain state: materialized value, or NULL */
-    size_t st_cap;
+    PyObject **suffix;     /* per append op: what it appends (owned), else NULL */
+    StInfo *st;            /* per state */
+    size_t st_len, st_cap;
     TransTable trans;
     int32_t *memo_sid, *memo_out;  /* per op: the last (state -> next) looked up */
     Cache cache;
@@ -264,20 +285,23 @@ static int note_state(Search *s, int32_t parent, int32_t op) {
     if (n > s->st_cap) {
         size_t ncap = s->st_cap ? s->st_cap * 2 : 64;
         while (ncap < n) ncap *= 2;
-        int32_t *p = PyMem_Realloc(s->st_parent, ncap * sizeof(int32_t));
+        StInfo *p = PyMem_Realloc(s->st, ncap * sizeof(StInfo));
         if (!p) { PyErr_NoMemory(); return -1; }
-        s->st_parent = p;
-        int32_t *o = PyMem_Realloc(s->st_op, ncap * sizeof(int32_t));
-        if (!o) { PyErr_NoMemory(); return -1; }
-        s->st_op = o;
-        PyObject **c = PyMem_Realloc(s->content, ncap * sizeof(PyObject *));
-        if (!c) { PyErr_NoMemory(); return -1; }
-        s->content = c;
-        for (size_t i = s->st_cap; i < ncap; i++) s->content[i] = NULL;
+        s->st = p;
         s->st_cap = ncap;
     }
-    s->st_parent[n - 1] = parent;
-    s->st_op[n - 1] = op;
+    s->st[n - 1].parent = parent;
+    s->st[n - 1].op = op;
+    s->st[n - 1].content = NULL;
+    if (parent < 0) {
+        PyObject *v = PyList_GET_ITEM(s->states, n - 1);
+        s->st[n - 1].len = v == Py_None ? 0 : PyUnicode_Check(v) ? PyUnicode_GET_LENGTH(v) : -1;
+    } else {
+        PyObject *suf = s->suffix[op];
+        Py_ssize_t pl = s->st[parent].len;
+        s->st[n - 1].len = pl >= 0 && PyUnicode_Check(suf) ? pl + PyUnicode_GET_LENGTH(suf) : -1;
+    }
+    s->st_len = n;
     return 0;
 }
 
@@ -308,23 +332,23 @@ static int32_t new_chain(Search *s, int32_t parent, int32_t op) {
 
 /* The value of state sid (a borrowed reference), materializing chains. */
 static PyObject *state_value(Search *s, int32_t sid) {
-    if (s->st_parent[sid] < 0) return PyList_GET_ITEM(s->states, sid);
-    if (s->content[sid]) return s->content[sid];
+    if (s->st[sid].parent < 0) return PyList_GET_ITEM(s->states, sid);
+    if (s->st[sid].content) return s->st[sid].content;
     /* walk up to a materialized ancestor, then build forward */
     int32_t top = sid;
     Py_ssize_t depth = 0;
-    while (s->st_parent[top] >= 0 && !s->content[top]) { top = s->st_parent[top]; depth++; }
+    while (s->st[top].parent >= 0 && !s->st[top].content) { top = s->st[top].parent; depth++; }
     int32_t *path = PyMem_Malloc((depth + 1) * sizeof(int32_t));
     if (!path) { PyErr_NoMemory(); return NULL; }
     Py_ssize_t k = 0;
-    for (int32_t x = sid; x != top; x = s->st_parent[x]) path[k++] = x;
-    PyObject *acc = s->st_parent[top] < 0 ? PyList_GET_ITEM(s->states, top) : s->content[top];
+    for (int32_t x = sid; x != top; x = s->st[x].parent) path[k++] = x;
+    PyObject *acc = s->st[top].parent < 0 ? PyList_GET_ITEM(s->states, top) : s->st[top].content;
     for (Py_ssize_t i = k - 1; i >= 0; i--) {
         int32_t x = path[i];
-        PyObject *suffix = PyList_GET_ITEM(s->states, s->na[s->st_op[x]]);
+        PyObject *suffix = s->suffix[s->st[x].op];
         PyObject *v = acc == Py_None ? (Py_INCREF(suffix), suffix) : PyNumber_Add(acc, suffix);
         if (!v) { PyMem_Free(path); return NULL; }
-        s->content[x] = v;  /* owned */
+        s->st[x].content = v;  /* owned */
         acc = v;
     }
     PyMem_Free(path);
@@ -337,13 +361,13 @@ static PyObject *state_value(Search *s, int32_t sid) {
 static int chain_equals_str(Search *s, int32_t sid, PyObject *v) {
     Py_ssize_t end = PyUnicode_GET_LENGTH(v);
     int32_t x = sid;
-    while (s->st_parent[x] >= 0) {
-        PyObject *c = s->content[x];
+    while (s->st[x].parent >= 0) {
+        PyObject *c = s->st[x].content;
         if (c) {
             if (!PyUnicode_Check(c)) return -3;
             return PyUnicode_GET_LENGTH(c) == end && (end == 0 || PyUnicode_Tailmatch(v, c, 0, end, -1) == 1);
         }
-        PyObject *suf = PyList_GET_ITEM(s->states, s->na[s->st_op[x]]);
+        PyObject *suf = s->suffix[s->st[x].op];
         if (!PyUnicode_Check(suf)) return -3;
         Py_ssize_t L = PyUnicode_GET_LENGTH(suf);
         if (L > end) return 0;
@@ -352,7 +376,7 @@ static int chain_equals_str(Search *s, int32_t sid, PyObject *v) {
             if (r != 1) return r < 0 ? -1 : 0;
         }
         end -= L;
-        x = s->st_parent[x];
+        x = s->st[x].parent;
     }
     PyObject *a = PyList_GET_ITEM(s->states, x);
     if (a == Py_None) return end == 0;
@@ -363,10 +387,17 @@ static int chain_equals_str(Search *s, int32_t sid, PyObject *v) {
 /* value(sid) == value(aid), aid an atom: 1, 0, or -1 on error */
 static int state_equals(Search *s, int32_t sid, int32_t aid) {
     if (sid == aid) return 1;
-    if (s->st_parent[sid] < 0) return 0;  /* atoms are interned: distinct ids differ */
+    if (s->st[sid].parent < 0) return 0;  /* atoms are interned: distinct ids differ */
     PyObject *target = PyList_GET_ITEM(s->states, aid);
     if (PyUnicode_Check(target)) {
+        if (s->st[sid].len >= 0 && s->st[sid].len != PyUnicode_GET_LENGTH(target)) return 0;
         int r = chain_equals_str(s, sid, target);
+        if (r == 1 && !s->st[sid].content) {
+            /* remember the value: later comparisons of this chain and of the
+               chains built on it stop here instead of walking to the root */
+            Py_INCREF(target);
+            s->st[sid].content = target;
+        }
         if (r != -3) return r;
     }
     PyObject *v = state_value(s, sid);
@@ -374,16 +405,31 @@ static int state_equals(Search *s, int32_t sid, int32_t aid) {
     return PyObject_RichCompareBool(v, PyList_GET_ITEM(s->states, aid), Py_EQ);
 }
 
-/* next state id of op from state sid; -1 = illegal; -2 = Python error */
+/* next state id of an append or Python step from state sid, through the
+ * transition table; -1 = illegal; -2 = Python error */
 static int32_t transition_slow(Search *s, int32_t op, int32_t sid);
 
 /* next state id of op from state sid; -1 = illegal; -2 = Python error.
- * A one-entry memo per op sits in front of the transition table: the DFS
- * retries an op from the state it last tried it in far more often than not,
- * and the memo is small enough to stay in cache when the table is not. */
+ * A one-entry memo per op sits in front: the DFS retries an op from the state
+ * it last tried it in far more often than not, and the memo is small enough
+ * to stay in cache when the table is not. Register steps are computed again
+ * on a miss (a comparison of ids, or of a chain with a string that usually
+ * differs in its last part); only appends (whose chain must be made once per
+ * (state, op)) and Python steps go through the transition table. */
 static inline int32_t transition(Search *s, int32_t op, int32_t sid) {
     if (s->memo_sid[op] == sid) return s->memo_out[op];
-    int32_t out = transition_slow(s, op, sid);
+    int32_t out;
+    int eq;
+    switch (s->nkind[op]) {
+    case K_READ: eq = state_equals(s, sid, s->na[op]); out = eq > 0 ? sid : -1; break;
+    case K_READ_ANY: eq = 0; out = sid; break;
+    case K_WRITE: eq = 0; out = s->na[op]; break;
+    case K_CAS: eq = state_equals(s, sid, s->na[op]); out = eq > 0 ? s->nb[op] : -1; break;
+    case K_CAS_FALSE: eq = state_equals(s, sid, s->na[op]); out = eq > 0 ? -1 : sid; break;
+    case K_CAS_ANY: eq = state_equals(s, sid, s->na[op]); out = eq > 0 ? s->nb[op] : sid; break;
+    default: eq = 0; out = transition_slow(s, op, sid);
+    }
+    if (eq < 0) return -2;
     if (out >= -1) { s->memo_sid[op] = sid; s->memo_out[op] = out; }
     return out;
 }
@@ -392,27 +438,18 @@ static int32_t transition_slow(Search *s, int32_t op, int32_t sid) {
     uint64_t key = (((uint64_t)(uint32_t)op << 32) | (uint32_t)sid) + 1;
     int32_t out;
     size_t slot;
+    if (!s->trans.slots && trans_init(&s->trans, s->trans.cap) < 0) { PyErr_NoMemory(); return -2; }
     if (trans_find(&s->trans, key, &slot)) return s->trans.slots[slot].val;
-    int kind = s->nkind ? s->nkind[op] : K_PY;
-    if (kind != K_PY) {
-        int eq;
-        switch (kind) {
-        case K_READ: eq = state_equals(s, sid, s->na[op]); out = eq > 0 ? sid : -1; break;
-        case K_READ_ANY: eq = 0; out = sid; break;
-        case K_WRITE: eq = 0; out = s->na[op]; break;
-        case K_CAS: eq = state_equals(s, sid, s->na[op]); out = eq > 0 ? s->nb[op] : -1; break;
-        case K_CAS_FALSE: eq = state_equals(s, sid, s->na[op]); out = eq > 0 ? -1 : sid; break;
-        case K_CAS_ANY: eq = state_equals(s, sid, s->na[op]); out = eq > 0 ? s->nb[op] : sid; break;
-        case K_APPEND: eq = 0; out = new_chain(s, sid, op); if (out < 0) return -2; break;
-        default: PyErr_Format(PyExc_ValueError, "op %d has unknown native kind %d", op, kind); return -2;
-        }
-        if (eq < 0) return -2;
+    if (s->nkind[op] == K_APPEND) {
+        out = new_chain(s, sid, op);
+        if (out < 0) return -2;
         if (trans_put(&s->trans, key, out, slot) < 0) { PyErr_NoMemory(); return -2; }
         return out;
     }
     PyObject *st = state_value(s, sid);
     if (!st) return -2;
-    PyObject *r = PyObject_CallFunction(s->step, "On", st, (Py_ssize_t)op);
+    PyObject *argv[2] = {st, PySequence_Fast_GET_ITEM(s->ops, op)};
+    PyObject *r = PyObject_Vectorcall(s->step, argv, 2, NULL);
     if (!r) return -2;
     s->step_calls++;
     if (r == s->illegal) out = -1;
@@ -551,108 +588,302 @@ static PyObject *Search_run(Search *s, PyObject *args) {
     return PyLong_FromLong(s->status);
 }
 
-/* Search(events, comp, initial_states, step, illegal, explain=False)
- *   events: sequence of ints, the 2n entries in time order, each op*2 + is_return
- *   comp: sequence of n ints, the component each op acts on (0..K-1)
- *   initial_states: sequence of K objects, each component's initial state
- *   step: callable(state, op) -> next state, or `illegal` */
-static int Search_init(Search *s, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"events", "comp", "initial_states", "step", "illegal", "explain", "native",
-                             "open_end", NULL};
-    PyObject *events, *comp, *inits, *step, *illegal, *native = Py_None, *open_end = Py_None;
-    int explain = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOO|pOO", kwlist, &events, &comp, &inits,
-                                     &step, &illegal, &explain, &native, &open_end))
-        return -1;
-    if (s->comp) { PyErr_SetString(PyExc_RuntimeError, "Search already initialised"); return -1; }
-    PyObject *ev = PySequence_Fast(events, "events must be a sequence of ints");
-    if (!ev) return -1;
-    PyObject *cp = PySequence_Fast(comp, "comp must be a sequence of ints");
-    if (!cp) { Py_DECREF(ev); return -1; }
-    PyObject *is = PySequence_Fast(inits, "initial_states must be a sequence");
-    if (!is) { Py_DECREF(ev); Py_DECREF(cp); return -1; }
-    int rc = -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(cp);
-    Py_ssize_t K = PySequence_Fast_GET_SIZE(is);
-    if (PySequence_Fast_GET_SIZE(ev) != 2 * n) {
-        PyErr_Format(PyExc_ValueError, "events has %zd entries, expected 2 * %zd ops", PySequence_Fast_GET_SIZE(ev), n);
-        goto out;
-    }
-    if (K < 1) { PyErr_SetString(PyExc_ValueError, "initial_states must hold at least one component"); goto out; }
-    if (n >= (1 << 29)) { PyErr_SetString(PyExc_ValueError, "too many ops"); goto out; }
-    if (!PyCallable_Check(step)) { PyErr_SetString(PyExc_TypeError, "step must be callable"); goto out; }
-    s->n = n; s->K = K;
-    s->W = (n + 63) / 64; if (s->W == 0) s->W = 1;
-    s->SW = (K + 1) / 2;
-    s->EW = s->W + s->SW;
-    s->comp = PyMem_Calloc(n ? n : 1, sizeof(int32_t));
-    s->open_end = PyMem_Calloc(n ? n : 1, sizeof(int8_t));
-    if (!s->open_end) { PyErr_NoMemory(); goto out; }
-    if (open_end != Py_None) {
-        PyObject *oe = PySequence_Fast(open_end, "open_end must be a sequence of op ids");
-        if (!oe) goto out;
-        for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(oe); k++) {
-            long op = PyLong_AsLong(PySequence_Fast_GET_ITEM(oe, k));
-            if (op == -1 && PyErr_Occurred()) { Py_DECREF(oe); goto out; }
-            if (op < 0 || op >= n) { PyErr_Format(PyExc_ValueError, "open_end names op %ld, not in [0, %zd)", op, n); Py_DECREF(oe); goto out; }
-            s->open_end[op] = 1;
+/* ---- reading the ops ----
+ * Attributes read from every op, by number. An op of a slots class (the
+ * checker's Operation) is read straight from its slots: the member offsets
+ * are learnt once per type (kept until the type changes), since a generic
+ * getattr per field would cost as much as a small partition's search. */
+enum { A_CALL, A_RET, A_F, A_INPUT, A_OUTPUT, A_KEY, A_N };
+static const char *attr_str[A_N] = {"call", "ret", "f", "input", "output", "key"};
+static PyObject *attr_name[A_N];   /* interned at module init */
+static PyObject *A_index, *A_line; /* for error messages */
+static struct { PyTypeObject *type; unsigned int tag; Py_ssize_t off[A_N]; } layout;
+
+static void learn_layout(PyTypeObject *tp) {
+    Py_INCREF(tp);
+    Py_XSETREF(layout.type, tp);  /* held, so its address cannot name another type */
+    for (int a = 0; a < A_N; a++) {
+        layout.off[a] = -1;
+        if (tp->tp_getattro != PyObject_GenericGetAttr) continue;
+        PyObject *d = _PyType_Lookup(tp, attr_name[a]);  /* borrowed */
+        if (d && Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+            PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+            if (m->type == T_OBJECT_EX || m->type == T_OBJECT) layout.off[a] = m->offset;
         }
-        Py_DECREF(oe);
     }
-    s->next = PyMem_Malloc((2 * n + 1) * sizeof(int32_t));
-    s->prev = PyMem_Malloc((2 * n + 1) * sizeof(int32_t));
-    s->match = PyMem_Malloc((2 * n + 1) * sizeof(int32_t));
-    s->opof = PyMem_Malloc((2 * n + 1) * sizeof(int32_t));
-    s->lin = PyMem_Calloc(s->EW, sizeof(uint64_t));
-    s->zkey = PyMem_Malloc((n ? n : 1) * sizeof(uint64_t));
-    s->memo_sid = PyMem_Malloc((n ? n : 1) * sizeof(int32_t));
-    s->memo_out = PyMem_Malloc((n ? n : 1) * sizeof(int32_t));
-    if (!s->memo_sid || !s->memo_out) { PyErr_NoMemory(); goto out; }
-    for (Py_ssize_t i = 0; i < n; i++) s->memo_sid[i] = -1;
-    s->stk_node = PyMem_Malloc((n ? n : 1) * sizeof(int32_t));
-    s->stk_old = PyMem_Malloc((n ? n : 1) * sizeof(int32_t));
-    if (!s->comp || !s->next || !s->prev || !s->match || !s->opof || !s->lin || !s->zkey ||
-        !s->stk_node || !s->stk_old) { PyErr_NoMemory(); goto out; }
-    s->state = (int32_t *)(s->lin + s->W);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        long c = PyLong_AsLong(PySequence_Fast_GET_ITEM(cp, i));
-        if (c == -1 && PyErr_Occurred()) goto out;
-        if (c < 0 || c >= K) { PyErr_Format(PyExc_ValueError, "comp[%zd] = %ld is not in [0, %zd)", i, c, K); goto out; }
-        s->comp[i] = (int32_t)c;
-        s->zkey[i] = mix64((uint64_t)i * 0x2545f4914f6cdd1dULL + 0x1234567ULL);
+    layout.tag = (tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
+}
+
+/* getattr(op, attr_str[a]): a new reference, or NULL with an exception */
+static inline PyObject *op_get(PyObject *op, int a) {
+    PyTypeObject *tp = Py_TYPE(op);
+    if (tp != layout.type || !layout.tag || tp->tp_version_tag != layout.tag ||
+        !(tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+        learn_layout(tp);
+    if (layout.off[a] > 0) {
+        PyObject *v = *(PyObject **)((char *)op + layout.off[a]);
+        if (v) { Py_INCREF(v); return v; }
     }
-    /* linked list in event order; the return node of op i must follow its call */
+    return PyObject_GetAttr(op, attr_name[a]);
+}
+
+/* An entry to sort: time, then call (0) before return (1), then op. */
+typedef struct { int64_t t; uint32_t sub; } Ev;
+
+static int ev_cmp(const void *a, const void *b) {
+    const Ev *x = a, *y = b;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return x->sub < y->sub ? -1 : x->sub > y->sub;
+}
+
+static int64_t attr_time(PyObject *op, int a, int *is_none) {
+    PyObject *v = op_get(op, a);
+    if (!v) return -1;
+    *is_none = v == Py_None;
+    int64_t t = *is_none ? 0 : PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return t;
+}
+
+static int u64_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sort v[0..n): insertion sort, which is linear on the nearly sorted entries
+ * of a history (ops listed by call, each returning soon after), falling back
+ * to qsort when the entries are far from sorted. */
+static void sort_u64(uint64_t *v, size_t n) {
+    size_t moves = 0, limit = 8 * n + 64;
+    for (size_t i = 1; i < n; i++) {
+        uint64_t x = v[i];
+        size_t j = i;
+        while (j > 0 && v[j - 1] > x) {
+            v[j] = v[j - 1];
+            j--;
+            if (++moves > limit) { v[j] = x; qsort(v, n, sizeof *v, u64_cmp); return; }
+        }
+        v[j] = x;
+    }
+}
+
+/* The entry list in time order (calls before returns at equal times, then op
+ * order), ops that never returned returning after every other event; fills
+ * next/prev/match/opof and open_end. 0, or -1 with an exception (an op that
+ * returns before its call: ValueError naming it). */
+static int build_entries(Search *s, PyObject **ops) {
+    Py_ssize_t n = s->n, m = 2 * n;
+    Ev *ev = PyMem_Malloc((m + 1) * sizeof(Ev));
+    uint64_t *key = PyMem_Malloc((m + 1) * sizeof(uint64_t));
     int32_t *call_node = PyMem_Malloc((n ? n : 1) * sizeof(int32_t));
-    if (!call_node) { PyErr_NoMemory(); goto out; }
-    for (Py_ssize_t i = 0; i < n; i++) call_node[i] = -1;
-    s->next[0] = 2 * n >= 1 ? 1 : -1; s->prev[0] = -1; s->match[0] = -1; s->opof[0] = -1;
-    for (Py_ssize_t k = 0; k < 2 * n; k++) {
-        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(ev, k));
-        if (v == -1 && PyErr_Occurred()) { PyMem_Free(call_node); goto out; }
-        long op = v >> 1; int is_ret = (int)(v & 1);
-        if (v < 0 || op >= n) { PyErr_Format(PyExc_ValueError, "events[%zd] = %ld names no op", k, v); PyMem_Free(call_node); goto out; }
+    if (!ev || !key || !call_node) { PyErr_NoMemory(); goto fail; }
+    int64_t top = INT64_MIN, low = INT64_MAX;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int none_c = 0, none_r = 0;
+        int64_t c = attr_time(ops[i], A_CALL, &none_c);
+        if (c == -1 && PyErr_Occurred()) goto fail;
+        int64_t r = attr_time(ops[i], A_RET, &none_r);
+        if (r == -1 && PyErr_Occurred()) goto fail;
+        if (none_c) { PyErr_Format(PyExc_TypeError, "op %zd has no call time", i); goto fail; }
+        if (!none_r && r < c) {
+            PyObject *idx = PyObject_GetAttr(ops[i], A_index), *line = idx ? PyObject_GetAttr(ops[i], A_line) : NULL;
+            if (line)
+                PyErr_Format(PyExc_ValueError, "op %zd (index %R, line %R) returns at %lld before its call at %lld",
+                             i, idx, line, (long long)r, (long long)c);
+            Py_XDECREF(idx); Py_XDECREF(line);
+            goto fail;
+        }
+        s->open_end[i] = (int8_t)none_r;
+        if (c > top) top = c;
+        if (c < low) low = c;
+        if (!none_r && r > top) top = r;
+        ev[2 * i].t = c; ev[2 * i].sub = 0;
+        ev[2 * i + 1].t = r; ev[2 * i + 1].sub = 1;
+    }
+    if (n && top == INT64_MAX) { PyErr_SetString(PyExc_OverflowError, "op times reach the largest int64"); goto fail; }
+    /* one sort key per entry: time since the first call, then call (0) before
+       return (1), then op; ops that never returned return at top + 1 */
+    int opbits = 1;
+    while (opbits < 31 && ((Py_ssize_t)1 << opbits) < n) opbits++;
+    int subbits = opbits + 1;
+    uint64_t span = n ? (uint64_t)top - (uint64_t)low + 1 : 0;  /* times are in [low, top + 1] */
+    int packed = span < ((uint64_t)1 << (63 - subbits));
+    for (Py_ssize_t k = 0; k < m; k++) {
+        Py_ssize_t i = k >> 1;
+        int64_t t = (k & 1) && s->open_end[i] ? top + 1 : ev[k].t;
+        if (packed) key[k] = (((uint64_t)t - (uint64_t)low) << subbits) | ((uint64_t)(k & 1) << opbits) | (uint64_t)i;
+        else { ev[k].t = t; ev[k].sub = ((uint32_t)(k & 1) << 30) | (uint32_t)i; }
+    }
+    if (packed) sort_u64(key, (size_t)m);
+    else qsort(ev, (size_t)m, sizeof(Ev), ev_cmp);
+    uint64_t opmask = ((uint64_t)1 << opbits) - 1;
+    s->next[0] = m >= 1 ? 1 : -1; s->prev[0] = -1; s->match[0] = -1; s->opof[0] = -1;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        int32_t op; int is_ret;
+        if (packed) { op = (int32_t)(key[k] & opmask); is_ret = (int)((key[k] >> opbits) & 1); }
+        else { op = (int32_t)(ev[k].sub & ((1u << 30) - 1)); is_ret = (int)(ev[k].sub >> 30); }
         int32_t node = (int32_t)(k + 1);
-        s->opof[node] = (int32_t)op;
+        s->opof[node] = op;
         s->prev[node] = node - 1;
-        s->next[node] = (k + 1 < 2 * n) ? node + 1 : -1;
+        s->next[node] = (k + 1 < m) ? node + 1 : -1;
         if (!is_ret) {
-            if (call_node[op] != -1) { PyErr_Format(PyExc_ValueError, "op %ld has two calls", op); PyMem_Free(call_node); goto out; }
             call_node[op] = node;
-            s->match[node] = -2;  /* filled at its return */
-        } else {
-            if (call_node[op] < 0) { PyErr_Format(PyExc_ValueError, "op %ld returns before it is called", op); PyMem_Free(call_node); goto out; }
-            if (s->match[call_node[op]] != -2) { PyErr_Format(PyExc_ValueError, "op %ld has two returns", op); PyMem_Free(call_node); goto out; }
+        } else {  /* a return sorts after its call: ret >= call, and calls first on ties */
             s->match[call_node[op]] = node;
             s->match[node] = -1;
         }
     }
+    PyMem_Free(ev); PyMem_Free(key); PyMem_Free(call_node);
+    return 0;
+fail:
+    PyMem_Free(ev); PyMem_Free(key); PyMem_Free(call_node);
+    return -1;
+}
+
+/* Native kinds from `kinds` ({f: READ|WRITE|CAS|APPEND}): a read whose output
+ * is `unknown` reads anything; a cas whose output is False ran and failed its
+ * compare, one whose output is `unknown` may or may not have applied. A cas
+ * whose input is not a pair is left to the model's step. */
+static int build_natives(Search *s, PyObject **ops, PyObject *kinds, PyObject *unknown) {
+    Py_ssize_t n = s->n;
+    PyObject *seen_f[8];   /* the f objects met so far (borrowed), and their kinds */
+    long seen_kind[8];
+    int nseen = 0;
+    s->natives = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (call_node[i] < 0 || s->match[call_node[i]] < 0) {
-            PyErr_Format(PyExc_ValueError, "op %zd lacks its call or return event", i);
-            PyMem_Free(call_node); goto out;
+        s->na[i] = s->nb[i] = -1;
+        PyObject *f = op_get(ops[i], A_F);
+        if (!f) return -1;
+        long kind = -1;
+        for (int j = 0; j < nseen; j++)
+            if (seen_f[j] == f) { kind = seen_kind[j]; break; }
+        if (kind < 0) {  /* f not seen as this object: look it up (ops keep their f alive) */
+            PyObject *k = PyDict_GetItemWithError(kinds, f);
+            if (!k && PyErr_Occurred()) { Py_DECREF(f); return -1; }
+            kind = k ? PyLong_AsLong(k) : K_PY;
+            if (kind == -1 && PyErr_Occurred()) { Py_DECREF(f); return -1; }
+            if (nseen < 8) { seen_f[nseen] = f; seen_kind[nseen++] = kind; }
         }
+        Py_DECREF(f);
+        if (kind == K_PY) continue;
+        PyObject *a = NULL, *b = NULL, *out = NULL, *in = NULL;
+        int ok = 0;
+        switch (kind) {
+        case K_READ:
+            if (!(out = op_get(ops[i], A_OUTPUT))) return -1;
+            if (out == unknown) kind = K_READ_ANY; else a = out;
+            ok = 1;
+            break;
+        case K_WRITE:
+            if (!(in = op_get(ops[i], A_INPUT))) return -1;
+            a = in; ok = 1;
+            break;
+        case K_APPEND:  /* its argument is never a state: kept as is, not interned */
+            if (!(s->suffix[i] = op_get(ops[i], A_INPUT))) return -1;
+            s->nkind[i] = K_APPEND;
+            continue;
+        case K_CAS:
+            if (!(in = op_get(ops[i], A_INPUT))) return -1;
+            if ((PyTuple_Check(in) || PyList_Check(in)) && PySequence_Fast_GET_SIZE(in) == 2) {
+                if (!(out = op_get(ops[i], A_OUTPUT))) { Py_DECREF(in); return -1; }
+                a = PySequence_Fast_GET_ITEM(in, 0);
+                if (out == Py_False) kind = K_CAS_FALSE;
+                else { b = PySequence_Fast_GET_ITEM(in, 1); if (out == unknown) kind = K_CAS_ANY; }
+                ok = 1;
+            }
+            break;
+        default:
+            PyErr_Format(PyExc_ValueError, "native kind %ld (for op %zd) is not READ, WRITE, CAS or APPEND", kind, i);
+            return -1;
+        }
+        int32_t ia = ok && a ? intern_state(s, a) : -1, ib = ok && b && ia >= 0 ? intern_state(s, b) : -1;
+        int err = (a && ia < 0) || (b && ib < 0);
+        Py_XDECREF(in); Py_XDECREF(out);
+        if (err) return -1;
+        if (ok) { s->nkind[i] = (int8_t)kind; s->na[i] = ia; s->nb[i] = ib; }
     }
-    PyMem_Free(call_node);
+    return 0;
+}
+
+#define ALLOC(p, count, type) \
+    do { if (!((p) = PyMem_Malloc(((count) ? (count) : 1) * sizeof(type)))) { PyErr_NoMemory(); goto out; } } while (0)
+
+/* Search(ops, comp, initial_states, step, illegal, explain=False, kinds=None, unknown=None)
+ *   ops: sequence of n ops, each with call and ret (int times; ret None: never
+ *     returned), and f, input, output when kinds is given
+ *   comp: sequence of n ints, the component each op acts on (0..K-1), or None (all 0)
+ *   initial_states: sequence of K objects, each component's initial state
+ *   step: callable(state, op) -> next state, or `illegal`
+ *   kinds: {f: native kind} for ops the core steps itself; unknown: the
+ *     output of an op whose result was never seen */
+static int Search_init(Search *s, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"ops", "comp", "initial_states", "step", "illegal", "explain", "kinds",
+                             "unknown", NULL};
+    PyObject *opsarg, *comp, *inits, *step, *illegal, *kinds = Py_None, *unknown = Py_None;
+    int explain = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOO|pOO", kwlist, &opsarg, &comp, &inits,
+                                     &step, &illegal, &explain, &kinds, &unknown))
+        return -1;
+    if (s->block) { PyErr_SetString(PyExc_RuntimeError, "Search already initialised"); return -1; }
+    if (kinds != Py_None && !PyDict_Check(kinds)) { PyErr_SetString(PyExc_TypeError, "kinds must be a dict or None"); return -1; }
+    if (!PyCallable_Check(step)) { PyErr_SetString(PyExc_TypeError, "step must be callable"); return -1; }
+    PyObject *ops = PySequence_Fast(opsarg, "ops must be a sequence");
+    if (!ops) return -1;
+    s->ops = ops;  /* owned; the step is called with its items */
+    PyObject *is = PySequence_Fast(inits, "initial_states must be a sequence");
+    if (!is) return -1;
+    int rc = -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(ops);
+    Py_ssize_t K = PySequence_Fast_GET_SIZE(is);
+    if (K < 1) { PyErr_SetString(PyExc_ValueError, "initial_states must hold at least one component"); goto out; }
+    if (n >= (1 << 29)) { PyErr_SetString(PyExc_ValueError, "too many ops"); goto out; }
+    s->n = n; s->K = K;
+    s->W = (n + 63) / 64; if (s->W == 0) s->W = 1;
+    s->SW = (K + 1) / 2;
+    s->EW = s->W + s->SW;
+    /* one zeroed block: 8-byte arrays, then 4-byte ones, then bytes */
+    size_t N = (size_t)(n ? n : 1), M = 2 * (size_t)n + 1;
+    char *b = s->block = PyMem_Calloc(1, N * (8 + 8 + 7 * 4 + 2) + M * 4 * 4);
+    if (!b) { PyErr_NoMemory(); goto out; }
+    s->zkey = (uint64_t *)b; b += N * 8;
+    s->suffix = (PyObject **)b; b += N * 8;
+    s->comp = (int32_t *)b; b += N * 4;
+    s->memo_sid = (int32_t *)b; b += N * 4;
+    s->memo_out = (int32_t *)b; b += N * 4;
+    s->stk_node = (int32_t *)b; b += N * 4;
+    s->stk_old = (int32_t *)b; b += N * 4;
+    s->na = (int32_t *)b; b += N * 4;
+    s->nb = (int32_t *)b; b += N * 4;
+    s->next = (int32_t *)b; b += M * 4;
+    s->prev = (int32_t *)b; b += M * 4;
+    s->match = (int32_t *)b; b += M * 4;
+    s->opof = (int32_t *)b; b += M * 4;
+    s->open_end = (int8_t *)b; b += N;
+    s->nkind = (int8_t *)b;  /* all K_PY until build_natives */
+    if (!(s->lin = PyMem_Calloc(s->EW, sizeof(uint64_t)))) { PyErr_NoMemory(); goto out; }
+    s->state = (int32_t *)(s->lin + s->W);
+    if (comp != Py_None) {
+        PyObject *cp = PySequence_Fast(comp, "comp must be a sequence of ints");
+        if (!cp) goto out;
+        if (PySequence_Fast_GET_SIZE(cp) != n) {
+            PyErr_Format(PyExc_ValueError, "comp has %zd entries for %zd ops", PySequence_Fast_GET_SIZE(cp), n);
+            Py_DECREF(cp); goto out;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            long c = PyLong_AsLong(PySequence_Fast_GET_ITEM(cp, i));
+            if ((c == -1 && PyErr_Occurred()) || c < 0 || c >= K) {
+                if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "comp[%zd] = %ld is not in [0, %zd)", i, c, K);
+                Py_DECREF(cp); goto out;
+            }
+            s->comp[i] = (int32_t)c;
+        }
+        Py_DECREF(cp);
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        s->zkey[i] = mix64((uint64_t)i * 0x2545f4914f6cdd1dULL + 0x1234567ULL);
+        s->memo_sid[i] = -1;
+    }
+    if (build_entries(s, PySequence_Fast_ITEMS(ops)) < 0) goto out;
     s->step = step; Py_INCREF(step);
     s->illegal = illegal; Py_INCREF(illegal);
     s->intern = PyDict_New();
@@ -665,75 +896,78 @@ static int Search_init(Search *s, PyObject *args, PyObject *kw) {
         s->state[c] = sid;
         s->shash ^= comp_hash((uint32_t)c, sid);
     }
-    if (native != Py_None) {
-        PyObject *nv = PySequence_Fast(native, "native must be a sequence of (kind, a, b) or None");
-        if (!nv) goto out;
-        if (PySequence_Fast_GET_SIZE(nv) != n) {
-            PyErr_Format(PyExc_ValueError, "native has %zd entries for %zd ops", PySequence_Fast_GET_SIZE(nv), n);
-            Py_DECREF(nv); goto out;
-        }
-        s->nkind = PyMem_Calloc(n ? n : 1, sizeof(int8_t));
-        s->na = PyMem_Calloc(n ? n : 1, sizeof(int32_t));
-        s->nb = PyMem_Calloc(n ? n : 1, sizeof(int32_t));
-        if (!s->nkind || !s->na || !s->nb) { Py_DECREF(nv); PyErr_NoMemory(); goto out; }
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *t = PySequence_Fast_GET_ITEM(nv, i);
-            if (t == Py_None) continue;
-            int kind; PyObject *a, *b;
-            if (!PyArg_ParseTuple(t, "iOO", &kind, &a, &b)) { Py_DECREF(nv); goto out; }
-            if (kind < K_PY || kind > K_APPEND) {
-                PyErr_Format(PyExc_ValueError, "native[%zd]: unknown kind %d", i, kind);
-                Py_DECREF(nv); goto out;
-            }
-            int32_t ia = intern_state(s, a), ib = intern_state(s, b);
-            if (ia < 0 || ib < 0) { Py_DECREF(nv); goto out; }
-            s->nkind[i] = (int8_t)kind; s->na[i] = ia; s->nb[i] = ib;
-        }
-        Py_DECREF(nv);
-    }
-    size_t cap0 = 1024;
-    while (cap0 < (size_t)n * 32 && cap0 < (1u << 20)) cap0 *= 2;  /* fewer regrowths */
-    if (trans_init(&s->trans, cap0) < 0) { PyErr_NoMemory(); goto out; }
+    if (kinds != Py_None && build_natives(s, PySequence_Fast_ITEMS(ops), kinds, unknown) < 0) goto out;
+    /* tables sized by history (fewer regrowths), small for small partitions;
+       the transition table is made at the first append or Python step */
+    size_t cap0 = 64;
+    while (cap0 < (size_t)n * 4 && cap0 < (1u << 20)) cap0 *= 2;
+    s->trans.cap = cap0;
     if (cache_init(&s->cache, cap0, (size_t)s->EW) < 0) { PyErr_NoMemory(); goto out; }
     s->cur = s->next[0];
     s->status = ST_RUNNING;
     s->explain = explain;
     s->best_len = -1; s->best_done = -1; s->best_stuck = -1;
     if (explain) {
-        s->best_seq = PyMem_Malloc((n ? n : 1) * sizeof(int32_t));
-        s->longest_len = PyMem_Calloc(n ? n : 1, sizeof(int32_t));
-        s->longest_ref = PyMem_Malloc((n ? n : 1) * sizeof(int32_t));
-        s->seqs = PyList_New(0);
-        if (!s->best_seq || !s->longest_len ||
-            !s->longest_ref || !s->seqs) { PyErr_NoMemory(); goto out; }
+        ALLOC(s->best_seq, n, int32_t); ALLOC(s->longest_ref, n, int32_t);
+        if (!(s->longest_len = PyMem_Calloc(n ? n : 1, sizeof(int32_t)))) { PyErr_NoMemory(); goto out; }
+        if (!(s->seqs = PyList_New(0))) goto out;
         for (Py_ssize_t i = 0; i < n; i++) s->longest_ref[i] = -1;
     }
     rc = 0;
 out:
-    Py_DECREF(ev); Py_DECREF(cp); Py_DECREF(is);
+    Py_DECREF(is);
     return rc;
+}
+#undef ALLOC
+
+/* partition_by(ops, attr) -> [(key, [ops with that key])], keys in order of first appearance */
+static PyObject *partition_by(PyObject *unused, PyObject *args) {
+    PyObject *opsarg, *attr;
+    if (!PyArg_ParseTuple(args, "OU", &opsarg, &attr)) return NULL;
+    PyObject *ops = PySequence_Fast(opsarg, "ops must be a sequence");
+    if (!ops) return NULL;
+    int fast = PyUnicode_Compare(attr, attr_name[A_KEY]) == 0;
+    PyObject *index = PyDict_New(), *groups = PyList_New(0);
+    if (!index || !groups) goto err;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(ops); i++) {
+        PyObject *op = PySequence_Fast_GET_ITEM(ops, i);
+        PyObject *key = fast ? op_get(op, A_KEY) : PyObject_GetAttr(op, attr);
+        if (!key) goto err;
+        PyObject *g = PyDict_GetItemWithError(index, key);  /* borrowed: the group's list */
+        if (!g) {
+            if (PyErr_Occurred() || !(g = PyList_New(0))) { Py_DECREF(key); goto err; }
+            PyObject *pair = PyTuple_Pack(2, key, g);
+            int bad = !pair || PyDict_SetItem(index, key, g) < 0 || PyList_Append(groups, pair) < 0;
+            Py_XDECREF(pair); Py_DECREF(g);
+            if (bad) { Py_DECREF(key); goto err; }
+        }
+        Py_DECREF(key);
+        if (PyList_Append(g, op) < 0) goto err;
+    }
+    Py_DECREF(index); Py_DECREF(ops);
+    return groups;
+err:
+    Py_XDECREF(index); Py_XDECREF(groups); Py_DECREF(ops);
+    return NULL;
 }
 
 static void Search_dealloc(Search *s) {
-    PyMem_Free(s->comp); PyMem_Free(s->open_end); PyMem_Free(s->next); PyMem_Free(s->prev); PyMem_Free(s->match);
-    PyMem_Free(s->opof); PyMem_Free(s->lin); PyMem_Free(s->zkey);
-    PyMem_Free(s->memo_sid); PyMem_Free(s->memo_out);
-    PyMem_Free(s->stk_node); PyMem_Free(s->stk_old);
-    PyMem_Free(s->best_seq); 
-    PyMem_Free(s->longest_len); PyMem_Free(s->longest_ref);
+    if (s->natives) for (Py_ssize_t i = 0; i < s->n; i++) Py_XDECREF(s->suffix[i]);
+    PyMem_Free(s->block); PyMem_Free(s->lin);
+    PyMem_Free(s->best_seq); PyMem_Free(s->longest_len); PyMem_Free(s->longest_ref);
     trans_free(&s->trans);
     cache_free(&s->cache);
-    PyMem_Free(s->nkind); PyMem_Free(s->na); PyMem_Free(s->nb);
-    if (s->content) for (size_t i = 0; i < s->st_cap; i++) Py_XDECREF(s->content[i]);
-    PyMem_Free(s->content); PyMem_Free(s->st_parent); PyMem_Free(s->st_op);
-    Py_XDECREF(s->step); Py_XDECREF(s->illegal); Py_XDECREF(s->intern);
+    for (size_t i = 0; i < s->st_len; i++) Py_XDECREF(s->st[i].content);
+    PyMem_Free(s->st);
+    Py_XDECREF(s->ops); Py_XDECREF(s->step); Py_XDECREF(s->illegal); Py_XDECREF(s->intern);
     Py_XDECREF(s->states); Py_XDECREF(s->seqs);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
 static PyObject *Search_memory(Search *s, PyObject *unused) {
-    size_t b = s->cache.cap * 8 + s->cache.arena_cap * (s->cache.ew + 1) * 8 + s->trans.cap * sizeof(TransSlot)
-             + (size_t)s->n * 40 + (size_t)s->EW * 8;
+    size_t b = s->cache.cap * 8 + s->cache.arena_cap * (s->cache.ew + 1) * 8
+             + (s->trans.slots ? s->trans.cap * sizeof(TransSlot) : 0)
+             + s->st_cap * sizeof(StInfo) + (size_t)s->n * 78 + (size_t)s->EW * 8;
     return PyLong_FromSize_t(b);
 }
 
@@ -758,9 +992,10 @@ err:
 }
 
 static PyObject *Search_stats(Search *s, PyObject *unused) {
-    return Py_BuildValue("{sKsKsKsnsnsn}", "steps", s->steps, "step_calls", s->step_calls,
+    return Py_BuildValue("{sKsKsKsnsnsnsn}", "steps", s->steps, "step_calls", s->step_calls,
                          "backtracks", s->backtracks, "cache_entries", (Py_ssize_t)s->cache.len,
-                         "states", PyList_GET_SIZE(s->states), "depth", s->depth);
+                         "states", PyList_GET_SIZE(s->states), "transitions", (Py_ssize_t)s->trans.len,
+                         "depth", s->depth);
 }
 
 static PyMethodDef Search_methods[] = {
@@ -776,22 +1011,37 @@ static PyMethodDef Search_methods[] = {
     {NULL}
 };
 
+static PyMemberDef Search_members[] = {
+    {"status", T_INT, offsetof(Search, status), READONLY, "0 still running, 1 linearizable, 2 not"},
+    {"steps", T_ULONGLONG, offsetof(Search, steps), READONLY, "search steps so far"},
+    {"cache_entries", T_PYSSIZET, offsetof(Search, cache.len), READONLY, "memoized (set, state) pairs"},
+    {NULL}
+};
+
 static PyTypeObject SearchType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "checkers.linearizability._wgl.Search",
-    .tp_doc = "Search(events, comp, initial_states, step, illegal, explain=False): one partition's\n"
-              "Wing & Gong / Lowe search, run in slices with run(max_steps).",
+    .tp_doc = "Search(ops, comp, initial_states, step, illegal, explain=False, kinds=None, unknown=None):\n"
+              "one partition's Wing & Gong / Lowe search, run in slices with run(max_steps).",
     .tp_basicsize = sizeof(Search),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Search_init,
     .tp_dealloc = (destructor)Search_dealloc,
     .tp_methods = Search_methods,
+    .tp_members = Search_members,
+};
+
+static PyMethodDef module_methods[] = {
+    {"partition_by", partition_by, METH_VARARGS,
+     "partition_by(ops, attr) -> [(key, [ops])]: ops grouped by getattr(op, attr), keys in order\n"
+     "of first appearance, ops in their order."},
+    {NULL}
 };
 
 static struct PyModuleDef wglmodule = {
     PyModuleDef_HEAD_INIT, "_wgl",
-    "Search core of the linearizability checker (Wing & Gong with Lowe's memoization).", -1, NULL,
+    "Search core of the linearizability checker (Wing & Gong with Lowe's memoization).", -1, module_methods,
 };
 
 PyMODINIT_FUNC PyInit__wgl(void) {
@@ -803,6 +1053,10 @@ PyMODINIT_FUNC PyInit__wgl(void) {
     mallopt(M_MMAP_THRESHOLD, 256 * 1024 * 1024);
     mallopt(M_TRIM_THRESHOLD, 512 * 1024 * 1024);
 #endif
+    for (int a = 0; a < A_N; a++)
+        if (!(attr_name[a] = PyUnicode_InternFromString(attr_str[a]))) return NULL;
+    if (!(A_index = PyUnicode_InternFromString("index")) || !(A_line = PyUnicode_InternFromString("line")))
+        return NULL;
     if (PyType_Ready(&SearchType) < 0) return NULL;
     PyObject *m = PyModule_Create(&wglmodule);
     if (!m) return NULL;

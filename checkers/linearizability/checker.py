@@ -1,24 +1,30 @@
 """Checks a history for linearizability: partitions searched interleaved, first illegal one wins.
 
 Porcupine's ``checkParallel``, in one process: each partition (P-compositionality,
-e.g. each key) gets its own :class:`~.search.PartitionSearch`; they run in
-round-robin slices, smallest first, so a small illegal partition is found
-before a huge legal one is finished (porcupine's ``c50-bad`` has a partition
-whose search alone fills 24 GiB). The check stops at the first illegal
-partition, at the timeout, or when the searches together hold more than the
-memory bound; the last two give the verdict ``unknown``.
+e.g. each key) gets its own search (the C core, :func:`~.search.new_core`,
+built when it first runs); they run in round-robin slices, smallest first,
+so a small illegal partition is found before a huge legal one is finished
+(porcupine's ``c50-bad`` has a partition whose search alone fills 24 GiB).
+The check stops at the first illegal partition, at the timeout, or when the
+searches together hold more than the memory bound; the last two give the
+verdict ``unknown``.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import time
+from operator import attrgetter
 from typing import Any
 
 from .explain import explain_partition
-from .model import Model
-from .operation import Operation
-from .search import ILLEGAL_STATUS, OK, RUNNING, PartitionSearch
+from .model import ILLEGAL, Model
+from .operation import UNKNOWN, Operation
+from .search import ILLEGAL_STATUS, OK, RUNNING, Search, check_times
+
+_F = attrgetter("f")
+_VERDICT = {OK: True, ILLEGAL_STATUS: False}
 
 #: steps each running partition gets in the first round; doubled every round
 FIRST_SLICE = 2_000
@@ -26,6 +32,7 @@ FIRST_SLICE = 2_000
 MAX_SLICE = 200_000
 
 
+@functools.cache
 def default_memory_bound() -> int:
     """Half the machine's physical memory, in bytes (8 GiB if it cannot be read)."""
     try:
@@ -86,31 +93,43 @@ def check_operations(model: Model, ops: list[Operation], partitioned: bool = Tru
     deadline = None if timeout_s is None else t0 + timeout_s
     ops = model.prepare(ops)
     known = set(model.functions)
-    for op in ops:
-        if op.f not in known:
-            model.validate(op)  # raises, naming the op
+    if not known.issuperset(map(_F, ops)):
+        for op in ops:
+            if op.f not in known:
+                model.validate(op)  # raises, naming the op
     groups = model.partition(ops) if partitioned else [(None, ops)]
-    searches = [PartitionSearch(model, g, key=k, components=not partitioned) for k, g in groups]
-    running = sorted(searches, key=lambda s: len(s.ops))
+    initial, comp = model.components(ops) if not partitioned else ([model.init()], None)
+    core_args = (comp, initial, model.step, ILLEGAL, False, model.native_kinds, UNKNOWN)  # new_core's
+    # Cores are built when first run: a small illegal partition found early spares the rest.
+    cores: list[Any] = [None] * len(groups)
+    status = [RUNNING] * len(groups)
+    counts = [(0, 0)] * len(groups)  # (steps, cache entries) of the finished searches
+    held = [0] * len(groups)  # bytes per search, updated after its slice
+    running = sorted(range(len(groups)), key=[len(g) for _, g in groups].__getitem__)
+    total = 0
     reason = None
-    failed: PartitionSearch | None = None
+    failed: int | None = None
     slice_steps = FIRST_SLICE
-    held = {id(s): s.memory() for s in searches}  # bytes per search, updated after its slice
-    total = sum(held.values())
     while running and failed is None and reason is None:
         still = []
-        for s in running:
-            st = s.run(slice_steps)
-            if st == ILLEGAL_STATUS:
-                failed = s
-                break
+        for i in running:
+            core = cores[i]
+            if core is None:
+                core = cores[i] = Search(groups[i][1], *core_args)
+            st = status[i] = core.run(slice_steps)
             if st == RUNNING:
-                still.append(s)
+                still.append(i)
+                now = core.memory()
+            elif st == OK:  # linearizable: its memory is no longer needed
+                counts[i] = (core.steps, core.cache_entries)
+                cores[i] = None
+                now = 0
             else:
-                s.release()  # linearizable: its memory is no longer needed
-            now = s.memory()
-            total += now - held[id(s)]
-            held[id(s)] = now
+                failed = i
+                break
+            if now != held[i]:
+                total += now - held[i]
+                held[i] = now
             if deadline is not None and time.perf_counter() > deadline:
                 reason = f"timed out after {timeout_s:g} s"
                 break
@@ -122,11 +141,13 @@ def check_operations(model: Model, ops: list[Operation], partitioned: bool = Tru
             slice_steps = min(MAX_SLICE, slice_steps * 2)
     check_s = time.perf_counter() - t0
     parts = []
-    for s in searches:
-        st = s.stats()
-        verdict = {OK: True, ILLEGAL_STATUS: False}.get(s.status, "unknown")
-        parts.append({"key": s.key, "ops": len(s.ops), "valid": verdict,
-                      "steps": st["steps"], "cache_entries": st["cache_entries"]})
+    for i, (key, group) in enumerate(groups):
+        core = cores[i]
+        if core is not None:
+            counts[i] = (core.steps, core.cache_entries)
+            cores[i] = None  # free the caches before explaining (it searches afresh)
+        parts.append({"key": key, "ops": len(group), "valid": _VERDICT.get(status[i], "unknown"),
+                      "steps": counts[i][0], "cache_entries": counts[i][1]})
     # failed and reason are never both set: the loop stops at whichever comes first
     if failed is not None:
         valid: Any = False
@@ -134,10 +155,9 @@ def check_operations(model: Model, ops: list[Operation], partitioned: bool = Tru
         valid = "unknown"
     else:
         valid = True
-    for s in searches:  # free the caches before explaining (it searches afresh)
-        s.release()
     explanations = []
     if failed is not None and explain:
-        explanations.append(explain_partition(model, failed.ops, failed.key, not partitioned))
+        key, group = groups[failed]
+        explanations.append(explain_partition(model, group, key, not partitioned))
     return CheckResult(valid=valid, reason=reason, partitions=parts, explanations=explanations,
                        check_s=check_s, model=model.name)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Hashable, Iterable
 
+from . import _wgl
 from .operation import UNKNOWN, Operation
 
 
@@ -66,13 +67,10 @@ class Model:
         """The state after ``op`` from ``state``, or :data:`ILLEGAL`."""
         raise NotImplementedError
 
-    def native(self, op: Operation) -> tuple | None:
-        """The op as a step the C core runs itself, ``(kind, a, b)``, or None to call :meth:`step`.
-
-        Kinds are those of ``_wgl.c`` (:mod:`.native`); the result must equal
-        what :meth:`step` would return.
-        """
-        return None
+    #: ``{f: kind}`` for ops the C core steps itself (kinds of :mod:`.native`: READ, WRITE,
+    #: CAS, APPEND, the core picking the variant from the op's output); it must give what
+    #: :meth:`step` would. None: every op goes through :meth:`step`.
+    native_kinds: dict[str, int] | None = None
 
     # -- reports ---------------------------------------------------------
     def describe_op(self, op: Operation) -> str:
@@ -119,8 +117,5 @@ class Model:
 
 
 def keyed_partition(ops: Iterable[Operation]) -> list[tuple[Any, list[Operation]]]:
-    """Group ops by ``op.key`` (in order of first appearance)."""
-    groups: dict[Any, list[Operation]] = {}
-    for op in ops:
-        groups.setdefault(op.key, []).append(op)
-    return list(groups.items())
+    """Group ops by ``op.key`` (keys in order of first appearance, ops in their order)."""
+    return _wgl.partition_by(ops, "key")

@@ -1,6 +1,7 @@
 """Open invocations by process, completed in place: how porcupine's log parsers pair events."""
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ..operation import UNKNOWN, Operation
@@ -38,6 +39,6 @@ class Calls:
         return op
 
     def operations(self) -> list[Operation]:
-        """The ops, in invoke order."""
-        return [Operation(process=o["process"], f=o["f"], input=o["input"], output=o["output"],
+        """The ops, in invoke order (their ``f`` interned: the search core tells ops apart by it)."""
+        return [Operation(process=o["process"], f=sys.intern(o["f"]), input=o["input"], output=o["output"],
                           call=o["call"], ret=o["ret"], key=o["key"], line=o["line"]) for o in self.ops]

@@ -8,6 +8,7 @@ leaves the op open to +infinity with an unknown output. Nemesis ops (process
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections import Counter
 from typing import Any, Iterable
 
@@ -81,7 +82,8 @@ def pair_history(events: Iterable[tuple[int | None, dict]], model: Model, path: 
             ret = None
         else:
             ret = done["time"] if timed else pos_of[id(done)]
-        return Operation(process=inv["process"], f=f, input=inp, output=out,
+        return Operation(process=inv["process"], f=sys.intern(f) if type(f) is str else f,
+                         input=inp, output=out,
                          call=inv["time"] if timed else pos_of[id(inv)], ret=ret,
                          key=key, index=inv.get("index"), line=line)
 

@@ -14,7 +14,7 @@ from typing import Any, Hashable
 from .. import native as N
 from ..model import Model, ModelError, describe_value, keyed_partition
 from ..operation import Operation
-from .register import (register_describe, register_from_jepsen, register_native, register_needs,
+from .register import (REGISTER_KINDS, register_describe, register_from_jepsen, register_needs,
                        register_step)
 
 
@@ -35,10 +35,7 @@ class KeyValue(Model):
             return (state or "") + op.input
         return register_step(state, op.f, op.input, op.output)
 
-    def native(self, op: Operation) -> tuple | None:
-        if op.f == "append":
-            return (N.APPEND, op.input, None)
-        return register_native(op.f, op.input, op.output)
+    native_kinds = {**REGISTER_KINDS, "append": N.APPEND}
 
     def describe_op(self, op: Operation) -> str:
         if op.f == "append":

@@ -36,18 +36,8 @@ def register_step(state: Hashable, f: str, inp: Any, out: Any) -> Hashable:
     raise ModelError(f"register has no function {f!r}")
 
 
-def register_native(f: str, inp: Any, out: Any) -> tuple | None:
-    """The C core's form of a register step (same semantics as :func:`register_step`)."""
-    if f in READS:
-        return (N.READ_ANY, None, None) if out is UNKNOWN else (N.READ, out, None)
-    if f in WRITES:
-        return (N.WRITE, inp, None)
-    if f == "cas":
-        a, b = inp
-        if out is False:
-            return (N.CAS_FALSE, a, None)
-        return (N.CAS_ANY, a, b) if out is UNKNOWN else (N.CAS, a, b)
-    return None
+#: the C core's kinds for register ops (see :mod:`..native`): same semantics as :func:`register_step`
+REGISTER_KINDS = {"read": N.READ, "get": N.READ, "write": N.WRITE, "put": N.WRITE, "cas": N.CAS}
 
 
 def register_needs(f: str, inp: Any, out: Any, state: Hashable) -> str:
@@ -110,8 +100,7 @@ class CasRegister(Model):
     def step(self, state: Hashable, op: Operation) -> Hashable:
         return register_step(state, op.f, op.input, op.output)
 
-    def native(self, op: Operation) -> tuple | None:
-        return register_native(op.f, op.input, op.output)
+    native_kinds = REGISTER_KINDS
 
     def describe_op(self, op: Operation) -> str:
         return register_describe(op.f, op.input, op.output)
