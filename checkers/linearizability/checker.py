@@ -139,6 +139,10 @@ def check_operations(model: Model, ops: list[Operation], partitioned: bool = Tru
         else:
             running = still
             slice_steps = min(MAX_SLICE, slice_steps * 2)
+    if failed is not None or reason is not None:
+        for i in running:
+            if cores[i] is None:  # never searched: still refuse an op that returns before its call
+                check_times(groups[i][1])
     check_s = time.perf_counter() - t0
     parts = []
     for i, (key, group) in enumerate(groups):
