@@ -152,6 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("teardown", help="remove every container and network labelled kraft-chaos")
     from harness.analyze_cmd import add_parsers
     add_parsers(sub)
+    from harness.bugs import add_parser as add_bugs_parser
+    add_bugs_parser(sub)
+    from harness.scenario_cmd import add_parsers as add_scenario_parsers
+    add_scenario_parsers(sub)
     return p
 
 
@@ -264,9 +268,7 @@ def _console_logging(verbose: bool) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``kraft-chaos run``: run one test and print its verdict."""
-    from clusters.errors import ClusterError
     from harness import runner
-    from harness.db import DBError
 
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2 ** 31)
     config = runner.RunConfig(
@@ -275,7 +277,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         keep_cluster=args.keep_cluster, store=args.store, base_image=args.base_image,
         subnet=args.subnet, nemesis_interval=args.nemesis_interval,
         nemesis_duration=args.nemesis_duration, nemesis_mode=args.nemesis_mode, unsafe=args.unsafe)
-    print(f"seed: {seed}")
+    return run_and_report(config, args.no_progress)
+
+
+def run_and_report(config, no_progress: bool = False) -> int:
+    """Run ``config`` (a ``harness.runner.RunConfig``), print its seed, store, verdict and
+    the command that repeats it; returns the exit code."""
+    from clusters.errors import ClusterError
+    from harness import runner
+    from harness.db import DBError
+
+    print(f"seed: {config.seed}")
     print(f"repeat with: {config.repeat_command()}")
     _console_logging(verbose=True)
     run_dir = None
@@ -283,7 +295,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         run_dir = runner.prepare_run(config)
         print(f"store: {run_dir}", flush=True)
         results, run_dir = runner.run_test(config, run_dir,
-                                           progress=False if args.no_progress else None)
+                                           progress=False if no_progress else None)
     except runner.Interrupted:
         print(f"interrupted; cluster torn down. store: {run_dir}", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -367,10 +379,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(str(e), file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        from harness import analyze_cmd
+        from harness import analyze_cmd, bugs, scenario_cmd
         return {"run": cmd_run, "check": cmd_check, "teardown": cmd_teardown,
                 "analyze": analyze_cmd.cmd_analyze, "export": analyze_cmd.cmd_export,
-                "synth": analyze_cmd.cmd_synth}[args.command](args)
+                "synth": analyze_cmd.cmd_synth, "bugs": bugs.cmd_bugs,
+                "scenario": scenario_cmd.cmd_scenario, "shrink": scenario_cmd.cmd_shrink}[args.command](args)
     except BrokenPipeError:      # e.g. `kraft-chaos check DIR | head`
         sys.stdout = None
         return 0

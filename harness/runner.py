@@ -69,17 +69,22 @@ class RunConfig:
     nemesis_duration: float = 10.0
     nemesis_mode: str = "serial"
     unsafe: list[str] = dataclasses.field(default_factory=list)
+    scenario: list[dict] | None = None
+    scenario_file: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready data (for ``test.json``)."""
         return dataclasses.asdict(self)
 
     def test_name(self) -> str:
-        """The store folder of this test, e.g. ``append-partition+kill+pause``."""
-        return store.test_name(self.workload, self.nemesis)
+        """The store folder of this test, e.g. ``append-partition+kill+pause`` (``append-scenario``)."""
+        return store.test_name(self.workload, ["scenario"] if self.scenario is not None else self.nemesis)
 
     def repeat_command(self) -> str:
-        """The ``kraft-chaos run ...`` command line that repeats this run (same seed)."""
+        """The ``kraft-chaos run ...`` command line that repeats this run (same seed), or the
+        ``kraft-chaos scenario run FILE`` of a scenario run."""
+        if self.scenario is not None:
+            return shlex.join(["kraft-chaos", "scenario", "run", self.scenario_file or "SCENARIO.toml"])
         def num(x: float) -> str:
             return str(int(x)) if float(x).is_integer() else str(x)
         args = ["kraft-chaos", "run", "--nodes", str(self.nodes), "--time-limit", num(self.time_limit),
@@ -128,6 +133,11 @@ def attach_file_log(run_dir: Path) -> logging.Handler:
 def prepare_run(config: RunConfig) -> Path:
     """Create the run directory, write ``test.json`` (with the code's git commit) and point ``store/latest`` at it."""
     run_dir = store.create_run_dir(config.store, config.test_name())
+    if config.scenario is not None:    # the run folder keeps the scenario it repeats
+        from .scenario import dumps, run_table
+        path = run_dir / "scenario.toml"
+        path.write_text(dumps(run_table(config), config.scenario), encoding="utf-8")
+        config.scenario_file = str(path)
     store.write_test_json(run_dir, config.to_dict(), config.seed, config.repeat_command(),
                           commit=code_commit())
     store.update_latest(config.store, run_dir)
@@ -281,7 +291,18 @@ class _Run:
         wl = self.workload = self._make_workload(Topology.from_db(self.db, nodes))
         gen = wl.client_generator()
         workers: dict = wl.workers()
-        if cfg.nemesis:
+        limit = cfg.time_limit
+        if cfg.scenario is not None:
+            from harness.scenario import ClientGate, GatedClients, budget_s, steps_generator
+            from nemesis.controller import NemesisController
+            from nemesis.worker import NemesisWorker
+            gate = ClientGate()
+            self.controller = NemesisController(self.cluster, self.db, lambda: self._aim_leader(nodes),
+                                                random.Random(f"{cfg.seed}:nemesis"))
+            gen = AnyOf([GatedClients(gate, gen), nemesis(steps_generator(cfg.scenario, gate))])
+            workers["nemesis"] = NemesisWorker(self.controller, self.history)
+            limit = budget_s(cfg.scenario)
+        elif cfg.nemesis:
             from nemesis.controller import NemesisController
             from nemesis.schedule import nemesis_generator
             from nemesis.worker import NemesisWorker
@@ -292,21 +313,22 @@ class _Run:
                                          n_nodes=cfg.nodes)
             gen = AnyOf([gen, nemesis(schedule)])
             workers["nemesis"] = NemesisWorker(self.controller, self.history)
-        interp = Interpreter(TimeLimit(cfg.time_limit, gen), workers, wl.pids.next, cfg.seed,
+        interp = Interpreter(TimeLimit(limit, gen), workers, wl.pids.next, cfg.seed,
                              view=lambda: wl.monitor.view)
         mon = wl.monitor
         snap = Snapshot(lambda: wl.tally.totals(wl.client_fs),
                         (lambda: self.controller.active) if self.controller else None,
                         lambda: (f"id {mon.leader[1]} (epoch {mon.leader[0]})" if mon.leader else None),
-                        cfg.time_limit)
-        log.info("running %s for %.0f s with nemesis %s (%s)", cfg.workload, cfg.time_limit,
-                 ",".join(cfg.nemesis) or "none", cfg.nemesis_mode)
+                        limit)
+        log.info("running %s for at most %.0f s with nemesis %s", cfg.workload, limit,
+                 "scenario" if cfg.scenario is not None
+                 else f"{','.join(cfg.nemesis) or 'none'} ({cfg.nemesis_mode})")
         stop = asyncio.Event()
         tasks = [asyncio.create_task(interp.run(stop), name="interpreter"),
                  asyncio.create_task(mon.run(stop), name="quorum-monitor")]
         try:
             async with Progress(snap, live=self.progress):
-                done, _ = await asyncio.wait(tasks[:1], timeout=cfg.time_limit + 60,
+                done, _ = await asyncio.wait(tasks[:1], timeout=limit + 60,
                                              return_when=asyncio.FIRST_EXCEPTION)
                 stop.set()
                 results = await asyncio.gather(*tasks, return_exceptions=True)

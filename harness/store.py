@@ -137,3 +137,8 @@ def read_test_json(run_dir: Path) -> dict | None:
     """The run's ``test.json`` contents, or None when absent."""
     p = Path(run_dir) / TEST_JSON
     return json.loads(p.read_text()) if p.is_file() else None
+
+
+def read_json(path: Path) -> Any:
+    """The JSON document at ``path``. Raises OSError, ValueError."""
+    return json.loads(Path(path).read_text())

@@ -79,12 +79,17 @@ class NemesisController:
     # -- choosing -------------------------------------------------------------
 
     def _grudge(self, kind: str, targets: tuple[str, ...] | None = None,
-                rng: random.Random | None = None) -> tuple[grudges.Grudge, list[str], bool]:
+                rng: random.Random | None = None,
+                grudge: dict | None = None) -> tuple[grudges.Grudge, list[str], bool]:
         """(grudge, targets, leader_unknown) for a partition kind, drawn from ``rng``
-        (default: the controller's)."""
+        (default: the controller's). Kind ``nodes`` cuts ``targets`` off from the rest, or
+        applies ``grudge`` (``{node: [nodes it drops]}``) as given."""
         nodes, rng = self.nodes, rng or self.rng
         if kind == EXPLICIT:
-            group = [n for n in nodes if n in (targets or ())]
+            unknown = set(targets or ()) - set(nodes)
+            if unknown or not targets:
+                raise ValueError(f"nemesis partition: explicit targets {targets!r} must be nodes of {nodes}")
+            group = [n for n in nodes if n in targets]
             return grudges.complete_grudge([group, [n for n in nodes if n not in group]]), group, False
         if kind == "random-halves":
             g = grudges.random_halves(nodes, rng)
@@ -173,21 +178,27 @@ class NemesisController:
         leader_unknown = False
         name = fault.name
         if name == "partition":
-            g, targets, leader_unknown = self._grudge(fault.kind, fault.targets)
+            g, targets, leader_unknown = self._grudge(fault.kind, fault.targets,
+                                                      grudge=fault.params.get("grudge"))
             value.update(targets=targets, grudge=grudges.grudge_to_json(g))
             self._hold(fault, targets or self.nodes)
             self.partitioner.apply(g, fault.key)
         elif name == "flap":
             period = float(fault.params.get("period_ms", FLAP_PERIOD_MS)) / 1000.0
+            if fault.kind == EXPLICIT:
+                self._grudge(EXPLICIT, fault.targets)     # bad targets fail the start, not the thread
             value.update(targets=self.nodes, period_ms=int(period * 1000))
             self._hold(fault, self.nodes)
             rng = random.Random(self.rng.getrandbits(64))     # the flapper's thread draws alone
             self._run_background(fault, Flapper(self.partitioner,
-                                                lambda: self._grudge(fault.kind, rng=rng)[0],
+                                                lambda: self._grudge(fault.kind, fault.targets, rng)[0],
                                                 period, fault.key))
         elif name == "rolling":
             gap = float(fault.params.get("gap_s", ROLLING_GAP_S))
-            targets = list(fault.targets) if fault.targets else self.nodes
+            if fault.kind == EXPLICIT:
+                targets = self._process_targets(fault)[0]     # checked: bad targets fail the start
+            else:
+                targets = list(fault.targets) if fault.targets else self.nodes
             value.update(targets=targets, gap_s=gap)
             self._hold(fault, targets)
             rng = random.Random(self.rng.getrandbits(64))

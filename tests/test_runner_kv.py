@@ -57,7 +57,8 @@ def test_check_a_kv_run_checks_linearizability_by_key(tmp_path, capsys):
     # the kv client ops only: write, read, cas by k0, cas-mismatch and the failed write dropped
     assert lin["valid"] is True and lin["partitions"] == 1 and lin["ops"] == 3
     assert lin["failed_ops_dropped"] == 2
-    assert set(results["checkers"]) == {"linearizability", "election-safety", "divergence"}
+    assert set(results["checkers"]) == {"linearizability", "election-safety", "divergence",
+                                        "epoch-regression", "stale-leader", "disruptive-election"}
     assert results["checkers"]["divergence"]["valid"] is True
     assert results["anomalies"] == {"linearizability": 0, "election-safety": 0, "divergence": 0}
     stats = results["stats"]

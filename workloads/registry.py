@@ -25,8 +25,8 @@ CATCH_UP_TIMEOUT_S = 15.0
 #: seconds to retry the final linearizable read
 FINAL_READ_TIMEOUT_S = 30.0
 
-#: the checkers every workload on the KRaft quorum runs: leadership and the nodes' logs
-QUORUM_CHECKERS = ("election-safety", "divergence")
+#: the checkers every workload on the KRaft quorum runs: leadership over time and the nodes' logs
+QUORUM_CHECKERS = ("election-safety", "divergence", "epoch-regression", "stale-leader", "disruptive-election")
 
 
 class Quorum(Protocol):

@@ -2,7 +2,9 @@
 
 The verdict rules are those of ``kraft-chaos check`` (harness/check_run.py,
 ``check_run_dir``): an append run is judged by the log-safety checkers, a kv
-run by linearizability by key; both by election safety and divergence.
+run by linearizability by key; both by election safety, divergence and the
+leadership checkers (checkers/leadership.py, run on the driver over each
+run's DescribeQuorum and nemesis lines only).
 A run with malformed lines, or whose ops do not pair, is "unknown" (``check``
 refuses it with exit 3); its other checks still run, for information.
 """
@@ -66,6 +68,23 @@ def _examples(df: DataFrame, limit: int = MAX_EXAMPLES) -> dict[int, list[dict]]
     return out
 
 
+def _leadership(run: RunInfo) -> dict[str, dict]:
+    """The leadership checkers of one run (checkers/leadership.py), on the driver: they read
+    only the run's DescribeQuorum and nemesis lines. A run whose test.json is unreadable
+    gets the default fetch timeout."""
+    import json
+    from checkers.fold import CheckContext
+    from checkers.leadership import LEADERSHIP_CHECKERS, check_leadership_file
+    try:
+        config = json.loads((run.dir / "test.json").read_text()).get("config") or {}
+    except (OSError, ValueError, AttributeError):
+        config = {}
+    try:
+        return check_leadership_file(run.history, CheckContext(run.dir, config if isinstance(config, dict) else {}))
+    except ValueError as e:      # a malformed line: the run is already "unknown"
+        return {name: {"valid": "unknown", "anomalies": [], "error": str(e)} for name in LEADERSHIP_CHECKERS}
+
+
 def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.0) -> Analysis:
     """Run every check on ``runs``; see the module doc for the verdict rules.
 
@@ -124,6 +143,7 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
         claims = claims.unionByName(spark.createDataFrame(node_claims, "run int, epoch long, leader long"))
     tables["election-safety"] = election_safety(claims).persist()
     counts["election-safety"] = _counts(tables["election-safety"])
+    leadership = {r.run_id: _leadership(r) for r in runs if r.run_id not in malformed}
     seconds["nodes+elections"] = time.monotonic() - t
 
     t = time.monotonic()
@@ -174,6 +194,10 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
         checkers["divergence"] = verdict.name(div.get("valid"))
         anomalies["divergence"] = len(div.get("anomalies") or [])
         ex["divergence"] = div.get("anomalies") or []
+        for name, res in (leadership.get(rid) or {}).items():
+            checkers[name] = verdict.name(res.get("valid"))
+            anomalies[name] = len(res.get("anomalies") or [])
+            ex[name] = res.get("anomalies") or []
         errors = []
         if rid in malformed:
             errors.append(f"{len(malformed[rid])} malformed line(s), first "

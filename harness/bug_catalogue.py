@@ -1,0 +1,99 @@
+"""The bug catalogue: every ``--unsafe`` switch of kraft/, what it stands for, and the
+schedule that exposes it best (``kraft-chaos bugs`` runs each).
+
+A :class:`Schedule` is a set of ``kraft-chaos run`` settings (nemeses, their
+mode and timing, workload, cluster size, length). :data:`SCHEDULES` names
+them; ``default`` is what ``make run`` uses. Each :class:`Bug` names its
+switch, the KAFKA JIRA it stands for where one exists
+(``../shared/reference/kraft-protocol.md``), its class and its schedule.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+    """``kraft-chaos run`` settings: nemeses and mode, interval and duration (s, means in
+    overlap mode), workload, nodes, time limit (s), total rate (ops/s), client workers."""
+
+    nemesis: tuple[str, ...]
+    mode: str = "overlap"
+    interval: float = 3.0
+    duration: float = 3.0
+    workload: str = "append"
+    nodes: int = 5
+    time_limit: float = 60.0
+    rate: float = 200.0
+    concurrency: int = 10
+
+    def run_config(self) -> dict[str, Any]:
+        """The :class:`harness.runner.RunConfig` fields of this schedule."""
+        return {"nemesis": list(self.nemesis), "nemesis_mode": self.mode,
+                "nemesis_interval": self.interval, "nemesis_duration": self.duration,
+                "workload": self.workload, "nodes": self.nodes, "time_limit": self.time_limit,
+                "rate": self.rate, "concurrency": self.concurrency}
+
+    def describe(self) -> str:
+        """A short form for tables: ``partition,kill overlap 3/3 s append 5n 60 s``."""
+        return (f"{','.join(self.nemesis)} {self.mode} {self.interval:g}/{self.duration:g} s "
+                f"{self.workload} {self.nodes}n {self.time_limit:g} s")
+
+
+SCHEDULES: dict[str, Schedule] = {
+    # what `make run` runs: every kind of fault, overlapping
+    "default": Schedule(("partition", "kill", "pause", "crash", "flap", "elect", "lag"),
+                        interval=4.0, duration=4.0),
+    # power-loss-like crashes of a majority or of every node
+    "crash": Schedule(("crash", "kill"), interval=2.0, duration=1.5, time_limit=40.0),
+    # long partitions aimed at the leader, clients writing and reading everywhere
+    "isolate": Schedule(("partition",), interval=2.0, duration=8.0, time_limit=50.0),
+    # elections on purpose: new leaders and voters killed at once, nodes restarted in turn
+    "elect": Schedule(("elect", "kill", "rolling", "partition"), interval=2.0, duration=2.0,
+                      nodes=3, time_limit=60.0),
+    # a follower falls behind, then the up-to-date nodes die
+    "lag": Schedule(("lag",), interval=1.0, duration=4.0, time_limit=60.0),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Bug:
+    """One catalogue entry: ``switches`` (the ``--unsafe`` value; a switch that needs another
+    to show, like leader-restart without a power-loss fault, lists both), ``jira``, ``klass``
+    (elections, commit, acknowledgement, reads, recovery), ``schedule`` (a :data:`SCHEDULES`
+    name) and ``note``."""
+
+    name: str
+    switches: tuple[str, ...]
+    klass: str
+    schedule: str
+    jira: str | None = None
+    note: str = ""
+
+
+CATALOGUE: tuple[Bug, ...] = (
+    Bug("no-fsync", ("no-fsync",), "acknowledgement", "crash", "KAFKA-10533"),
+    Bug("early-high-watermark", ("early-high-watermark",), "commit", "elect", "KAFKA-12619"),
+    Bug("leader-restart", ("leader-restart", "no-fsync"), "recovery", "crash", "KAFKA-10527",
+        "needs lost unsynced writes to show; without the power-loss nemesis (issue 16) no-fsync "
+        "provides them"),
+    Bug("forget-vote", ("forget-vote",), "elections", "elect", None),
+    Bug("no-read-index", ("no-read-index",), "reads", "isolate", None),
+    Bug("no-check-quorum", ("no-check-quorum",), "elections", "isolate", "KAFKA-15489"),
+    Bug("no-pre-vote", ("no-pre-vote",), "elections", "isolate", None, "KIP-996"),
+    Bug("vote-ignores-offset", ("vote-ignores-offset",), "elections", "lag", None),
+    Bug("commit-minority", ("commit-minority",), "commit", "isolate", None),
+    Bug("ack-before-commit", ("ack-before-commit",), "acknowledgement", "isolate", None),
+    Bug("lease-read", ("lease-read",), "reads", "isolate", None),
+    Bug("no-fetch-validation", ("no-fetch-validation",), "recovery", "isolate", None,
+        "KIP-101's truncation bug class"),
+)
+
+
+def bug_named(name: str) -> Bug:
+    """The catalogue entry ``name``; ValueError naming the choices otherwise."""
+    for bug in CATALOGUE:
+        if bug.name == name:
+            return bug
+    raise ValueError(f"unknown bug {name!r}: choose from {', '.join(b.name for b in CATALOGUE)}")

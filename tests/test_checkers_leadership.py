@@ -1,0 +1,143 @@
+"""epoch-regression, stale-leader and disruptive-election (checkers/leadership.py) on hand-made
+histories: monitor samples every 250 ms and nemesis ops, times in ms."""
+from __future__ import annotations
+
+from checkers.fault_windows import fault_windows
+from checkers.fold import CheckContext, ops_of, run_checkers
+from checkers.leadership import DisruptiveElection, EpochRegression, StaleLeader
+
+from .histories.builder import H
+
+CTX = CheckContext(config={"fetch_timeout_ms": 2000})       # bound 3.5 s, window 5 s
+
+
+def sample(h: H, node: str, at_ms: int, epoch: int, leader: int, ok: bool) -> dict:
+    """One DescribeQuorum sample of ``node`` answered at ``at_ms``: ok when it leads."""
+    p = 100 + int(node[1:])
+    inv = h.op("invoke", p, "describe-quorum", None, node=node, at_ms=at_ms - 1)
+    if ok:
+        return h.op("ok", p, "describe-quorum", {"LeaderId": leader, "LeaderEpoch": epoch,
+                                                "HighWatermark": 1, "CurrentVoters": [], "Observers": []},
+                    node=node, at_ms=at_ms)
+    return h.op("fail", p, "describe-quorum", {"LeaderEpoch": epoch, "LeaderId": leader}, node=node,
+                error="NOT_LEADER_OR_FOLLOWER", at_ms=at_ms)
+
+
+def nemesis(h: H, f: str, value: dict, at_ms: int, done: dict | None = None) -> None:
+    h.op("invoke", "nemesis", f, value, at_ms=at_ms)
+    h.op("info", "nemesis", f, done or value, at_ms=at_ms + 1)
+
+
+def check(h: H, cls) -> dict:
+    return run_checkers(ops_of(sorted(h.ops, key=lambda o: o["time"])), {"c": cls(CTX)})["c"]
+
+
+def ordered(h: H) -> H:
+    h.ops.sort(key=lambda o: o["time"])
+    for i, o in enumerate(h.ops):
+        o["index"] = i
+    return h
+
+
+def test_epochs_that_only_rise_are_fine_and_a_drop_is_reported():
+    h = H()
+    sample(h, "n1", 100, 1, 1, True)
+    sample(h, "n2", 110, 1, 1, False)
+    sample(h, "n2", 400, 2, -1, False)       # n2 stands in epoch 2
+    sample(h, "n2", 700, 1, 1, False)        # ... restarts, back in epoch 1: the vote was never written
+    sample(h, "n1", 800, 1, 1, True)
+    r = check(ordered(h), EpochRegression)
+    assert r["valid"] is False
+    (a,) = r["anomalies"]
+    assert (a["node"], a["epoch"], a["earlier_epoch"]) == ("n2", 1, 2)
+    assert h.ops[a["op"]]["time"] == 700_000_000 and h.ops[a["earlier_op"]]["time"] == 400_000_000
+    h2 = H()
+    for t, e in ((100, 1), (300, 2), (500, 2), (700, 5)):
+        sample(h2, "n3", t, e, -1, False)
+    assert check(ordered(h2), EpochRegression)["valid"] is True
+
+
+def test_a_leader_that_keeps_answering_long_after_a_newer_one_is_stale():
+    h = H()
+    for t in range(100, 12_000, 250):
+        sample(h, "n1", t, 1, 1, True)                       # n1 never stops leading epoch 1
+        if t >= 3000:
+            sample(h, "n2", t + 5, 2, 2, True)               # n2 leads epoch 2 from 3 s
+    r = check(ordered(h), StaleLeader)
+    assert r["valid"] is False
+    (a,) = r["anomalies"]
+    assert (a["node"], a["epoch"], a["newer_epoch"]) == ("n1", 1, 2) and a["overstay_s"] > 3.5
+
+
+def test_a_leader_that_resigns_within_the_check_quorum_window_is_fine():
+    h = H()
+    for t in range(100, 12_000, 250):
+        if t < 4500:
+            sample(h, "n1", t, 1, 1, True)                   # resigns 1.5 s after n2 appears
+        if t >= 3000:
+            sample(h, "n2", t + 5, 2, 2, True)
+    assert check(ordered(h), StaleLeader)["valid"] is True
+
+
+def test_a_paused_leader_answering_once_after_resume_is_not_stale():
+    h = H()
+    sample(h, "n1", 100, 1, 1, True)
+    nemesis(h, "start-pause", {"kind": "leader"}, 200, {"kind": "leader", "targets": ["n1"]})
+    for t in range(3000, 12_000, 250):
+        sample(h, "n2", t, 2, 2, True)
+    sample(h, "n1", 3100, 1, 1, True)                        # a request served just before the pause
+    nemesis(h, "stop-pause", {"kind": "leader"}, 9000, {"kind": "leader", "targets": ["n1"]})
+    sample(h, "n1", 9050, 1, 1, True)                        # one answer after SIGCONT, then it resigns
+    assert check(ordered(h), StaleLeader)["valid"] is True
+
+
+def _stable_then_new_epoch(h: H, faults) -> H:
+    for t in range(100, 10_000, 250):
+        sample(h, "n1", t, 1, 1, True)
+    faults(h)
+    for t in range(10_500, 12_000, 250):
+        sample(h, "n3", t, 2, 3, True)
+    for n in ("n2", "n3", "n4", "n5"):
+        sample(h, n, 90, 1, 1, False)
+    return ordered(h)
+
+
+def test_a_new_epoch_while_the_leader_and_a_majority_were_unharmed_is_disruptive():
+    def isolate_a_follower(h):
+        nemesis(h, "start-partition", {"kind": "isolate-one"}, 2000,
+                {"kind": "isolate-one", "targets": ["n5"],
+                 "grudge": {"n1": ["n5"], "n2": ["n5"], "n3": ["n5"], "n4": ["n5"], "n5": ["n1", "n2", "n3", "n4"]}})
+        nemesis(h, "stop-partition", {"kind": "isolate-one"}, 9500, {"kind": "isolate-one", "targets": ["n5"]})
+
+    r = check(_stable_then_new_epoch(H(), isolate_a_follower), DisruptiveElection)
+    assert r["valid"] is False
+    (a,) = r["anomalies"]
+    assert (a["epoch"], a["leader"], a["previous_leader"]) == (2, "n3", "n1")
+    assert "n5" not in a["healthy"] and "n1" in a["healthy"]
+
+
+def test_a_new_epoch_after_the_leader_was_cut_off_or_a_majority_harmed_is_not():
+    def isolate_leader(h):
+        nemesis(h, "start-partition", {"kind": "isolate-leader"}, 6000,
+                {"kind": "isolate-leader", "targets": ["n1"],
+                 "grudge": {"n1": ["n2", "n3", "n4", "n5"], "n2": ["n1"], "n3": ["n1"], "n4": ["n1"], "n5": ["n1"]}})
+
+    def kill_three(h):
+        nemesis(h, "start-kill", {"kind": "nodes", "targets": ["n2", "n3", "n4"]}, 8000)
+        nemesis(h, "stop-kill", {"kind": "nodes"}, 9000, {"kind": "nodes", "targets": ["n2", "n3", "n4"]})
+
+    for faults in (isolate_leader, kill_three):
+        assert check(_stable_then_new_epoch(H(), faults), DisruptiveElection)["valid"] is True
+
+
+def test_fault_windows_span_invoke_to_stop_and_open_faults_run_to_the_end():
+    h = H()
+    nemesis(h, "start-kill", {"kind": "one"}, 1000, {"kind": "one", "targets": ["n2"]})
+    nemesis(h, "stop-kill", {"kind": "one"}, 2000, {"kind": "one", "targets": ["n2"]})
+    nemesis(h, "start-partition", {"kind": "nodes", "slot": "lag"}, 3000,
+            {"kind": "nodes", "slot": "lag", "targets": ["n1"], "grudge": {"n1": ["n2"], "n2": ["n1"]}})
+    sample(h, "n1", 5000, 1, 1, True)
+    w = fault_windows(ordered(h).ops)
+    assert w.is_down("n2", 1500, 1600 * 10**6) and not w.is_down("n2", 2_100_000_000, 4_000_000_000)
+    assert w.is_cut("n2", "n1", 4_000_000_000, 4_100_000_000)      # never stopped: to the end
+    assert not w.is_cut("n1", "n3", 0, 5_000_000_000)

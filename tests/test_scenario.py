@@ -1,0 +1,124 @@
+"""Scenario files (harness/scenario.py): loading, the errors that name the line, the steps as a
+generator, and the round trip through dumps."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from generator import Context
+from harness.scenario import ClientGate, GatedClients, ScenarioError, budget_s, dumps, load, steps_generator
+from generator import Fn
+from workloads.monitor import NodeSeen, QuorumView
+
+GOOD = """\
+# a scenario
+[run]
+seed = 7
+unsafe = ["commit-minority"]
+
+[[step]]
+nemesis = "start-partition"
+value = { kind = "isolate-leader" }
+
+[[step]]
+sleep = 2.5
+
+[[step]]
+wait = "lagging"
+node = "n3"
+records = 10
+timeout = 5
+
+[[step]]
+clients = "pause"
+
+[[step]]
+nemesis = "stop-partition"
+value = { kind = "isolate-leader" }
+"""
+
+
+def test_load_a_good_scenario(tmp_path):
+    p = tmp_path / "s.toml"
+    p.write_text(GOOD)
+    doc = load(p)
+    assert doc["run"] == {"seed": 7, "unsafe": ["commit-minority"]}
+    assert [next(iter(s)) for s in doc["steps"]] == ["nemesis", "sleep", "wait", "clients", "nemesis"]
+    assert budget_s(doc["steps"]) == pytest.approx(2.5 + 5 + 2 + 3.0)
+
+
+@pytest.mark.parametrize("step, line, needle", [
+    ('wait = "leader"', 19, "needs timeout"),
+    ('nemesis = "start-partition"\nvalue = { kind = "sideways" }', 19, "unknown partition kind 'sideways'"),
+    ('sleep = -1', 19, "sleep must be a number"),
+    ('clients = "stop"', 19, "clients must be one of pause, resume"),
+    ('wait = "lagging"\ntimeout = 3', 19, "needs node"),
+    ('sleep = 1\nwait = "leader"', 19, "exactly one of"),
+    ('nemesis = "explode"\nvalue = { kind = "x" }', 19, "start-<family>"),
+])
+def test_a_bad_step_names_the_file_and_line(tmp_path, step, line, needle):
+    p = tmp_path / "bad.toml"
+    p.write_text(GOOD.split("[[step]]\nclients")[0] + "[[step]]\n" + step + "\n")
+    text = p.read_text().splitlines()
+    assert text[line - 1] == "[[step]]"
+    with pytest.raises(ScenarioError) as info:
+        load(p)
+    assert f"bad.toml:{line}: step 4: " in str(info.value) and needle in str(info.value)
+
+
+def test_not_toml_and_unknown_tables_are_errors(tmp_path):
+    p = tmp_path / "x.toml"
+    p.write_text("[[step]\n")
+    with pytest.raises(ScenarioError, match="not TOML"):
+        load(p)
+    p.write_text("[runn]\nseed = 1\n[[step]]\nsleep = 1\n")
+    with pytest.raises(ScenarioError, match="unknown table"):
+        load(p)
+    p.write_text("[run]\nsead = 1\n[[step]]\nsleep = 1\n")
+    with pytest.raises(ScenarioError, match="unknown setting"):
+        load(p)
+
+
+def test_dumps_round_trips(tmp_path):
+    p = tmp_path / "s.toml"
+    p.write_text(GOOD)
+    doc = load(p)
+    q = tmp_path / "again.toml"
+    q.write_text(dumps(doc["run"], doc["steps"], comment="made by a test"))
+    assert load(q) == doc
+    assert q.read_text().startswith("# made by a test\n")
+
+
+def test_steps_run_in_order_with_waits_and_the_gate():
+    steps = [{"nemesis": "start-kill", "value": {"kind": "leader"}}, {"sleep": 1.0},
+             {"wait": "lagging", "node": "n3", "records": 10, "timeout": 5},
+             {"clients": "pause"}, {"nemesis": "stop-kill", "value": {"kind": "leader"}}]
+    gate = ClientGate()
+    gen = steps_generator(steps, gate, tail_s=0.5)
+    clients = GatedClients(gate, Fn(lambda ctx: {"f": "read", "value": None}))
+    view = QuorumView(leader="n1", epoch=1, nodes={"n1": NodeSeen(1, 1, True, 0.0)}, log_end={"n1": 50, "n3": 45})
+    rng = random.Random(1)
+
+    def ask(t):
+        return gen.op(Context(t, "nemesis", "nemesis", rng, view))
+
+    assert ask(0.0) == {"f": "start-kill", "value": {"kind": "leader"}}
+    assert ask(0.1).until == pytest.approx(1.1)                 # sleeping, from the first ask
+    assert clients.op(Context(0.1, 0, 0, rng)) == {"f": "read", "value": None}
+    w = ask(1.1)                                                 # the wait starts: n3 is 5 behind
+    assert w.until == pytest.approx(1.15)
+    view.log_end["n3"] = 40                                      # now 10 behind
+    assert ask(1.2) == {"f": "stop-kill", "value": {"kind": "leader"}}
+    assert gate.paused and clients.op(Context(1.2, 0, 0, rng)).until == pytest.approx(1.25)
+    assert ask(1.3).until == pytest.approx(1.8)                  # the tail
+    assert ask(1.9) is None and gate.done
+    assert clients.op(Context(2.0, 0, 0, rng)) is None
+
+
+def test_a_wait_that_times_out_moves_on():
+    gate = ClientGate()
+    gen = steps_generator([{"wait": "leader", "timeout": 1}, {"sleep": 0}], gate, tail_s=0)
+    rng = random.Random(1)
+    assert gen.op(Context(0.0, "nemesis", "nemesis", rng, QuorumView())).until == pytest.approx(0.05)
+    assert gen.op(Context(1.5, "nemesis", "nemesis", rng, QuorumView())) is None and gate.done
