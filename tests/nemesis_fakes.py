@@ -1,11 +1,17 @@
 """In-memory stand-ins for a cluster, its remote and the DB, for unit tests.
 
 :class:`FakeRemote` records every call and answers from a user-supplied
-handler; :class:`FakeDB` keeps per-node process state (running / paused).
+handler; :class:`FakeDB` keeps per-node process state (running / paused);
+:class:`NetSim` plays the iptables and tc commands as such a handler, so
+tests can ask which packets each node drops (:func:`grudge_of`).
+:func:`make_controller` builds a NemesisController on them;
+:class:`FakeHistory` and :class:`FakeController` stand in for the history
+writer and the controller; :func:`drive` asks a generator on a fake clock.
 """
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -129,3 +135,212 @@ class FakeDB:
     def is_running(self, node: str) -> bool:
         self._call("is_running", node)
         return node in self.running
+
+
+class NetSim:
+    """Plays the iptables and tc commands the nemesis sends, as a :class:`FakeRemote` handler.
+
+    Per node: iptables ``chains`` (``{chain: [(source ip, match text), ...]}``,
+    ``INPUT`` holding jumps as ``("-j", chain)``) and the netem ``qdisc``
+    (``(netem args, {destination ips})`` or None). ``netem``: whether the
+    kernel has netem (the probe's exit code). A rule appended to a chain that
+    does not exist fails with exit 1, as iptables does.
+    """
+
+    def __init__(self, netem: bool = True):
+        self.netem = netem
+        self.chains: dict[str, dict[str, list[tuple[str, str]]]] = {}
+        self.qdisc: dict[str, tuple[str, set[str]] | None] = {}
+        self.probes = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, node: str, cmd) -> ExecResult | None:
+        from nemesis import packet
+        from nemesis.partition import HEAL_ALL_COMMAND
+        with self._lock:
+            chains = self.chains.setdefault(node, {"INPUT": [], "OUTPUT": []})
+            if cmd == packet.PROBE_COMMAND:
+                self.probes += 1
+                return None if self.netem else ExecResult(2, "", 'Error: Specified qdisc kind is unknown.')
+            if cmd == HEAL_ALL_COMMAND:
+                for rules in chains.values():
+                    rules.clear()
+                return None
+            for part in cmd.split(" && "):
+                if not self._step(node, chains, part.strip()):
+                    return ExecResult(1, "", f"cannot run {part!r}")
+        return None
+
+    def _step(self, node: str, chains: dict, part: str) -> bool:
+        from nemesis import packet
+        words = part.strip("{}; ").split()
+        if part.startswith("{ iptables -w -N "):
+            chains.setdefault(words[3], [])
+        elif part.startswith("{ iptables -w -C INPUT -j "):
+            jump = ("-j", words[5])
+            if jump not in chains["INPUT"]:
+                chains["INPUT"].insert(0, jump)
+        elif part.startswith("iptables -w -A "):
+            if words[3] not in chains or words[4] != "-s" or words[-2:] != ["-j", "DROP"]:
+                return False
+            chains[words[3]].append((words[5], " ".join(words[6:-2])))
+        elif part.startswith("iptables -w -F "):
+            chains.get(words[3], []).clear()
+        elif part == packet.HEAL_COMMAND or part == f"tc qdisc del dev {packet.DEVICE} root 2>/dev/null || true":
+            self.qdisc[node] = None
+        elif part.startswith("tc qdisc add") and " netem " in part:
+            self.qdisc[node] = (part.split(" netem ", 1)[1], set())
+        elif part.startswith("tc filter add"):
+            assert words[words.index("dst") + 2] == "flowid" and words[-1] == "1:2", part
+            self.qdisc[node][1].add(words[words.index("dst") + 1].removesuffix("/32"))
+        elif part.startswith(("tc qdisc add", "tc class add")):
+            pass
+        else:
+            raise AssertionError(f"NetSim: unexpected command {part!r}")
+        return True
+
+    def rules(self, node: str) -> list[tuple[str, str, str]]:
+        """The DROP rules in effect on ``node``: ``(chain, source ip, match)`` for every chain
+        INPUT jumps to."""
+        chains = self.chains.get(node, {})
+        return [(c, src, match) for kind, c in chains.get("INPUT", []) if kind == "-j"
+                for src, match in chains.get(c, [])]
+
+    def drops(self, node: str, chain: str | None = None) -> set[str]:
+        """The source ips ``node`` drops (in ``chain`` only, when given)."""
+        return {src for c, src, _m in self.rules(node) if chain is None or c == chain}
+
+
+def sim_cluster(n: int = 5, netem: bool = True) -> tuple[FakeCluster, NetSim]:
+    """A :class:`FakeCluster` whose remote is played by a :class:`NetSim`."""
+    sim = NetSim(netem)
+    return FakeCluster(n, FakeRemote(sim)), sim
+
+
+def make_controller(n: int = 5, leader=None, seed: int = 1, netem: bool = True):
+    """``(cluster, sim, db, controller)``: a NemesisController on a simulated cluster.
+
+    ``leader``: a node name, None, or a callable giving the leader.
+    """
+    import random
+
+    from nemesis.controller import NemesisController
+    cluster, sim = sim_cluster(n, netem)
+    db = FakeDB(cluster.nodes)
+    find = leader if callable(leader) else (lambda: leader)
+    return cluster, sim, db, NemesisController(cluster, db, find, random.Random(seed))
+
+
+def grudge_of(cluster: FakeCluster, sim: NetSim, chain: str | None = None) -> dict[str, set[str]]:
+    """What the rules in effect amount to: ``{node: {nodes it drops packets from}}``."""
+    by_ip = {cluster.ip(n): n for n in cluster.nodes}
+    return {n: {by_ip[ip] for ip in sim.drops(n, chain)} for n in cluster.nodes}
+
+
+class FakeHistory:
+    """An in-memory ``HistoryWriter``: ``ops`` in order, each with ``index``, thread-safe."""
+
+    def __init__(self):
+        self.ops: list[dict] = []
+        self._lock = threading.Lock()
+
+    def _add(self, op: dict) -> dict:
+        with self._lock:
+            op["index"] = len(self.ops)
+            self.ops.append(op)
+        return op
+
+    def invoke(self, process, f, value, node=None, **extra):
+        op = {"type": "invoke", "process": process, "f": f, "value": value, **extra}
+        if node is not None:
+            op["node"] = node
+        return self._add(op)
+
+    def complete(self, invoke_op, type, value, error=None, **extra):
+        op = {"type": type, "process": invoke_op["process"], "f": invoke_op["f"], "value": value, **extra}
+        if invoke_op.get("node") is not None:
+            op["node"] = invoke_op["node"]
+        if error is not None:
+            op["error"] = error
+        return self._add(op)
+
+
+def check_nemesis_pairs(ops: list[dict]) -> list[tuple[dict, dict]]:
+    """Assert the nemesis ops are invoke/info pairs with the same ``f``, one in flight at a
+    time; return the pairs."""
+    nem = [o for o in ops if o["process"] == "nemesis"]
+    assert len(nem) % 2 == 0, nem
+    pairs = list(zip(nem[::2], nem[1::2]))
+    for inv, done in pairs:
+        assert inv["type"] == "invoke" and done["type"] == "info", (inv, done)
+        assert inv["f"] == done["f"]
+    return pairs
+
+
+class FakeController:
+    """Stands in for a NemesisController: start and stop sleep ``start_s`` / ``stop_s`` in
+    their thread and target ``["n1"]``; ``fail_start`` makes starts raise (the fault then
+    stays held, as a NodeErrors would leave it). ``calls``: ``(start|stop, family)``;
+    ``max_in_flight``: the most calls running at once."""
+
+    def __init__(self, start_s: float = 0.0, stop_s: float = 0.0, fail_start: bool = False):
+        self.start_s, self.stop_s, self.fail_start = start_s, stop_s, fail_start
+        self.calls: list[tuple[str, str]] = []
+        self.threads: set[str] = set()
+        self.in_flight = self.max_in_flight = 0
+        self.slots: dict = {}
+        self._lock = threading.Lock()
+
+    def _call(self, what: str, fault, delay_s: float) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.threads.add(threading.current_thread().name)
+        time.sleep(delay_s)
+        with self._lock:
+            self.in_flight -= 1
+            self.calls.append((what, fault.name))
+
+    def start(self, fault) -> dict:
+        self._call("start", fault, self.start_s)
+        self.slots[fault.key] = fault
+        if self.fail_start:
+            raise RuntimeError("n2: iptables missing")
+        return {"kind": fault.kind, "targets": ["n1"]}
+
+    def stop(self, fault) -> dict:
+        self._call("stop", fault, self.stop_s)
+        held = self.slots.pop(fault.key, None)
+        return {"kind": fault.kind, "targets": ["n1"] if held else []}
+
+    @property
+    def active(self) -> dict:
+        return {k: ["n1"] for k in self.slots}
+
+    def active_faults(self) -> list:
+        return list(self.slots.values())
+
+
+def drive(gen, until: float, view=None, thread="nemesis", seed: int = 0,
+          complete=None) -> list[tuple[float, dict]]:
+    """Ask ``gen`` as ``thread`` on a fake clock from 0 until ``until`` s: each op completes at
+    once (``complete(op)`` gives the completion, default an info with the op's value) and is
+    passed to ``update``; on a Wait the clock jumps to its ``until`` (which must be ahead).
+    ``view``: a value, or a callable of the time giving it. Returns ``[(time, op)]``."""
+    import random
+
+    from generator import Context, Wait
+    rng, t, out = random.Random(seed), 0.0, []
+    while t < until:
+        ctx = Context(t, thread, thread, rng, view(t) if callable(view) else view)
+        a = gen.op(ctx)
+        if a is None:
+            break
+        if isinstance(a, Wait):
+            assert a.until > t, f"Wait({a.until}) at {t} is not ahead"
+            t = a.until
+            continue
+        out.append((t, a))
+        done = complete(a) if complete else {"type": "info", "f": a["f"], "value": a.get("value")}
+        gen.update(ctx, a, done)
+    return out

@@ -114,3 +114,31 @@ def test_duplicates_rejected():
 
 def test_grudge_to_json_is_sorted_lists():
     assert g.grudge_to_json({"n2": {"n3", "n1"}, "n1": set()}) == {"n1": [], "n2": ["n1", "n3"]}
+
+
+def test_one_way_drops_only_what_the_sender_sends():
+    gr = g.one_way(NODES5, "n2")
+    assert gr == {"n1": {"n2"}, "n2": set(), "n3": {"n2"}, "n4": {"n2"}, "n5": {"n2"}}
+    assert not symmetric(gr)
+    assert g.sees(gr, "n2") == set(NODES5)          # n2 still hears everyone
+
+
+def test_one_way_to_chosen_receivers():
+    gr = g.one_way(NODES5, "n1", ["n3", "n1"])
+    assert gr == {"n1": set(), "n2": set(), "n3": {"n1"}, "n4": set(), "n5": set()}
+    with pytest.raises(ValueError, match=r"\['n9'\] not in"):
+        g.one_way(NODES5, "n9")
+    with pytest.raises(ValueError, match="at least 2"):
+        g.one_way(["n1"], "n1")
+
+
+def test_diamond_cuts_only_the_pair():
+    gr = g.diamond(NODES5, "n4", "n1")
+    assert gr == {"n1": {"n4"}, "n2": set(), "n3": set(), "n4": {"n1"}, "n5": set()}
+    assert symmetric(gr)
+    assert all(len(g.sees(gr, x)) >= 3 for x in NODES5)   # each still sees a majority
+    for a, b in [("n1", "n1"), ("n1", "n9")]:
+        with pytest.raises(ValueError, match="two different nodes"):
+            g.diamond(NODES5, a, b)
+    with pytest.raises(ValueError, match="at least 3"):
+        g.diamond(["n1", "n2"], "n1", "n2")

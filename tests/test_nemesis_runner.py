@@ -1,164 +1,153 @@
+"""The nemesis as a thread of the interpreter: nemesis_generator + NemesisWorker (what
+nemesis/runner.py did): faults until stop, healed and recorded at the end."""
 import asyncio
+import itertools
 import random
-import threading
-import time
 
-from nemesis.runner import run_nemesis
-from nemesis.schedule import FaultSchedule
+import pytest
 
+from generator import Interpreter, TimeLimit, nemesis
+from nemesis.schedule import nemesis_generator
+from nemesis.worker import NemesisWorker
+from tests.nemesis_fakes import FakeController, FakeHistory, check_nemesis_pairs
 
-class FakeHistory:
-    def __init__(self):
-        self.ops = []
-
-    def invoke(self, process, f, value, node=None):
-        op = {"index": len(self.ops), "type": "invoke", "process": process, "f": f, "value": value}
-        self.ops.append(op)
-        return op
-
-    def complete(self, invoke_op, type, value, error=None):
-        op = {"index": len(self.ops), "type": type, "process": invoke_op["process"],
-              "f": invoke_op["f"], "value": value}
-        if error is not None:
-            op["error"] = error
-        self.ops.append(op)
-        return op
+NAMES = ["kill", "partition", "pause"]
 
 
-class FakeController:
-    def __init__(self, fail_start=False, slow_stop_s=0.0):
-        self.calls = []
-        self.fail_start = fail_start
-        self.slow_stop_s = slow_stop_s
-        self.threads = set()
-
-    def start(self, fault):
-        self.threads.add(threading.current_thread().name)
-        self.calls.append(("start", fault.name))
-        if self.fail_start:
-            raise RuntimeError("n2: iptables missing")
-        return {"kind": fault.kind, "targets": ["n1"]}
-
-    def stop(self, fault):
-        time.sleep(self.slow_stop_s)
-        self.calls.append(("stop", fault.name))
-        return {"kind": fault.kind, "targets": ["n1"]}
+def interp(ctl, hist, seed=3, interval=0.02, duration=0.02, mode="serial", names=NAMES, time_limit=None):
+    gen = nemesis(nemesis_generator(names, random.Random(seed), mode, interval, duration, n_nodes=5))
+    if time_limit is not None:
+        gen = TimeLimit(time_limit, gen)
+    return Interpreter(gen, {"nemesis": NemesisWorker(ctl, hist)}, itertools.count().__next__, seed)
 
 
-def schedule(seed=3, interval=0.02, duration=0.02):
-    return FaultSchedule(["kill", "partition", "pause"], random.Random(seed), interval, duration)
-
-
-def check_pairs(ops):
-    """Every invoke is followed by its info; starts and stops alternate for the same name."""
-    assert len(ops) % 2 == 0
-    for inv, done in zip(ops[::2], ops[1::2]):
-        assert inv["type"] == "invoke" and done["type"] == "info"
-        assert inv["f"] == done["f"] and inv["process"] == "nemesis" == done["process"]
-    fs = [o["f"] for o in ops[::2]]
+def check_alternating(ops):
+    """Pairs as check_nemesis_pairs; in serial mode starts and stops alternate per family."""
+    fs = [inv["f"] for inv, _ in check_nemesis_pairs(ops)]
     for start, stop in zip(fs[::2], fs[1::2]):
         assert start.startswith("start-") and stop == "stop-" + start[len("start-"):]
+    return fs
+
+
+async def run_for(it, seconds, stop=None):
+    stop = stop or asyncio.Event()
+    task = asyncio.create_task(it.run(stop))
+    await asyncio.sleep(seconds)
+    stop.set()
+    await asyncio.wait_for(task, 10)
 
 
 def test_runs_faults_until_stop_event():
-    async def main():
-        hist, ctl, stop = FakeHistory(), FakeController(), asyncio.Event()
-        seen = []
-        task = asyncio.create_task(run_nemesis(ctl, schedule(), hist, stop, seen.append))
-        await asyncio.sleep(0.25)
-        stop.set()
-        await asyncio.wait_for(task, 2)
-        return hist, ctl, seen
-    hist, ctl, seen = asyncio.run(main())
-    check_pairs(hist.ops)
-    starts = [o for o in hist.ops if o["f"].startswith("start-") and o["type"] == "invoke"]
+    hist, ctl = FakeHistory(), FakeController()
+    asyncio.run(run_for(interp(ctl, hist), 0.3))
+    fs = check_alternating(hist.ops)
+    starts = [f for f in fs if f.startswith("start-")]
     assert len(starts) >= 3
-    assert {o["f"] for o in starts[:3]} == {"start-kill", "start-partition", "start-pause"}
-    assert starts[0]["value"]["kind"] and hist.ops[1]["value"]["targets"] == ["n1"]
-    assert seen[-1] is None and [s for s in seen if s] == [o["f"][len("start-"):] for o in starts]
-    assert seen[1] is None
-    assert ctl.calls[-1][0] == "stop"
-    assert all(not t.startswith("MainThread") for t in ctl.threads)
+    assert set(starts[:3]) == {"start-kill", "start-partition", "start-pause"}
+    assert hist.ops[0]["value"]["kind"] and hist.ops[1]["value"]["targets"] == ["n1"]
+    assert ctl.calls[-1][0] == "stop" and ctl.slots == {}
+    assert all(o["process"] == "nemesis" for o in hist.ops)
+    assert not any(t == "MainThread" for t in ctl.threads)
 
 
 def test_same_seed_same_fault_sequence():
-    def run():
-        async def main():
-            hist, stop = FakeHistory(), asyncio.Event()
-            task = asyncio.create_task(run_nemesis(FakeController(), schedule(seed=11), hist, stop))
-            await asyncio.sleep(0.2)
-            stop.set()
-            await task
-            return [(o["f"], o["value"]["kind"]) for o in hist.ops if o["type"] == "invoke"]
-        return asyncio.run(main())
-    a, b = run(), run()
-    n = min(len(a), len(b))
-    assert n >= 4 and a[:n] == b[:n]
+    def once(seed):
+        hist = FakeHistory()
+        asyncio.run(run_for(interp(FakeController(), hist, seed=seed), 0.25))
+        return [(o["f"], o["value"]["kind"]) for o in hist.ops if o["type"] == "invoke"]
+    a, b, c = once(11), once(11), once(12)
+    n = min(len(a), len(b), len(c))
+    assert n >= 4 and a[:n] == b[:n] and a[:n] != c[:n]
 
 
-def test_stop_event_during_fault_heals_at_once():
+def test_stop_event_during_a_fault_ends_at_once_and_heals():
+    hist, ctl = FakeHistory(), FakeController()
+
     async def main():
-        hist, ctl, stop = FakeHistory(), FakeController(), asyncio.Event()
-        task = asyncio.create_task(run_nemesis(ctl, schedule(interval=0.01, duration=30), hist, stop))
+        stop = asyncio.Event()
+        task = asyncio.create_task(interp(ctl, hist, interval=0.01, duration=600).run(stop))
         await asyncio.sleep(0.1)
-        t0 = time.monotonic()
         stop.set()
-        await asyncio.wait_for(task, 2)
-        return hist, ctl, time.monotonic() - t0
-    hist, ctl, took = asyncio.run(main())
-    assert took < 1
-    check_pairs(hist.ops)
+        await asyncio.wait_for(task, 10)        # well before the fault's 600 s
+    asyncio.run(main())
+    check_alternating(hist.ops)
     assert [c[0] for c in ctl.calls] == ["start", "stop"]
 
 
-def run_then_cancel(ctl, sched, after_s: float):
+def test_the_time_limit_ends_the_nemesis_and_heals():
+    hist, ctl = FakeHistory(), FakeController()
+    asyncio.run(asyncio.wait_for(interp(ctl, hist, interval=0.01, duration=600, time_limit=0.1)
+                                 .run(asyncio.Event()), 10))
+    check_alternating(hist.ops)
+    assert [c[0] for c in ctl.calls] == ["start", "stop"]
+
+
+def run_then_cancel(ctl, after_s, **kw):
     """Run the nemesis, cancel it after ``after_s`` seconds; returns the fake history."""
     async def main():
         hist = FakeHistory()
-        task = asyncio.create_task(run_nemesis(ctl, sched, hist, asyncio.Event()))
+        task = asyncio.create_task(interp(ctl, hist, **kw).run(asyncio.Event()))
         await asyncio.sleep(after_s)
         task.cancel()
-        try:
+        with pytest.raises(asyncio.CancelledError):
             await task
-        except asyncio.CancelledError:
-            pass
         return hist
     return asyncio.run(main())
 
 
 def test_cancel_during_fault_heals():
     ctl = FakeController()
-    hist = run_then_cancel(ctl, schedule(interval=0.01, duration=30), 0.1)
-    check_pairs(hist.ops)
+    hist = run_then_cancel(ctl, 0.1, interval=0.01, duration=600)
+    check_alternating(hist.ops)
     assert [c[0] for c in ctl.calls] == ["start", "stop"]
 
 
 def test_cancel_during_stop_records_it_once():
-    ctl = FakeController(slow_stop_s=0.3)
-    hist = run_then_cancel(ctl, schedule(interval=0.01, duration=0.01), 0.15)  # inside the slow stop
-    check_pairs(hist.ops)
-    assert [c[0] for c in ctl.calls] == ["start", "stop"]
+    ctl = FakeController(stop_s=0.3)
+    hist = run_then_cancel(ctl, 0.15, interval=0.01, duration=0.01)     # inside the slow stop
+    check_alternating(hist.ops)
+    assert [c[0] for c in ctl.calls] == ["start", "stop"] and ctl.max_in_flight == 1
+
+
+def test_cancel_during_start_records_it_then_stops_it():
+    ctl = FakeController(start_s=0.3)
+    hist = run_then_cancel(ctl, 0.1, interval=0.01, duration=600)
+    check_alternating(hist.ops)
+    assert [c[0] for c in ctl.calls] == ["start", "stop"] and ctl.max_in_flight == 1
 
 
 def test_failed_start_is_info_with_error_and_still_stopped():
-    async def main():
-        hist, ctl, stop = FakeHistory(), FakeController(fail_start=True), asyncio.Event()
-        task = asyncio.create_task(run_nemesis(ctl, schedule(interval=0.01, duration=0.01), hist, stop))
-        await asyncio.sleep(0.05)
-        stop.set()
-        await task
-        return hist
-    hist = asyncio.run(main())
-    check_pairs(hist.ops)
+    hist, ctl = FakeHistory(), FakeController(fail_start=True)
+    asyncio.run(run_for(interp(ctl, hist, interval=0.01, duration=0.01), 0.05))
+    check_alternating(hist.ops)
     assert hist.ops[1]["error"] == "n2: iptables missing"
     assert hist.ops[1]["value"] == {"kind": hist.ops[0]["value"]["kind"]}
+    assert hist.ops[2]["f"] == "stop-" + hist.ops[0]["f"][len("start-"):]
 
 
 def test_stop_event_before_first_fault_records_nothing():
     async def main():
         hist, ctl, stop = FakeHistory(), FakeController(), asyncio.Event()
         stop.set()
-        await run_nemesis(ctl, schedule(interval=30), hist, stop)
+        await interp(ctl, hist, interval=30).run(stop)
         return hist, ctl
     hist, ctl = asyncio.run(main())
     assert hist.ops == [] and ctl.calls == []
+
+
+def test_overlap_mode_never_has_two_nemesis_ops_in_flight():
+    hist, ctl = FakeHistory(), FakeController(start_s=0.005, stop_s=0.005)
+    names = ["kill", "partition", "pause", "packet", "flap"]
+    asyncio.run(run_for(interp(ctl, hist, mode="overlap", names=names, interval=0.02, duration=0.05), 0.5))
+    pairs = check_nemesis_pairs(hist.ops)
+    assert ctl.max_in_flight == 1
+    # faults of different families overlapped: some start came while another was active
+    active, overlapped = set(), False
+    for inv, _ in pairs:
+        fam = inv["f"].split("-", 1)[1]
+        if inv["f"].startswith("start-"):
+            overlapped |= bool(active)
+            active.add(fam)
+        else:
+            active.discard(fam)
+    assert overlapped and active == set() and ctl.slots == {}

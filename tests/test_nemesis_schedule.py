@@ -3,7 +3,9 @@ import random
 
 import pytest
 
-from nemesis.schedule import FaultSchedule, Fault, kinds_for, parse_fault_names
+from nemesis.schedule import (FaultSchedule, Fault, kinds_for, nemesis_generator, parse_fault_names,
+                              start_op, stop_op, validate_fault_names)
+from tests.nemesis_fakes import drive
 
 
 def take(schedule, k):
@@ -13,7 +15,8 @@ def take(schedule, k):
 def test_unknown_name_error_message():
     with pytest.raises(ValueError) as info:
         FaultSchedule(["kill", "foo"], random.Random(1))
-    assert str(info.value) == "unknown nemesis 'foo': choose from kill, partition, pause, crash"
+    assert str(info.value) == ("unknown nemesis 'foo': choose from partition, kill, pause, crash, packet, "
+                               "flap, rolling, lag, elect")
 
 
 def test_parse_fault_names():
@@ -67,9 +70,9 @@ def test_timing_and_bad_arguments():
     assert (s.interval_s, s.duration_s) == (2.0, 3.0)
     with pytest.raises(ValueError, match="no faults"):
         FaultSchedule([], random.Random(1))
-    with pytest.raises(ValueError, match="duration_s"):
+    with pytest.raises(ValueError, match="duration must be > 0 s, got 0"):
         FaultSchedule(["kill"], random.Random(1), duration_s=0)
-    with pytest.raises(ValueError, match="interval_s"):
+    with pytest.raises(ValueError, match="interval must be >= 0 s, got -1"):
         FaultSchedule(["kill"], random.Random(1), interval_s=-1)
     with pytest.raises(ValueError, match="at least 2 nodes"):
         FaultSchedule(["partition"], random.Random(1), n_nodes=1)
@@ -77,3 +80,99 @@ def test_timing_and_bad_arguments():
 
 def test_fault_is_a_value():
     assert Fault("kill", "one") == Fault("kill", "one")
+
+
+def test_new_families_and_targeted_names_are_scheduled():
+    faults = take(FaultSchedule(["packet", "flap", "rolling", "lag", "elect"], random.Random(4), n_nodes=3), 50)
+    assert {f.name for f in faults} == {"packet", "flap", "rolling", "lag", "elect"}
+    for f in faults:
+        assert f.kind in (kinds_for(f.name, 3) if f.name not in ("lag", "elect") else [f.name])
+    assert validate_fault_names(["lag", "kill", "lag"]) == ["lag", "kill"]
+
+
+def test_start_and_stop_ops():
+    f = Fault("partition", "nodes", slot="lag", targets=("n1",), params={"x": 1})
+    assert start_op(f) == {"f": "start-partition", "value": {"kind": "nodes", "slot": "lag", "targets": ["n1"],
+                                                              "x": 1}}
+    assert stop_op(f) == {"f": "stop-partition", "value": {"kind": "nodes", "slot": "lag"}}
+    assert stop_op(Fault("kill", "one")) == {"f": "stop-kill", "value": {"kind": "one"}}
+
+
+def test_serial_mode_is_fault_schedule_order_and_timing():
+    names = ["kill", "partition", "pause", "crash"]
+    ops = drive(nemesis_generator(names, random.Random(21), "serial", 10, 5, n_nodes=5), 400)
+    expected = take(FaultSchedule(names, random.Random(21), 10, 5, n_nodes=5), len(ops) // 2)
+    assert len(ops) >= 50
+    for k, fault in enumerate(expected):
+        (t1, start), (t2, stop) = ops[2 * k], ops[2 * k + 1]
+        assert (t1, t2) == (15.0 * k + 10, 15.0 * k + 15)       # calm 10 s, fault 5 s, again
+        assert start == start_op(fault) and stop == stop_op(fault)
+
+
+def test_serial_mode_with_no_interval_starts_at_once():
+    ops = drive(nemesis_generator(["kill"], random.Random(2), "serial", 0, 3), 10)
+    assert [(t, op["f"]) for t, op in ops[:4]] == [(0.0, "start-kill"), (3.0, "stop-kill"),
+                                                    (3.0, "start-kill"), (6.0, "stop-kill")]
+
+
+def windows(ops):
+    """Each fault as ``(family, start time, stop time)``; asserts a family never starts twice
+    before stopping (one slot each)."""
+    open_, out = {}, []
+    for t, op in ops:
+        phase, fam = op["f"].split("-", 1)
+        if phase == "start":
+            assert fam not in open_, f"{fam} started twice at {t}"
+            open_[fam] = t
+        else:
+            out.append((fam, open_.pop(fam), t))
+    return out
+
+
+def test_overlap_mode_overlaps_faults_of_several_families():
+    names = ["kill", "partition", "pause", "packet"]
+    ops = drive(nemesis_generator(names, random.Random(5), "overlap", 10, 10, n_nodes=5), 1000)
+    wins = windows(ops)
+    assert {fam for fam, _, _ in wins} == set(names)
+    for fam, t1, t2 in wins:
+        assert 5 <= t2 - t1 < 15                     # duration uniform in [d/2, 3d/2)
+    for fam in names:                                # calm before each: uniform in [0, 2 * interval)
+        mine = [w for w in wins if w[0] == fam]
+        assert mine[0][1] < 20
+        assert all(0 <= b[1] - a[2] < 20 for a, b in zip(mine, mine[1:]))
+    overlaps = {frozenset((a[0], b[0])) for a in wins for b in wins
+                if a[0] != b[0] and a[1] < b[1] < a[2]}
+    assert len(overlaps) >= 3
+    # at some instant three faults held at once
+    assert any(sum(1 for w in wins if w[1] <= t < w[2]) >= 3 for t, _ in ops)
+    for _, op in ops:
+        if op["f"].startswith("start-"):
+            assert op["value"]["kind"] in kinds_for(op["f"][6:], 5)
+
+
+def test_overlap_mode_same_seed_same_ops():
+    def ops(seed):
+        return drive(nemesis_generator(["kill", "flap", "packet"], random.Random(seed), "overlap", 5, 5), 300)
+    assert ops(8) == ops(8) and ops(8) != ops(9)
+
+
+def test_overlap_and_serial_differ_from_each_other():
+    serial = drive(nemesis_generator(["kill", "pause"], random.Random(1), "serial", 5, 5), 200)
+    overlap = drive(nemesis_generator(["kill", "pause"], random.Random(1), "overlap", 5, 5), 200)
+    assert not any(a[1] < b[1] < a[2] for a in windows(serial) for b in windows(serial) if a != b)
+    assert any(a[1] < b[1] < a[2] for a in windows(overlap) for b in windows(overlap) if a != b)
+
+
+@pytest.mark.parametrize("args,msg", [
+    (([], "serial"), "no nemesis enabled"),
+    ((["kill"], "random"), "unknown nemesis mode 'random'"),
+    ((["kill", "quake"], "serial"), "unknown nemesis 'quake'"),
+    ((["partition"], "overlap", 10, 10, 1), "at least 2 nodes"),
+    ((["partition"], "serial", 10, 10, 1), "at least 2 nodes"),
+    ((["kill"], "overlap", -1, 10), "interval must be >= 0"),
+    ((["kill"], "serial", 1, 0), "duration must be > 0"),
+])
+def test_nemesis_generator_rejects_bad_arguments(args, msg):
+    names, mode, *rest = args
+    with pytest.raises(ValueError, match=msg):
+        nemesis_generator(names, random.Random(1), mode, *rest)

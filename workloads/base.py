@@ -113,7 +113,7 @@ class ClientWorkload:
         """
         gen, c, r = self.generator(), self.options.concurrency, self.roaming_threads()
         rate = self.options.rate
-        if r == 0:
+        if r == 0 or r == c:       # one pace for all (a zero share would be a zero rate)
             return OnThreads(lambda t: t != "nemesis", Stagger(rate, gen))
         first = c - r
         return Any([OnThreads(lambda t: isinstance(t, int) and t < first, Stagger(rate * first / c, gen)),
