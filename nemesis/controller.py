@@ -85,6 +85,10 @@ class NemesisController:
         (default: the controller's). Kind ``nodes`` cuts ``targets`` off from the rest, or
         applies ``grudge`` (``{node: [nodes it drops]}``) as given."""
         nodes, rng = self.nodes, rng or self.rng
+        if kind == EXPLICIT and grudge is not None:
+            g = self._given_grudge(grudge)
+            touched = {n for n, drops in g.items() if drops} | {x for drops in g.values() for x in drops}
+            return g, [n for n in nodes if n in touched], False
         if kind == EXPLICIT:
             unknown = set(targets or ()) - set(nodes)
             if unknown or not targets:
@@ -123,6 +127,20 @@ class NemesisController:
             g = grudges.bridge(nodes, rng)
             return g, [n for n in nodes if not g[n]], False
         raise ValueError(f"unknown partition kind {kind!r}")
+
+    def _given_grudge(self, grudge) -> grudges.Grudge:
+        """A partition's explicit ``grudge`` (``{node: [nodes it drops]}``; nodes left out drop
+        nothing) as a full grudge; ValueError unless it names only nodes and cuts something."""
+        nodes = self.nodes
+        if not isinstance(grudge, dict) or not all(
+                n in nodes and isinstance(d, (list, tuple, set)) and all(x in nodes for x in d)
+                for n, d in grudge.items()):
+            raise ValueError(f"nemesis partition: grudge {grudge!r} must map nodes of {nodes} "
+                             f"to lists of those nodes")
+        g = {n: set(grudge.get(n, ())) - {n} for n in nodes}
+        if not any(g.values()):
+            raise ValueError(f"nemesis partition: grudge {grudge!r} cuts nothing")
+        return g
 
     def _process_targets(self, fault: Fault) -> tuple[list[str], bool]:
         if fault.kind == EXPLICIT:

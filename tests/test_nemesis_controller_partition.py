@@ -141,3 +141,31 @@ def test_same_slot_twice_is_refused_even_for_another_kind():
     with pytest.raises(ValueError, match="'partition' is already active"):
         c.start(Fault("partition", "diamond"))
     assert c.start(Fault("partition", "diamond", slot="d"))["slot"] == "d"
+
+
+def test_explicit_grudge_is_applied_as_given():
+    cluster, sim, db, c = make_controller()
+    value = c.start(Fault("partition", "nodes", params={"grudge": {"n1": ["n3"], "n4": ["n3", "n5"]}}))
+    want = {**NONE, "n1": {"n3"}, "n4": {"n3", "n5"}}
+    assert grudge_of(cluster, sim) == want == value_grudge(value)
+    assert value["targets"] == ["n1", "n3", "n4", "n5"]          # every node the grudge touches
+    c.stop(Fault("partition", "nodes"))
+    assert grudge_of(cluster, sim) == NONE
+
+
+def test_a_recorded_partition_replays_from_its_grudge():
+    cluster, sim, db, c = make_controller(leader="n2", seed=6)
+    first = c.start(Fault("partition", "bridge"))
+    c.stop(Fault("partition", "bridge"))
+    replay = {"kind": "nodes", "grudge": {n: d for n, d in first["grudge"].items() if d}}   # as shrink does
+    again = c.start(Fault.from_value("partition", replay))
+    assert again["grudge"] == first["grudge"]
+    assert grudge_of(cluster, sim) == value_grudge(first)
+
+
+@pytest.mark.parametrize("grudge", [{"n1": ["n9"]}, {"n9": ["n1"]}, {"n1": "n2"}, {}, {"n1": ["n1"]}, ["n1"]])
+def test_bad_explicit_grudges_are_refused(grudge):
+    cluster, sim, db, c = make_controller()
+    with pytest.raises(ValueError, match="grudge"):
+        c.start(Fault("partition", "nodes", params={"grudge": grudge}))
+    assert c.active == {} and cluster.remote.calls == []
