@@ -48,7 +48,11 @@ SCHEDULES: dict[str, Schedule] = {
     # power-loss-like crashes of a majority or of every node
     "crash": Schedule(("crash", "kill"), interval=2.0, duration=1.5, time_limit=40.0),
     # long partitions aimed at the leader, clients writing and reading everywhere
-    "isolate": Schedule(("partition",), interval=2.0, duration=8.0, time_limit=50.0),
+    "isolate": Schedule(("partition:isolate-leader+random-halves+one-way-leader",), interval=2.0,
+                        duration=8.0, time_limit=50.0),
+    # a follower cut off for a while, then back
+    "rejoin": Schedule(("partition:isolate-one+one-way-one",), interval=2.0, duration=6.0,
+                       time_limit=50.0),
     # elections on purpose: new leaders and voters killed at once, nodes restarted in turn
     "elect": Schedule(("elect", "kill", "rolling", "partition"), interval=2.0, duration=2.0,
                       nodes=3, time_limit=60.0),
@@ -81,7 +85,7 @@ CATALOGUE: tuple[Bug, ...] = (
     Bug("forget-vote", ("forget-vote",), "elections", "elect", None),
     Bug("no-read-index", ("no-read-index",), "reads", "isolate", None),
     Bug("no-check-quorum", ("no-check-quorum",), "elections", "isolate", "KAFKA-15489"),
-    Bug("no-pre-vote", ("no-pre-vote",), "elections", "isolate", None, "KIP-996"),
+    Bug("no-pre-vote", ("no-pre-vote",), "elections", "rejoin", None, "KIP-996"),
     Bug("vote-ignores-offset", ("vote-ignores-offset",), "elections", "lag", None),
     Bug("commit-minority", ("commit-minority",), "commit", "isolate", None),
     Bug("ack-before-commit", ("ack-before-commit",), "acknowledgement", "isolate", None),

@@ -118,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "flap (partitions cut and healed every few hundred ms), rolling (restart "
                         "nodes one at a time), lag (a follower falls behind, then the up-to-date "
                         "nodes die so it campaigns), elect (kill a node just after it votes or is "
-                        "elected), or none (default partition,kill,pause)")
+                        "elected), or none (default partition,kill,pause); a family may name its "
+                        "kinds, e.g. partition:isolate-leader+bridge")
     r.add_argument("--nemesis-mode", choices=["serial", "overlap"], default="serial",
                    help="serial: one fault at a time, every --nemesis-interval s for "
                         "--nemesis-duration s; overlap: every fault on its own timeline at once, "

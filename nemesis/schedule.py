@@ -9,7 +9,9 @@ and the targeted faults, which aim with the quorum monitor's view
   then heal it and at once kill the leader and the most up-to-date
   followers that may die while a majority stays up, so the laggard campaigns;
 - ``elect``: wait for a new leader or a node entering a new epoch with no
-  leader (it just voted or stands), and kill it at once.
+  leader (it just voted or stands), kill it at once, and restart it cut off
+  from the others for a while, so what it recovered shows before a peer
+  corrects it.
 
 Two modes (``--nemesis-mode``):
 
@@ -26,7 +28,7 @@ import random
 from typing import Callable, Iterable, Iterator
 
 from generator import Any, Context, Cycle, Generator, Seq, Sleep, Wait, WaitFor
-from nemesis.faults import FAMILIES, Fault, kinds_for
+from nemesis.faults import FAMILIES, Fault, check_kind, kinds_for
 from nemesis.targets import majority_size
 
 #: targeted faults, beside the families
@@ -37,18 +39,43 @@ MODES = ("serial", "overlap")
 AIM_TIMEOUT_S = 15.0
 
 
+def split_name(name: str) -> tuple[str, list[str] | None]:
+    """``"partition:isolate-leader+bridge"`` -> ``("partition", ["isolate-leader", "bridge"])``;
+    a name without kinds gives None (every kind)."""
+    base, _, kinds = name.partition(":")
+    return base, [k for k in kinds.split("+") if k] if kinds else None
+
+
 def validate_fault_names(faults: Iterable[str]) -> list[str]:
     """Check fault names; return them without duplicates, in the order given.
 
-    Raises ``ValueError("unknown nemesis 'foo': choose from ...")`` for an unknown name.
+    A family may name its kinds: ``partition:isolate-leader+random-halves``.
+    Raises ``ValueError("unknown nemesis 'foo': choose from ...")`` for an
+    unknown name, and names an unknown kind.
     """
     out: list[str] = []
     for name in faults:
-        if name not in FAULT_NAMES:
-            raise ValueError(f"unknown nemesis {name!r}: choose from {', '.join(FAULT_NAMES)}")
+        base, kinds = split_name(name)
+        if base not in FAULT_NAMES:
+            raise ValueError(f"unknown nemesis {base!r}: choose from {', '.join(FAULT_NAMES)}")
+        if kinds is not None:
+            if base not in FAMILIES or not kinds:
+                raise ValueError(f"nemesis {name!r}: only a fault family takes kinds (family:kind+kind)")
+            for k in kinds:
+                check_kind(base, k)
         if name not in out:
             out.append(name)
     return out
+
+
+def name_kinds(name: str, n_nodes: int) -> list[str]:
+    """The kinds a ``--nemesis`` name draws from on ``n_nodes`` nodes (``[name]`` for a
+    targeted fault)."""
+    base, kinds = split_name(name)
+    if base not in FAMILIES:
+        return [base]
+    usable = kinds_for(base, n_nodes)
+    return [k for k in kinds if k in usable] if kinds is not None else usable
 
 
 def parse_fault_names(spec: str) -> list[str]:
@@ -81,8 +108,7 @@ class FaultSchedule(Iterator[Fault]):
         check_timing(interval_s, duration_s)
         if n_nodes < 1:
             raise ValueError(f"FaultSchedule: n_nodes must be >= 1, got {n_nodes}")
-        self._kinds = {name: kinds_for(name, n_nodes) if name in FAMILIES else [name]
-                       for name in self.faults}
+        self._kinds = {name: name_kinds(name, n_nodes) for name in self.faults}
         for name, kinds in self._kinds.items():
             if not kinds:
                 raise ValueError(f"FaultSchedule: nemesis {name!r} needs at least 2 nodes, got {n_nodes}")
@@ -108,7 +134,7 @@ class FaultSchedule(Iterator[Fault]):
             self._refill()
         name = self._pending.pop(0)
         self._last = name
-        return Fault(name, self.rng.choice(self._kinds[name]))
+        return Fault(split_name(name)[0], self.rng.choice(self._kinds[name]))
 
 
 def check_timing(interval_s: float, duration_s: float) -> None:
@@ -197,7 +223,9 @@ def lag_fault(rng: random.Random, lag_s: float, down_s: float, n_nodes: int) -> 
 
 def elect_fault(down_s: float) -> Generator:
     """``elect``: wait for a new leader, or a node seen in an epoch above the leader's with no
-    leader (it has just voted, or stands); kill it at once, for ``down_s``."""
+    leader (it has just voted, or stands); kill it at once, cut it off from the other nodes
+    while it is down, restart it still cut off (so what it recovered from its disk shows
+    before any peer can correct it), and heal after ``down_s``."""
     base: list[int] = []
     target: list[str] = []
 
@@ -218,9 +246,27 @@ def elect_fault(down_s: float) -> Generator:
             return True
         return False
 
-    return Seq([WaitFor(aimed, AIM_TIMEOUT_S, poll_s=0.02),
-                fault_window(lambda ctx: Fault("kill", "nodes", slot="elect", targets=tuple(target))
-                             if target else None, down_s)])
+    def kill(ctx: Context) -> Fault | None:
+        return Fault("kill", "nodes", slot="elect", targets=tuple(target)) if target else None
+
+    def cut(ctx: Context) -> Fault | None:
+        return Fault("partition", "nodes", slot="elect-cut", targets=tuple(target)) if target else None
+
+    killed: list[Fault] = []
+    isolated: list[Fault] = []
+
+    def start(make, held):
+        def op(ctx: Context) -> dict | None:
+            f = make(ctx)
+            if f is None:
+                return None
+            held.append(f)
+            return start_op(f)
+        return Lazy(op)
+
+    return Seq([WaitFor(aimed, AIM_TIMEOUT_S, poll_s=0.02), start(kill, killed), start(cut, isolated),
+                Sleep(0.2), Lazy(lambda ctx: stop_op(killed[0]) if killed else None),
+                Sleep(down_s), Lazy(lambda ctx: stop_op(isolated[0]) if isolated else None)])
 
 
 def fault_generator(name: str, rng: random.Random, duration_s: float, n_nodes: int) -> Generator:
@@ -229,7 +275,8 @@ def fault_generator(name: str, rng: random.Random, duration_s: float, n_nodes: i
         return lag_fault(rng, duration_s, max(1.0, duration_s / 2), n_nodes)
     if name == "elect":
         return elect_fault(max(0.5, duration_s / 2))
-    kinds = kinds_for(name, n_nodes)
+    kinds = name_kinds(name, n_nodes)
+    name = split_name(name)[0]
     if not kinds:
         raise ValueError(f"nemesis {name!r} needs at least 2 nodes, got {n_nodes}")
     return fault_window(Fault(name, rng.choice(kinds)), duration_s)
@@ -257,7 +304,7 @@ def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "ser
     if mode != "overlap":
         raise ValueError(f"unknown nemesis mode {mode!r}: choose from {', '.join(MODES)}")
     for name in names:
-        if name in FAMILIES and not kinds_for(name, n_nodes):
+        if not name_kinds(name, n_nodes):
             raise ValueError(f"nemesis {name!r} needs at least 2 nodes, got {n_nodes}")
 
     def timeline(name: str) -> Generator:
