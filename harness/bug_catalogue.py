@@ -48,7 +48,7 @@ SCHEDULES: dict[str, Schedule] = {
     # power-loss-like crashes of a majority or of every node
     "crash": Schedule(("crash", "kill"), interval=2.0, duration=1.5, time_limit=40.0),
     # long partitions aimed at the leader, clients writing and reading everywhere
-    "isolate": Schedule(("partition:isolate-leader+random-halves+one-way-leader",), interval=2.0,
+    "isolate": Schedule(("partition:isolate-leader+leader-minority+one-way-leader",), interval=2.0,
                         duration=8.0, time_limit=50.0),
     # a follower cut off for a while, then back
     "rejoin": Schedule(("partition:isolate-one+one-way-one",), interval=2.0, duration=6.0,

@@ -21,7 +21,7 @@ from nemesis.parallel import NodeErrors, on_nodes
 from nemesis.partition import Partitioner
 from nemesis.pause import pause_nodes, resume_nodes
 from nemesis.process_db import ProcessDB
-from nemesis.targets import choose_targets
+from nemesis.targets import choose_targets, minority_size
 
 log = logging.getLogger("kraft_chaos.nemesis")
 
@@ -103,11 +103,17 @@ class NemesisController:
         if kind == "isolate-one":
             target = rng.choice(nodes)
             return grudges.isolate(nodes, target), [target], False
-        if kind in ("isolate-leader", "one-way-leader", "leader-diamond"):
+        if kind in ("isolate-leader", "one-way-leader", "leader-diamond", "leader-minority"):
             choice = choose_targets("leader", nodes, rng, self._leader())
             leader = choice.targets[0]
             if kind == "isolate-leader":
                 g = grudges.isolate(nodes, leader)
+            elif kind == "leader-minority":     # the leader keeps the largest minority it can
+                others = [n for n in nodes if n != leader]
+                side = [leader] + rng.sample(others, minority_size(len(nodes)) - 1)
+                side = sorted(side, key=nodes.index)
+                g = grudges.complete_grudge([side, [n for n in nodes if n not in side]])
+                return g, side, choice.leader_unknown
             elif kind == "one-way-leader":
                 g = grudges.one_way(nodes, leader)
             else:

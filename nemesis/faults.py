@@ -12,8 +12,8 @@ from typing import Any, Mapping
 
 from nemesis.packet import PACKET_KINDS
 
-PARTITION_KINDS = ("random-halves", "isolate-one", "isolate-leader", "majorities-ring", "bridge",
-                   "one-way-leader", "one-way-one", "leader-diamond", "diamond")
+PARTITION_KINDS = ("random-halves", "isolate-one", "isolate-leader", "leader-minority",
+                   "majorities-ring", "bridge", "one-way-leader", "one-way-one", "leader-diamond", "diamond")
 PROCESS_KINDS = ("one", "minority", "leader")
 #: ``crash``: SIGKILL a majority (the leader among them) or every node at once,
 #: like a power loss; what a node had not written out is gone.
@@ -82,9 +82,9 @@ def check_kind(name: str, kind: Any) -> None:
 def kinds_for(name: str, n_nodes: int) -> list[str]:
     """The kinds of family ``name`` that make sense on ``n_nodes`` nodes.
 
-    Partitions: ``majorities-ring`` only with 5 nodes, ``bridge`` and the
-    diamonds with 3 or more, the others with 2 or more (none with 1); flaps
-    likewise. Raises ``ValueError`` for an unknown family.
+    Partitions: ``majorities-ring`` only with 5 nodes, ``bridge``,
+    ``leader-minority`` and the diamonds with 3 or more, the others with 2 or
+    more (none with 1); flaps likewise. Raises ``ValueError`` for an unknown family.
     """
     check_kind(name, KINDS.get(name, ("?",))[0])
     kinds = list(KINDS[name])
@@ -92,5 +92,5 @@ def kinds_for(name: str, n_nodes: int) -> list[str]:
         if n_nodes < 2:
             return []
         kinds = [k for k in kinds if not (k == "majorities-ring" and n_nodes != 5)
-                 and not (k in ("bridge", "diamond", "leader-diamond") and n_nodes < 3)]
+                 and not (k in ("bridge", "diamond", "leader-diamond", "leader-minority") and n_nodes < 3)]
     return kinds
