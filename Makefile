@@ -30,6 +30,7 @@ unit: venv
 bench: venv engine spark
 	$(PY) -m harness.bench_linearizability
 	$(PY) -m harness.bench
+	$(PY) -m harness.bench_check_memory
 	$(PY) -m harness.bench_spark
 
 # Every stored run under the store root in ANALYZE_ARGS checked as Spark jobs

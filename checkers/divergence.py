@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from .fold import Checker, check_list
 from .node_data import NodeData
 from .reads import final_node_reads, is_int, record_key
 
@@ -16,10 +17,14 @@ def node_high_watermarks(history: list[dict], nodes: dict[str, NodeData]) -> tup
     ``({node: hw}, [notes])``.
     """
     reads = final_node_reads(history)
+    return _high_watermarks({name: op["value"].get("high_watermark") for name, op in reads.items()}, nodes)
+
+
+def _high_watermarks(read_hws: dict, nodes: dict[str, NodeData]) -> tuple[dict[str, int], list[str]]:
+    """:func:`node_high_watermarks` from ``{node: high_watermark of its final read}``."""
     hws, notes = {}, []
     for name, data in nodes.items():
-        op = reads.get(name)
-        hw = op["value"].get("high_watermark") if op is not None else None
+        hw = read_hws.get(name)
         if not is_int(hw):
             hw = data.high_watermark
         if is_int(hw):
@@ -29,7 +34,7 @@ def node_high_watermarks(history: list[dict], nodes: dict[str, NodeData]) -> tup
     return hws, notes
 
 
-def check_divergence(history: list[dict], nodes: dict[str, NodeData] | None) -> dict:
+class Divergence(Checker):
     """Find pairs of nodes whose logs differ below the lower of their high watermarks.
 
     Records are compared by (offset, epoch, type, payload). For a pair
@@ -39,14 +44,35 @@ def check_divergence(history: list[dict], nodes: dict[str, NodeData] | None) -> 
     first differing offset, "records": {a: record or None, b: record or
     None}, "count": differing offsets, "limit": min hw}``.
 
-    Returns ``{"valid", "anomalies", "high_watermarks", "notes"}``. ``valid``
+    Result: ``{"valid", "anomalies", "high_watermarks", "notes"}``. ``valid``
     is "unknown" when ``nodes`` is None, or when fewer than two nodes have a
     known high watermark (out of two or more nodes).
+
+    One pass over the history, for the high watermark of each node's final
+    read (``node_high_watermarks``); the rest reads the node logs only.
     """
+
+    def __init__(self) -> None:
+        self.read_hws: dict = {}        # node -> high_watermark of its last final read
+
+    def feed(self, op: dict) -> None:
+        if op["type"] == "ok" and op["f"] == "read":
+            v = op.get("value")
+            if (isinstance(v, dict) and v.get("final") is True and v.get("linearizable") is False
+                    and op.get("node")):
+                self.read_hws[op["node"]] = v.get("high_watermark")
+
+    def result(self, nodes) -> dict:
+        return divergence(self.read_hws, nodes)
+
+
+def divergence(read_hws: dict, nodes: dict[str, NodeData] | None) -> dict:
+    """The divergence result (see :class:`Divergence`) from ``{node: high_watermark of its
+    final read}`` and the node data."""
     if nodes is None:
         return {"valid": "unknown", "anomalies": [], "high_watermarks": {},
                 "notes": ["no node data"]}
-    hws, notes = node_high_watermarks(history, nodes)
+    hws, notes = _high_watermarks(read_hws, nodes)
     logs = {}
     for name in hws:
         by_off = {}
@@ -76,3 +102,8 @@ def check_divergence(history: list[dict], nodes: dict[str, NodeData] | None) -> 
     else:
         valid = True
     return {"valid": valid, "anomalies": anomalies, "high_watermarks": hws, "notes": notes}
+
+
+def check_divergence(history: list[dict], nodes: dict[str, NodeData] | None) -> dict:
+    """:class:`Divergence` over an op list (see there for what it reports)."""
+    return check_list(Divergence(), history, nodes)

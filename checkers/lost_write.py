@@ -4,11 +4,25 @@ from __future__ import annotations
 import bisect
 from itertools import accumulate
 
+from .final_log import FinalLog
+from .fold import Checker, check_list
 from .node_data import NodeData
-from .reads import DATA, acks, final_committed_pages, is_int, read_end, read_records
+from .reads import DATA, is_int
 
 
-def check_lost_write(history: list[dict], nodes: dict[str, NodeData] | None = None) -> dict:
+def ack_value(op: dict) -> dict | None:
+    """The value of an ok append that is ``{"value": V, "offset": int, ...}`` (``reads.acks``), else None."""
+    if op["type"] != "ok" or op["f"] != "append":
+        return None
+    v = op.get("value")
+    if isinstance(v, dict) and "value" in v:
+        o = v.get("offset")
+        if isinstance(o, int) and o is not True and o is not False:
+            return v
+    return None
+
+
+class LostWrite(Checker):
     """Find ok appends whose value is not at the acknowledged offset of the final committed log.
 
     The final committed log is the records of the final committed read's
@@ -20,57 +34,94 @@ def check_lost_write(history: list[dict], nodes: dict[str, NodeData] | None = No
     below the high watermark that no page covers (below ``from``) cannot be
     judged and are counted in ``unjudged``.
 
-    Returns ``{"valid", "anomalies", "acked", "final_read", "final_pages",
+    Result: ``{"valid", "anomalies", "acked", "final_read", "final_pages",
     "unjudged"}``; each anomaly is ``{"op", "value", "offset", "epoch",
     "node", "found", "found_at"}`` (``found``: the record at O as
     ``[offset, epoch, type, payload]`` or None; ``found_at``: offsets where
     V is in the final log). ``final_read`` is the index of the last page.
     ``valid`` is "unknown" when there are acks but no final committed read.
     ``nodes`` is unused.
+
+    Two passes: the first keeps the final log (its records, compactly), the
+    second judges each ack against it as it comes, keeping only the lost ones.
     """
-    acked = list(acks(history))
-    pages = final_committed_pages(history)
-    if not pages:
-        return {"valid": True if not acked else "unknown", "anomalies": [], "acked": len(acked),
-                "final_read": None, "final_pages": 0, "unjudged": len(acked),
-                "note": None if not acked else "no ok read with final and linearizable true"}
-    hw = pages[-1]["value"].get("high_watermark")
-    ranges = [(p["value"].get("from"), read_end(p["value"])) for p in pages]
-    ranges = sorted((a, b) for a, b in ranges if is_int(a) and is_int(b))
-    # Pages may overlap: O is covered iff the furthest end among the pages starting at or
-    # before O (reach[i - 1], i = how many start there) lies past O.
-    starts = [a for a, _b in ranges]
-    reach = list(accumulate((b for _a, b in ranges), max))
-    by_offset = {}
-    where: dict = {}
-    for page in pages:
-        for rec in read_records(page):
-            by_offset[rec[0]] = rec
-            if rec[2] == DATA:
-                try:
-                    where.setdefault(rec[3], []).append(rec[0])
-                except TypeError:       # unhashable payload: never an appended value
-                    pass
-    anomalies, unjudged = [], 0
-    for op in acked:
-        v = op["value"]
+
+    passes = 2
+
+    def __init__(self) -> None:
+        self.final = FinalLog()
+        self.log = None
+        self.acked = self.unjudged = 0
+        self.anomalies: list[dict] = []
+
+    def begin(self, pass_no: int) -> None:
+        super().begin(pass_no)
+        self.feed = self.final.feed if pass_no == 0 else self._judge
+        if pass_no == 1:
+            self.log = self.final.select()
+            self.final = None           # only the selected log is kept
+            if self.log is not None:
+                pages = self.log.pages
+                hw = pages[-1].hw
+                self.end = hw if is_int(hw) else None   # acks at or past it are lost
+                ranges = sorted((p.start, p.end) for p in pages if is_int(p.start) and is_int(p.end))
+                # Pages may overlap: O is covered iff the furthest end among the pages starting at
+                # or before O (reach[i - 1], i = how many start there) lies past O.
+                self.starts = [a for a, _b in ranges]
+                self.reach = list(accumulate((b for _a, b in ranges), max))
+
+    def _judge(self, op: dict) -> None:
+        v = ack_value(op)
+        if v is None:
+            return
+        self.acked += 1
+        if self.log is None:
+            return
         value, offset = v["value"], v["offset"]
-        past_end = is_int(hw) and offset >= hw
+        past_end = self.end is not None and offset >= self.end
         if not past_end:
-            i = bisect.bisect_right(starts, offset)
-            if not i or offset >= reach[i - 1]:
-                unjudged += 1
-                continue
-        rec = by_offset.get(offset)
+            i = bisect.bisect_right(self.starts, offset)
+            if not i or offset >= self.reach[i - 1]:
+                self.unjudged += 1
+                return
+        rec = self.log.table.get(offset)
         if rec is not None and not past_end and rec[2] == DATA and rec[3] == value:
-            continue
-        try:
-            found_at = sorted(where.get(value, []))
-        except TypeError:
-            found_at = []
-        anomalies.append({"op": op["index"], "value": value, "offset": offset,
-                          "epoch": v.get("epoch"), "node": op.get("node"),
-                          "found": list(rec) if rec is not None else None,
-                          "found_at": found_at})
-    return {"valid": not anomalies, "anomalies": anomalies, "acked": len(acked),
-            "final_read": pages[-1]["index"], "final_pages": len(pages), "unjudged": unjudged}
+            return
+        self.anomalies.append({"op": op["index"], "value": value, "offset": offset,
+                               "epoch": v.get("epoch"), "node": op.get("node"),
+                               "found": list(rec) if rec is not None else None, "found_at": []})
+
+    def result(self, nodes) -> dict:
+        log, acked = self.log, self.acked
+        if log is None:
+            return {"valid": True if not acked else "unknown", "anomalies": [], "acked": acked,
+                    "final_read": None, "final_pages": 0, "unjudged": acked,
+                    "note": None if not acked else "no ok read with final and linearizable true"}
+        wanted = set()
+        for a in self.anomalies:
+            try:
+                wanted.add(a["value"])
+            except TypeError:           # unhashable: never an appended value
+                pass
+        if wanted:
+            where = log.table.data_offsets_of(wanted)
+            for off, _epoch, rtype, payload in log.replaced:
+                if rtype == DATA:
+                    try:
+                        if payload in wanted:
+                            where.setdefault(payload, []).append(off)
+                    except TypeError:
+                        pass
+            for a in self.anomalies:
+                try:
+                    a["found_at"] = sorted(where.get(a["value"], []))
+                except TypeError:
+                    pass
+        return {"valid": not self.anomalies, "anomalies": self.anomalies, "acked": acked,
+                "final_read": log.pages[-1].index, "final_pages": len(log.pages),
+                "unjudged": self.unjudged}
+
+
+def check_lost_write(history: list[dict], nodes: dict[str, NodeData] | None = None) -> dict:
+    """:class:`LostWrite` over an op list (see there for what it reports)."""
+    return check_list(LostWrite(), history, nodes)

@@ -1,8 +1,8 @@
 """Non-monotonic reads: a read sees a shorter committed prefix than one observed before it began."""
 from __future__ import annotations
 
-from history import pair_ops
-
+from .fold import Checker, check_list
+from .inflight import InFlight
 from .node_data import NodeData
 from .reads import is_final_committed, is_int, read_end
 
@@ -32,7 +32,7 @@ def malformed_read(value: dict) -> str | None:
     return None
 
 
-def check_nonmonotonic_read(history: list[dict], nodes: dict[str, NodeData] | None = None) -> dict:
+class NonmonotonicRead(Checker):
     """Find linearizable reads whose committed prefix is shorter than one seen before they began.
 
     The prefix end of an ok read is its ``high_watermark``. A linearizable
@@ -42,56 +42,78 @@ def check_nonmonotonic_read(history: list[dict], nodes: dict[str, NodeData] | No
     offset O >= B's high watermark (a committed ack shows prefix end O+1).
     Non-linearizable reads (the final per-node reads) are not compared. The
     pages of a paged final committed read (``final`` and ``linearizable``
-    true, with ``to``) are one read: only the first non-monotonic page is
-    reported.
+    true, with ``to``) are one read: only the first non-monotonic page (by
+    invoke) is reported.
     Every ok read (either kind) whose records do not densely cover
     ``[from, high_watermark)`` is reported as ``malformed``.
 
-    Sweep: observations sorted by completion index, reads by invoke index;
-    O(n log n). Anomalies: ``{"kind": "nonmonotonic", "op", "invoke",
-    "node", "high_watermark", "earlier_op", "earlier_f",
-    "earlier_high_watermark"}`` and ``{"kind": "malformed", "op", "node",
-    "problem"}``. Returns ``{"valid", "anomalies", "reads"}``.
-    Raises HistoryError (from pair_ops) if processes overlap their ops.
+    Anomalies: ``{"kind": "malformed", "op", "node", "problem"}`` first,
+    then ``{"kind": "nonmonotonic", "op", "invoke", "node",
+    "high_watermark", "earlier_op", "earlier_f",
+    "earlier_high_watermark"}``, each kind by invoke index. Result:
+    ``{"valid", "anomalies", "reads"}`` (``reads``: linearizable ok reads
+    compared). Raises HistoryError (as ``history.pair_ops``) if processes
+    overlap their ops.
+
+    One pass: a running maximum of the prefixes observed (and the op that
+    first showed it), noted at each invoke and compared at its completion;
+    only the ops in flight are kept.
     """
-    anomalies = []
-    observations = []     # (completion index, prefix end, completion op)
-    reads = []            # (invoke index, completion op, hw)
-    for inv, comp in pair_ops(history):
-        if comp is None or comp["type"] != "ok" or not isinstance(comp.get("value"), dict):
-            continue
-        v = comp["value"]
-        if comp["f"] == "append":
+
+    def __init__(self) -> None:
+        self.inflight = InFlight()
+        self.best, self.best_op = -1, None          # longest prefix end so far, (index, f) showing it
+        self.reads = 0
+        self.malformed: list[tuple[int, dict]] = []     # (invoke index, anomaly)
+        self.stale: list[tuple[int, bool, dict]] = []   # (invoke index, final page, anomaly)
+
+    def feed(self, op: dict) -> None:
+        if op["type"] == "invoke":
+            self.inflight.invoke(op, (op["index"], self.best, self.best_op))
+            return
+        inv_index, best, best_op = self.inflight.complete(op)
+        v = op.get("value")
+        if op["type"] != "ok" or not isinstance(v, dict):
+            return
+        if op["f"] == "append":
             if is_int(v.get("offset")):
-                observations.append((comp["index"], v["offset"] + 1, comp))
-            continue
-        if comp["f"] != "read":
-            continue
+                self._observe(v["offset"] + 1, op)
+            return
+        if op["f"] != "read":
+            return
         problem = malformed_read(v)
         if problem:
-            anomalies.append({"kind": "malformed", "op": comp["index"], "node": comp.get("node"),
-                              "problem": problem})
-            continue
+            self.malformed.append((inv_index, {"kind": "malformed", "op": op["index"],
+                                               "node": op.get("node"), "problem": problem}))
+            return
         if v.get("linearizable") is not True:
-            continue
-        observations.append((comp["index"], v["high_watermark"], comp))
-        reads.append((inv["index"], comp, v["high_watermark"]))
-    observations.sort(key=lambda o: o[0])
-    reads.sort(key=lambda r: r[0])
-    best, best_op, i = -1, None, 0
-    final_reported = False
-    for inv_index, comp, hw in reads:
-        while i < len(observations) and observations[i][0] < inv_index:
-            if observations[i][1] > best:
-                best, best_op = observations[i][1], observations[i][2]
-            i += 1
+            return
+        hw = v["high_watermark"]
+        self.reads += 1
         if best_op is not None and hw < best:
-            if "to" in comp["value"] and is_final_committed(comp):
+            self.stale.append((inv_index, "to" in v and is_final_committed(op),
+                               {"kind": "nonmonotonic", "op": op["index"], "invoke": inv_index,
+                                "node": op.get("node"), "high_watermark": hw,
+                                "earlier_op": best_op[0], "earlier_f": best_op[1],
+                                "earlier_high_watermark": best}))
+        self._observe(hw, op)
+
+    def _observe(self, prefix_end: int, op: dict) -> None:
+        if prefix_end > self.best:
+            self.best, self.best_op = prefix_end, (op["index"], op["f"])
+
+    def result(self, nodes) -> dict:
+        anomalies = [a for _i, a in sorted(self.malformed, key=lambda x: x[0])]
+        final_reported = False
+        for _i, final_page, a in sorted(self.stale, key=lambda x: x[0]):
+            if final_page:
                 if final_reported:
                     continue
                 final_reported = True
-            anomalies.append({"kind": "nonmonotonic", "op": comp["index"], "invoke": inv_index,
-                              "node": comp.get("node"), "high_watermark": hw,
-                              "earlier_op": best_op["index"], "earlier_f": best_op["f"],
-                              "earlier_high_watermark": best})
-    return {"valid": not anomalies, "anomalies": anomalies, "reads": len(reads)}
+            anomalies.append(a)
+        return {"valid": not anomalies, "anomalies": anomalies, "reads": self.reads}
+
+
+def check_nonmonotonic_read(history: list[dict], nodes: dict[str, NodeData] | None = None) -> dict:
+    """:class:`NonmonotonicRead` over an op list (see there for what it reports)."""
+    return check_list(NonmonotonicRead(), history, nodes)

@@ -1,46 +1,98 @@
 """Phantom values: data in the log that no client appended, or whose append failed."""
 from __future__ import annotations
 
+from .compact import IntSet, small_int
+from .fold import Checker, check_list
 from .node_data import NodeData
-from .reads import DATA, MAX_EXAMPLES, ok_reads, read_records, record_key
+from .reads import DATA, MAX_EXAMPLES, read_records, record_key
 
 
-def check_phantom(history: list[dict], nodes: dict[str, NodeData] | None = None) -> dict:
+class Phantom(Checker):
     """Find data values in any ok read (the final committed log included) that were
     never attempted (no append invoke with that value) or whose append ended in ``fail``
     (``fail`` means the append certainly did not happen).
 
-    Returns ``{"valid", "anomalies"}``; one anomaly per value: ``{"value",
+    Result: ``{"valid", "anomalies"}``; one anomaly per value: ``{"value",
     "reason": "never-attempted" | "append-failed", "append": index of the
-    fail op or None, "seen": [{"op", "offset", "node"}, ...] (at most
-    MAX_EXAMPLES), "seen_count"}``. ``nodes`` is unused.
+    (last) fail op or None, "seen": [{"op", "offset", "node"}, ...] (at
+    most MAX_EXAMPLES), "seen_count"}``, in the order first seen. ``nodes``
+    is unused.
+
+    Two passes: the first collects the attempted values (int values as a
+    sorted int64 array, 8 bytes an append) and the failed ones, the second
+    judges each read's records as it comes.
     """
-    attempted: set = set()
-    failed: dict = {}
-    for op in history:
+
+    passes = 2
+
+    def __init__(self) -> None:
+        self.attempted = IntSet()           # int values of append invokes
+        self.attempted_other: set = set()   # record keys of the other values
+        self.failed: dict = {}              # int value -> index of its last fail op
+        self.failed_other: dict = {}        # record key -> index of its last fail op
+        self.found: dict = {}               # record key -> anomaly
+
+    def begin(self, pass_no: int) -> None:
+        super().begin(pass_no)
+        if pass_no == 1:
+            self.attempted.freeze()
+        self.feed = self._collect if pass_no == 0 else self._judge
+
+    def _collect(self, op: dict) -> None:
         if op["f"] != "append":
-            continue
-        key = record_key(DATA, op.get("value"))
-        if op["type"] == "invoke":
-            attempted.add(key)
-        elif op["type"] == "fail":
-            failed[key] = op["index"]
-    found: dict = {}
-    for op in ok_reads(history):
-        for offset, _epoch, rtype, payload in read_records(op):
-            if rtype != DATA:
-                continue
-            key = record_key(DATA, payload)
-            if key in attempted and key not in failed:
-                continue
-            a = found.get(key)
-            if a is None:
-                a = found[key] = {
-                    "value": payload,
-                    "reason": "append-failed" if key in failed else "never-attempted",
-                    "append": failed.get(key), "seen": [], "seen_count": 0}
-            a["seen_count"] += 1
-            if len(a["seen"]) < MAX_EXAMPLES:
-                a["seen"].append({"op": op["index"], "offset": offset, "node": op.get("node")})
-    anomalies = list(found.values())
-    return {"valid": not anomalies, "anomalies": anomalies}
+            return
+        t = op["type"]
+        if t == "invoke":
+            v = op.get("value")
+            if type(v) is int:
+                self.attempted.add(v)
+            else:
+                self.attempted_other.add(record_key(DATA, v))
+        elif t == "fail":
+            v = op.get("value")
+            if type(v) is int:
+                self.failed[v] = op["index"]
+            else:
+                self.failed_other[record_key(DATA, v)] = op["index"]
+
+    def _judge(self, op: dict) -> None:
+        if op["type"] != "ok" or op["f"] != "read" or not isinstance(op.get("value"), dict):
+            return
+        recs = [r for r in read_records(op) if r[2] == DATA]
+        if not recs:
+            return
+        small = [r[3] for r in recs if small_int(r[3])]
+        hits = iter(self.attempted.contains_many(small)) if small else None
+        failed = self.failed
+        for offset, _epoch, _rtype, payload in recs:
+            if type(payload) is int:
+                attempted = next(hits) if small_int(payload) else payload in self.attempted
+                if attempted and payload not in failed:
+                    continue
+                fail_op = failed.get(payload)
+            else:
+                key = record_key(DATA, payload)
+                if key in self.attempted_other and key not in self.failed_other:
+                    continue
+                fail_op = self.failed_other.get(key)
+            self._found(op, offset, payload, fail_op)
+
+    def _found(self, op: dict, offset, payload, fail_op: int | None) -> None:
+        key = record_key(DATA, payload)
+        a = self.found.get(key)
+        if a is None:
+            a = self.found[key] = {
+                "value": payload, "reason": "append-failed" if fail_op is not None else "never-attempted",
+                "append": fail_op, "seen": [], "seen_count": 0}
+        a["seen_count"] += 1
+        if len(a["seen"]) < MAX_EXAMPLES:
+            a["seen"].append({"op": op["index"], "offset": offset, "node": op.get("node")})
+
+    def result(self, nodes) -> dict:
+        anomalies = list(self.found.values())
+        return {"valid": not anomalies, "anomalies": anomalies}
+
+
+def check_phantom(history: list[dict], nodes: dict[str, NodeData] | None = None) -> dict:
+    """:class:`Phantom` over an op list (see there for what it reports)."""
+    return check_list(Phantom(), history, nodes)

@@ -12,15 +12,15 @@ from typing import Callable, Iterable, Mapping
 
 from history import NEMESIS
 
-from .divergence import check_divergence
-from .duplicate import check_duplicate
-from .election_safety import check_election_safety
+from .divergence import Divergence
+from .duplicate import Duplicate
+from .election_safety import ElectionSafety
 from .fold import CheckContext, Checker, ListChecker, run_checkers
-from .inconsistent_offsets import check_inconsistent_offsets
-from .lost_write import check_lost_write
-from .nonmonotonic_read import check_nonmonotonic_read
-from .phantom import check_phantom
-from .stats import check_stats
+from .inconsistent_offsets import InconsistentOffsets
+from .lost_write import LostWrite
+from .nonmonotonic_read import NonmonotonicRead
+from .phantom import Phantom
+from .stats import Stats
 
 log = logging.getLogger("kraft_chaos.checkers")
 
@@ -53,16 +53,16 @@ def _kv_op(op: dict) -> bool:
 
 #: name -> factory(ctx) of a fresh Checker for one run
 FACTORIES: dict[str, Callable[[CheckContext], Checker]] = {
-    "lost-write": lambda ctx: ListChecker(check_lost_write),
-    "phantom": lambda ctx: ListChecker(check_phantom),
-    "duplicate": lambda ctx: ListChecker(check_duplicate),
-    "inconsistent-offsets": lambda ctx: ListChecker(check_inconsistent_offsets),
-    "divergence": lambda ctx: ListChecker(check_divergence),
-    "election-safety": lambda ctx: ListChecker(check_election_safety),
-    "nonmonotonic-read": lambda ctx: ListChecker(check_nonmonotonic_read),
+    "lost-write": lambda ctx: LostWrite(),
+    "phantom": lambda ctx: Phantom(),
+    "duplicate": lambda ctx: Duplicate(),
+    "inconsistent-offsets": lambda ctx: InconsistentOffsets(),
+    "divergence": lambda ctx: Divergence(),
+    "election-safety": lambda ctx: ElectionSafety(),
+    "nonmonotonic-read": lambda ctx: NonmonotonicRead(),
     "linearizability": lambda ctx: ListChecker(lambda ops, _n: check_kv_linearizability(ops, ctx),
                                                keep=_kv_op),
-    "stats": lambda ctx: ListChecker(check_stats),
+    "stats": lambda ctx: Stats(),
 }
 
 

@@ -11,7 +11,8 @@ sidecar's (a mismatch is printed as such). Then
 harness.bench_spark_floor times Spark's bare steps (one parse, one
 grouping, one window) on this machine and prints the floor they set.
 ``--skip-single`` leaves out the
-single-process check (it takes many minutes and ~15 GB). Nothing here is
+single-process check (it takes a few minutes; its memory is measured by
+harness.bench_check_memory). Nothing here is
 asserted.
 """
 from __future__ import annotations

@@ -69,7 +69,7 @@ def check_run_dir(run_dir: Path) -> dict:
     store.write_json(store.results_path(run_dir), results)
     from harness.plots import write_plots
     try:
-        write_plots(read_history(path), run_dir)
+        write_plots(iter_history(path), run_dir)
     except Exception as e:   # a plot must never cost the verdict
         log.error("could not write plots: %r", e)
     return results

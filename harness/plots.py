@@ -3,18 +3,20 @@
 Both have time (s since the test started) on x, and the nemesis's faults as
 shaded bands, one colour per fault name, so a latency spike or a drop in
 throughput can be matched to the fault that caused it. Only the history is
-read.
+read, once, op by op (:class:`PlotData`), so it may be a stream.
 """
 from __future__ import annotations
 
+from array import array
 from pathlib import Path
+from typing import Iterable
 
 import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from history import NEMESIS, pair_ops  # noqa: E402
+from history import NEMESIS  # noqa: E402
 
 #: Marker colour per completion type (Jepsen's palette: ok blue, info orange, fail pink).
 TYPE_COLOURS = {"ok": "#81BFFC", "info": "#FFA400", "fail": "#FF1E90"}
@@ -33,51 +35,108 @@ def _save(fig, path: Path) -> None:
     plt.close(fig)
 
 
+class PlotData:
+    """What the plots need from a history, gathered one op at a time (:meth:`feed`), so a
+    history of any length is drawn without holding it: per (f, completion type) the
+    points of the latency plot as arrays of doubles (x, y and the invoke index, 24
+    bytes an op), per-second completion counts, and the faults.
+
+    Pairing follows ``history.pair_ops`` (and raises its ``HistoryError`` s).
+    """
+
+    def __init__(self) -> None:
+        from checkers.inflight import InFlight
+        self.inflight = InFlight()
+        self.first_invoke: dict[str, int] = {}      # f -> first invoke index of a completed client op
+        self.points: dict[tuple[str, str], tuple[array, array, array]] = {}
+        self.buckets: dict[tuple[str, str], dict[int, int]] = {}
+        self.active: dict[str, float] = {}
+        self.faults: list[tuple[str, float, float]] = []
+        self.end: float | None = None               # time of the last op (s)
+
+    @classmethod
+    def of(cls, ops: Iterable[dict]) -> "PlotData":
+        data = cls()
+        for op in ops:
+            data.feed(op)
+        return data
+
+    def feed(self, op: dict) -> None:
+        t = op["time"]
+        self.end = t / 1e9
+        if op["process"] == NEMESIS:
+            if op["type"] == "invoke":
+                self.inflight.invoke(op)
+                return
+            self.inflight.complete(op)
+            if op["type"] != "info":
+                return
+            phase, _, name = op["f"].partition("-")
+            if phase == "start":
+                self.active[name] = t / 1e9
+            elif phase == "stop" and name in self.active:
+                self.faults.append((name, self.active.pop(name), t / 1e9))
+            return
+        if op["type"] == "invoke":
+            self.inflight.invoke(op, (op["index"], t))
+            return
+        inv_index, inv_time = self.inflight.complete(op)
+        f, typ = op["f"], op["type"]
+        if inv_index < self.first_invoke.get(f, inv_index + 1):
+            self.first_invoke[f] = inv_index
+        pts = self.points.get((f, typ))
+        if pts is None:
+            pts = self.points[(f, typ)] = (array("d"), array("d"), array("q"))
+        pts[0].append(inv_time / 1e9)
+        pts[1].append(max((t - inv_time) / 1e6, 1e-3))
+        pts[2].append(inv_index)
+        b = self.buckets.setdefault((f, typ), {})
+        k = int(t / 1e9 // RATE_BUCKET_S)
+        b[k] = b.get(k, 0) + 1
+
+    def fault_intervals(self) -> list[tuple[str, float, float]]:
+        """(fault name, start s, stop s) of each fault; one still active runs to the last op."""
+        end = self.end if self.end is not None else 0.0
+        out = self.faults + [(name, t, end) for name, t in self.active.items()]
+        return sorted(out, key=lambda x: x[1])
+
+
 def fault_intervals(history: list[dict]) -> list[tuple[str, float, float]]:
     """(fault name, start s, stop s) for each fault, from the nemesis's start and stop ops.
 
     A fault still active at the end of the history runs to its last op.
     """
-    end = history[-1]["time"] / 1e9 if history else 0.0
-    active: dict[str, float] = {}
-    out = []
+    data = PlotData()
     for op in history:
-        if op["process"] != NEMESIS or op["type"] != "info":
-            continue
-        phase, _, name = op["f"].partition("-")
-        if phase == "start":
-            active[name] = op["time"] / 1e9
-        elif phase == "stop" and name in active:
-            out.append((name, active.pop(name), op["time"] / 1e9))
-    out.extend((name, t, end) for name, t in active.items())
-    return sorted(out, key=lambda x: x[1])
+        data.end = op["time"] / 1e9
+        if op["process"] == NEMESIS and op["type"] == "info":
+            phase, _, name = op["f"].partition("-")
+            if phase == "start":
+                data.active[name] = op["time"] / 1e9
+            elif phase == "stop" and name in data.active:
+                data.faults.append((name, data.active.pop(name), op["time"] / 1e9))
+    return data.fault_intervals()
 
 
-def _shade(ax, history: list[dict]) -> None:
+def _shade(ax, data: PlotData) -> None:
     seen = set()
-    for name, t0, t1 in fault_intervals(history):
+    for name, t0, t1 in data.fault_intervals():
         ax.axvspan(t0, t1, color=FAULT_COLOURS.get(name, "#DDDDDD"), alpha=0.35, lw=0,
                    label=None if name in seen else name)
         seen.add(name)
 
 
-def plot_latency(history: list[dict], path: Path) -> None:
+def draw_latency(data: PlotData, path: Path) -> None:
     """``latency-raw.png``: each client op's latency (ms, log scale) at its invoke time,
     one marker shape per f and one colour per completion type."""
+    import numpy as np
     fig, ax = plt.subplots(figsize=FIGSIZE)
-    _shade(ax, history)
-    shapes: dict[str, str] = {}
-    points: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
-    for inv, comp in pair_ops(history):
-        if comp is None or inv["process"] == NEMESIS:
-            continue
-        shapes.setdefault(inv["f"], "osD^v<>"[len(shapes) % 7])
-        xs, ys = points.setdefault((inv["f"], comp["type"]), ([], []))
-        xs.append(inv["time"] / 1e9)
-        ys.append(max((comp["time"] - inv["time"]) / 1e6, 1e-3))
-    for (f, t), (xs, ys) in sorted(points.items()):
-        ax.scatter(xs, ys, s=4, marker=shapes[f], color=TYPE_COLOURS.get(t, "gray"),
-                   label=f"{f} {t}", linewidths=0)
+    _shade(ax, data)
+    shapes = {f: "osD^v<>"[i % 7] for i, f in enumerate(sorted(data.first_invoke, key=data.first_invoke.get))}
+    for (f, t), (xs, ys, order) in sorted(data.points.items()):
+        by_invoke = np.argsort(np.frombuffer(order, dtype=np.int64), kind="stable")
+        ax.scatter(np.frombuffer(xs)[by_invoke], np.frombuffer(ys)[by_invoke], s=4, marker=shapes[f],
+                   color=TYPE_COLOURS.get(t, "gray"), label=f"{f} {t}", linewidths=0)
     ax.set_yscale("log")
     ax.set_xlabel("time (s)")
     ax.set_ylabel("latency (ms)")
@@ -86,20 +145,13 @@ def plot_latency(history: list[dict], path: Path) -> None:
     _save(fig, path)
 
 
-def plot_rate(history: list[dict], path: Path) -> None:
+def draw_rate(data: PlotData, path: Path) -> None:
     """``rate.png``: completions per second, per f and completion type."""
     fig, ax = plt.subplots(figsize=FIGSIZE)
-    _shade(ax, history)
-    buckets: dict[tuple[str, str], dict[int, int]] = {}
-    for op in history:
-        if op["process"] == NEMESIS or op["type"] == "invoke":
-            continue
-        b = buckets.setdefault((op["f"], op["type"]), {})
-        k = int(op["time"] / 1e9 // RATE_BUCKET_S)
-        b[k] = b.get(k, 0) + 1
-    last = int(history[-1]["time"] / 1e9 // RATE_BUCKET_S) if history else 0
+    _shade(ax, data)
+    last = int(data.end // RATE_BUCKET_S) if data.end is not None else 0
     xs = [k * RATE_BUCKET_S for k in range(last + 1)]
-    for (f, t), b in sorted(buckets.items()):
+    for (f, t), b in sorted(data.buckets.items()):
         ax.plot(xs, [b.get(k, 0) / RATE_BUCKET_S for k in range(last + 1)], lw=1,
                 color=TYPE_COLOURS.get(t, "gray"), ls="-" if f == "append" else ":",
                 label=f"{f} {t}")
@@ -110,10 +162,25 @@ def plot_rate(history: list[dict], path: Path) -> None:
     _save(fig, path)
 
 
-def write_plots(history: list[dict], run_dir: Path) -> list[Path]:
-    """Write ``latency-raw.png`` and ``rate.png`` into ``run_dir``; returns their paths."""
+def plot_latency(history: list[dict], path: Path) -> None:
+    """``latency-raw.png`` of an op list (see :func:`draw_latency`)."""
+    draw_latency(PlotData.of(history), path)
+
+
+def plot_rate(history: list[dict], path: Path) -> None:
+    """``rate.png`` of an op list (see :func:`draw_rate`)."""
+    draw_rate(PlotData.of(history), path)
+
+
+def write_plots(history: Iterable[dict], run_dir: Path) -> list[Path]:
+    """Write ``latency-raw.png`` and ``rate.png`` into ``run_dir``; returns their paths.
+
+    ``history``: the ops in index order, a list or a stream (e.g.
+    ``history.iter_history(path)``), read once.
+    """
     run_dir = Path(run_dir)
     paths = [run_dir / "latency-raw.png", run_dir / "rate.png"]
-    plot_latency(history, paths[0])
-    plot_rate(history, paths[1])
+    data = PlotData.of(history)
+    draw_latency(data, paths[0])
+    draw_rate(data, paths[1])
     return paths

@@ -22,3 +22,25 @@ def test_write_plots_makes_two_pngs(tmp_path):
     assert [p.name for p in paths] == ["latency-raw.png", "rate.png"]
     for p in paths:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
+
+
+def test_write_plots_from_a_stream_draws_what_the_list_draws(tmp_path):
+    """A history read op by op (e.g. history.iter_history) gives the same PNGs as the list."""
+    h, _ = clean_run(120)
+    (tmp_path / "list").mkdir()
+    (tmp_path / "stream").mkdir()
+    from_list = write_plots(h.ops, tmp_path / "list")
+    from_stream = write_plots(iter(h.ops), tmp_path / "stream")
+    for a, b in zip(from_list, from_stream):
+        assert a.read_bytes() == b.read_bytes()
+
+
+def test_plot_data_keeps_arrays_and_the_faults():
+    from harness.plots import PlotData
+    h, _ = clean_run(40)
+    data = PlotData.of(iter(h.ops))
+    assert data.fault_intervals() == fault_intervals(h.ops)
+    xs, ys, order = data.points[("append", "ok")]
+    assert len(xs) == len(ys) == len(order) == sum(
+        1 for o in h.ops if o["f"] == "append" and o["type"] == "ok")
+    assert list(order) == sorted(order) and min(ys) >= 1e-3
