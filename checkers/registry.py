@@ -100,3 +100,8 @@ def check_all_folds(open_history: Callable, names: Iterable[str], nodes=None,
             "checkers": results,
             "anomaly_counts": {name: len(r.get("anomalies") or []) for name, r in results.items()},
             "stats": stats}
+
+# Leadership over time (checkers/leadership.py): folds over the monitor's samples and the nemesis ops.
+from .leadership import LEADERSHIP_CHECKERS  # noqa: E402
+
+FACTORIES.update(LEADERSHIP_CHECKERS)
