@@ -9,7 +9,8 @@ ops and the nemesis ops; node ids come from node names (``"n2"`` -> 2):
   since quorum-state is persisted before every transition that raises it.
 - ``stale-leader`` (check quorum, KAFKA-15489): once a node has answered as
   leader of a higher epoch, a leader of a lower one has at most
-  1.5 x fetch.timeout.ms left before it resigns. A node that answered as
+  1.5 x fetch.timeout.ms left before it resigns (its followers' last Fetch
+  reached it no later than that). A node that answered as
   leader of the old epoch at two times further apart than
   :func:`stale_leader_bound_ns` after that, without being paused, killed or
   restarted in between, kept leading without a quorum.
@@ -40,8 +41,10 @@ def _fetch_timeout_ns(ctx: CheckContext) -> int:
 
 def stale_leader_bound_ns(ctx: CheckContext) -> int:
     """How long (ns) a leader of an old epoch may still answer after a newer leader has:
-    1.5 x fetch.timeout.ms (the check-quorum window) plus 0.5 s for sampling and scheduling."""
-    return int(1.5 * _fetch_timeout_ns(ctx)) + 500_000_000
+    1.5 x fetch.timeout.ms (the check-quorum window: behind a one-way partition the old
+    leader still receives its followers' Fetches until they elect another) plus 1.5 s for
+    sampling and scheduling."""
+    return int(1.5 * _fetch_timeout_ns(ctx)) + 1_500_000_000
 
 
 def stable_window_ns(ctx: CheckContext) -> int:

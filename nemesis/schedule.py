@@ -20,7 +20,9 @@ Two modes (``--nemesis-mode``):
   never the same twice in a row (:class:`FaultSchedule`);
 - ``overlap``: every name on its own timeline at once, so faults overlap:
   calm for a uniform ``[0, 2 * interval_s)``, then a fault lasting a uniform
-  ``[duration_s / 2, 3 * duration_s / 2)``, again and again.
+  ``[duration_s / 2, 3 * duration_s / 2)``, or one time in four a long one,
+  uniform ``[2 * duration_s, 3 * duration_s)`` (bugs of timers, such as a
+  leader that never resigns, show only in long faults), again and again.
 """
 from __future__ import annotations
 
@@ -282,6 +284,14 @@ def fault_generator(name: str, rng: random.Random, duration_s: float, n_nodes: i
     return fault_window(Fault(name, rng.choice(kinds)), duration_s)
 
 
+def overlap_duration(rng: random.Random, mean_s: float) -> float:
+    """How long an overlap-mode fault lasts (s): uniform ``[mean/2, 3 mean/2)``, or with
+    probability 1/4 a long one, uniform ``[2 mean, 3 mean)``."""
+    if rng.random() < 0.25:
+        return rng.uniform(2 * mean_s, 3 * mean_s)
+    return rng.uniform(mean_s / 2, 1.5 * mean_s)
+
+
 def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "serial",
                       interval_s: float = 10.0, duration_s: float = 10.0, n_nodes: int = 5) -> Generator:
     """The nemesis thread's generator for ``names`` (see the module docstring); endless.
@@ -310,6 +320,5 @@ def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "ser
     def timeline(name: str) -> Generator:
         own = random.Random(rng.getrandbits(64))
         return Cycle(lambda: Seq([Sleep(own.uniform(0, 2 * interval_s)),
-                                  fault_generator(name, own, own.uniform(duration_s / 2, 1.5 * duration_s),
-                                                  n_nodes)]))
+                                  fault_generator(name, own, overlap_duration(own, duration_s), n_nodes)]))
     return Any([timeline(n) for n in names])
