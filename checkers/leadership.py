@@ -15,10 +15,11 @@ ops and the nemesis ops; node ids come from node names (``"n2"`` -> 2):
   :func:`stale_leader_bound_ns` after that, without being paused, killed or
   restarted in between, kept leading without a quorum.
 - ``disruptive-election`` (Pre-Vote, KIP-996; Kafka's StableLeadership): a
-  new epoch began although its previous leader and a majority of voters
-  were up and connected to each other (no nemesis fault touched them) for
-  the whole :func:`stable_window_ns` before it. With Pre-Vote a rejoining
-  or partitioned voter cannot force that.
+  node left its leader's epoch although that leader, the node and a
+  majority of voters were up and connected to the leader (no nemesis fault
+  touched them) for the whole :func:`stable_window_ns` before. With
+  Pre-Vote a rejoining or partitioned voter cannot force that; without it
+  one can, and may keep the quorum from electing anyone at all.
 """
 from __future__ import annotations
 
@@ -148,40 +149,46 @@ class StaleLeader(_Samples):
 class DisruptiveElection(_Samples):
     """``disruptive-election``: see the module docstring.
 
-    Anomaly: ``{"epoch", "leader", "previous_epoch", "previous_leader",
-    "at_ns", "healthy": [nodes up and connected with the old leader]}``.
+    For each epoch E with a leader L, the first answer from any node in a
+    higher epoch is when E ended. If that node and L were unharmed and
+    connected, L had answered as leader within the window before, and a
+    majority (L included) was unharmed and connected to L throughout that
+    window, nothing justified leaving E. Anomaly: ``{"epoch": the higher
+    epoch, "node": who answered in it, "op", "previous_epoch",
+    "previous_leader", "healthy": [nodes]}``.
     """
 
     def result(self, nodes) -> dict:
         windows = self.faults.result()
         window = stable_window_ns(self.ctx)
-        all_nodes = sorted({s[2] for s in self.samples})
+        samples = sorted(self.samples, key=lambda s: s[1])
+        all_nodes = sorted({s[2] for s in samples})
         majority = len(all_nodes) // 2 + 1
-        leaders: dict[int, tuple[int, str]] = {}          # epoch -> (first claim ns, node)
-        first_op: dict[int, int] = {}
-        for _t0, t1, node, epoch, _l, lead, i in sorted(self.samples, key=lambda s: s[1]):
-            if lead and epoch not in leaders:
-                leaders[epoch] = (t1, node)
-                first_op[epoch] = i
+        claims: dict[int, list[tuple[int, str]]] = {}       # epoch -> [(t, leader node)]
+        for _t0, t1, node, epoch, _l, lead, _i in samples:
+            if lead:
+                claims.setdefault(epoch, []).append((t1, node))
         anomalies = []
-        ordered = sorted(leaders.items())
-        for (e_old, (_t_old, old)), (e_new, (t_new, new)) in zip(ordered, ordered[1:]):
-            # the new epoch began at some time after the old leader's last claim, and no later
-            # than the first claim of the new one
-            last_old = max((t1 for t0, t1, n, e, _l, lead, _i in self.samples if lead and n == old
-                            and e == e_old and t1 <= t_new), default=None)
-            if last_old is None:
+        for epoch, mine in sorted(claims.items()):
+            t_first, leader = mine[0]
+            ended = next(((t1, node, e, i) for _t0, t1, node, e, _l, _lead, i in samples
+                          if e > epoch and t1 > t_first), None)
+            if ended is None:
                 continue
-            t0 = last_old - window
-            if t0 < 0 or windows.is_down(old, t0, t_new):
+            t, node, e_new, index = ended
+            t0 = t - window
+            led = [tc for tc, n in mine if n == leader and t0 <= tc <= t]
+            if t0 < 0 or not led or windows.is_down(leader, t0, t):
                 continue
-            healthy = [n for n in all_nodes if n == old or (not windows.is_down(n, t0, t_new)
-                                                           and not windows.is_cut(old, n, t0, t_new))]
+            if node != leader and (windows.is_down(node, t0, t) or windows.is_cut(leader, node, t0, t)):
+                continue
+            healthy = [n for n in all_nodes if n == leader or (not windows.is_down(n, t0, t)
+                                                               and not windows.is_cut(leader, n, t0, t))]
             if len(healthy) >= majority:
-                anomalies.append({"epoch": e_new, "leader": new, "op": first_op[e_new],
-                                  "previous_epoch": e_old, "previous_leader": old, "healthy": healthy})
+                anomalies.append({"epoch": e_new, "node": node, "op": index, "previous_epoch": epoch,
+                                  "previous_leader": leader, "healthy": healthy})
         return {"valid": not anomalies, "anomalies": anomalies[:MAX_EXAMPLES * 10],
-                "elections": len(ordered)}
+                "epochs": len(claims)}
 
 
 #: the leadership checkers by name

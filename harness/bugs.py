@@ -16,6 +16,7 @@ import dataclasses
 import json
 import logging
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -164,7 +165,7 @@ def cmd_bugs(args) -> int:
     try:
         bugs = [bug_named(n) for n in args.only] if args.only else list(CATALOGUE)
     except ValueError as e:
-        print(f"kraft-chaos bugs: {e}", flush=True)
+        print(f"kraft-chaos bugs: {e}", file=sys.stderr)
         return 3
     out = Path(args.out) if args.out else Path(args.store) / "bugs" / store.timestamp()
     out.mkdir(parents=True, exist_ok=True)

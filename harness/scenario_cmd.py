@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from pathlib import Path
 
 from . import store
@@ -32,10 +33,10 @@ def cmd_scenario(args: argparse.Namespace) -> int:
                      if v is not None}
         config = scenario_config(doc, Path(args.file), overrides)
     except (ScenarioError, ValueError, TypeError) as e:
-        print(f"kraft-chaos scenario: {e}")
+        print(f"kraft-chaos scenario: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except FileNotFoundError as e:
-        print(f"kraft-chaos scenario: {e}")
+        print(f"kraft-chaos scenario: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return run_and_report(config, args.no_progress)
 
@@ -52,11 +53,12 @@ def cmd_shrink(args: argparse.Namespace) -> int:
     try:
         run_dir = store.resolve_run_dir(args.store_dir)
     except store.StoreError as e:
-        print(f"kraft-chaos shrink: {e}")
+        print(f"kraft-chaos shrink: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     results = store.read_json(store.results_path(run_dir)) if store.results_path(run_dir).is_file() else None
     if not results or results.get("valid") is not False:
-        print(f"kraft-chaos shrink: {run_dir} is not a failing run (no invalid results.json): nothing to shrink")
+        print(f"kraft-chaos shrink: {run_dir} is not a failing run (no invalid results.json): "
+              f"nothing to shrink", file=sys.stderr)
         return EXIT_BAD_INPUT
     kinds = set(anomaly_kinds(results))
     units = fault_units(iter_history(store.history_path(run_dir)))

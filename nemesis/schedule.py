@@ -224,10 +224,10 @@ def lag_fault(rng: random.Random, lag_s: float, down_s: float, n_nodes: int) -> 
 
 
 def elect_fault(down_s: float) -> Generator:
-    """``elect``: wait for a new leader, or a node seen in an epoch above the leader's with no
-    leader (it has just voted, or stands); kill it at once, cut it off from the other nodes
-    while it is down, restart it still cut off (so what it recovered from its disk shows
-    before any peer can correct it), and heal after ``down_s``."""
+    """``elect``: wait for a new leader, or nodes seen in an epoch above the leader's with no
+    leader (they have just voted, or stand); kill them at once, cut them off from the other
+    nodes while they are down, restart them still cut off (so what they recovered from their
+    disks shows before any peer can correct it), and heal after ``down_s``."""
     base: list[int] = []
     target: list[str] = []
 
@@ -239,10 +239,11 @@ def elect_fault(down_s: float) -> Generator:
             base.append(view.elections)
             return False
         newest = max((seen.time for seen in view.nodes.values()), default=0.0)
-        for n, seen in sorted(view.nodes.items()):
-            if seen.epoch > view.epoch and seen.leader < 0 and seen.time >= newest - 1.0:
-                target[:] = [n]
-                return True
+        electing = [n for n, seen in sorted(view.nodes.items())
+                    if seen.epoch > view.epoch and seen.leader < 0 and seen.time >= newest - 1.0]
+        if electing:       # the candidate and those that voted: which is which does not show
+            target[:] = electing
+            return True
         if view.elections > base[0] and view.leader is not None:
             target[:] = [view.leader]
             return True

@@ -112,8 +112,27 @@ def test_a_new_epoch_while_the_leader_and_a_majority_were_unharmed_is_disruptive
     r = check(_stable_then_new_epoch(H(), isolate_a_follower), DisruptiveElection)
     assert r["valid"] is False
     (a,) = r["anomalies"]
-    assert (a["epoch"], a["leader"], a["previous_leader"]) == (2, "n3", "n1")
+    assert (a["epoch"], a["node"], a["previous_leader"]) == (2, "n3", "n1")
     assert "n5" not in a["healthy"] and "n1" in a["healthy"]
+
+
+def test_healthy_nodes_dragged_into_epoch_after_epoch_with_no_leader_are_disruptive():
+    """A rejoining voter without Pre-Vote keeps bumping the epoch; nobody is ever elected."""
+    h = H()
+    for t in range(100, 10_000, 250):
+        sample(h, "n1", t, 1, 1, True)
+        sample(h, "n2", t + 1, 1, 1, False)
+        sample(h, "n3", t + 2, 1, 1, False)
+    nemesis(h, "start-partition", {"kind": "isolate-one"}, 2000,
+            {"kind": "isolate-one", "targets": ["n3"], "grudge": {"n1": ["n3"], "n2": ["n3"], "n3": ["n1", "n2"]}})
+    nemesis(h, "stop-partition", {"kind": "isolate-one"}, 9500, {"kind": "isolate-one", "targets": ["n3"]})
+    for k, t in enumerate(range(10_100, 14_000, 500)):
+        for n in ("n1", "n2", "n3"):
+            sample(h, n, t + int(n[1:]), 20 + k, -1, False)
+    r = check(ordered(h), DisruptiveElection)
+    assert r["valid"] is False
+    (a,) = r["anomalies"]
+    assert (a["previous_epoch"], a["previous_leader"], a["epoch"], a["node"]) == (1, "n1", 20, "n1")
 
 
 def test_a_new_epoch_after_the_leader_was_cut_off_or_a_majority_harmed_is_not():

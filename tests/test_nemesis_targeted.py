@@ -39,14 +39,16 @@ def apply_all(ops, leader="n1"):
 
 
 def check_elect(ops, target, not_before):
-    """The elect fault's ops: it kills ``target`` first, at once after ``not_before``; every
-    fault it starts is stopped; applied to a controller, everything is healed in the end."""
+    """The elect fault's ops: it kills ``target`` (a node, or a list of them) first, at once
+    after ``not_before``; every fault it starts is stopped; applied to a controller,
+    everything is healed in the end."""
+    targets = target if isinstance(target, list) else [target]
     (t1, first), rest = ops[0], ops[1:]
-    assert first == {"f": "start-kill", "value": {"kind": "nodes", "slot": "elect", "targets": [target]}}
+    assert first == {"f": "start-kill", "value": {"kind": "nodes", "slot": "elect", "targets": targets}}
     assert not_before <= t1 < not_before + 0.1
     assert {"f": "stop-kill", "value": {"kind": "nodes", "slot": "elect"}} in [op for _, op in rest]
     for _, op in rest:
-        assert op["value"].get("targets", [target]) == [target]
+        assert op["value"].get("targets", targets) == targets
     starts = sorted(op["f"][6:] for _, op in ops if op["f"].startswith("start-"))
     assert starts == sorted(op["f"][5:] for _, op in ops if op["f"].startswith("stop-"))
     cluster, sim, db, c = apply_all(ops)
@@ -60,6 +62,14 @@ def test_elect_kills_the_node_seen_in_a_higher_epoch_without_a_leader():
             return view(t=t)
         return view(t=t, seen={"n4": NodeSeen(4, -1, False, t)})       # n4 stands or has voted
     check_elect(drive(elect_fault(down_s=3), 100, view=at), "n4", 2)
+
+
+def test_elect_kills_every_node_seen_electing_since_the_candidate_does_not_show():
+    def at(t):
+        if t < 2:
+            return view(t=t)
+        return view(t=t, seen={n: NodeSeen(4, -1, False, t) for n in ("n2", "n4", "n5")})
+    check_elect(drive(elect_fault(down_s=3), 100, view=at), ["n2", "n4", "n5"], 2)
 
 
 def test_elect_kills_the_new_leader():
