@@ -149,11 +149,11 @@ class StaleLeader(_Samples):
 class DisruptiveElection(_Samples):
     """``disruptive-election``: see the module docstring.
 
-    For each epoch E with a leader L, the first answer from any node in a
-    higher epoch is when E ended. If that node and L were unharmed and
-    connected, L had answered as leader within the window before, and a
-    majority (L included) was unharmed and connected to L throughout that
-    window, nothing justified leaving E. Anomaly: ``{"epoch": the higher
+    For each epoch E with a leader L, the first answer in a higher epoch from
+    a node that was unharmed and connected to L is when E ended for it (a
+    node cut off or harmed may move on). If L had answered as leader within
+    the window before, and a majority (L included) was unharmed and
+    connected to L throughout that window, nothing justified leaving E. Anomaly: ``{"epoch": the higher
     epoch, "node": who answered in it, "op", "previous_epoch",
     "previous_leader", "healthy": [nodes]}``.
     """
@@ -171,22 +171,23 @@ class DisruptiveElection(_Samples):
         anomalies = []
         for epoch, mine in sorted(claims.items()):
             t_first, leader = mine[0]
-            ended = next(((t1, node, e, i) for _t0, t1, node, e, _l, _lead, i in samples
-                          if e > epoch and t1 > t_first), None)
-            if ended is None:
-                continue
-            t, node, e_new, index = ended
-            t0 = t - window
-            led = [tc for tc, n in mine if n == leader and t0 <= tc <= t]
-            if t0 < 0 or not led or windows.is_down(leader, t0, t):
-                continue
-            if node != leader and (windows.is_down(node, t0, t) or windows.is_cut(leader, node, t0, t)):
-                continue
-            healthy = [n for n in all_nodes if n == leader or (not windows.is_down(n, t0, t)
-                                                               and not windows.is_cut(leader, n, t0, t))]
-            if len(healthy) >= majority:
-                anomalies.append({"epoch": e_new, "node": node, "op": index, "previous_epoch": epoch,
-                                  "previous_leader": leader, "healthy": healthy})
+            for _t0, t, node, e_new, _l, _lead, index in samples:
+                if e_new <= epoch or t <= t_first:
+                    continue
+                t0 = t - window
+                led = [tc for tc, n in mine if n == leader and t0 <= tc <= t]
+                if not led and t > mine[-1][0]:
+                    break                     # the leader had stopped leading long before
+                if t0 < 0 or not led or windows.is_down(leader, t0, t):
+                    continue
+                if node != leader and (windows.is_down(node, t0, t) or windows.is_cut(leader, node, t0, t)):
+                    continue                  # a node cut off or harmed may move on: no disruption
+                healthy = [n for n in all_nodes if n == leader or (not windows.is_down(n, t0, t)
+                                                                   and not windows.is_cut(leader, n, t0, t))]
+                if len(healthy) >= majority:
+                    anomalies.append({"epoch": e_new, "node": node, "op": index, "previous_epoch": epoch,
+                                      "previous_leader": leader, "healthy": healthy})
+                break
         return {"valid": not anomalies, "anomalies": anomalies[:MAX_EXAMPLES * 10],
                 "epochs": len(claims)}
 
