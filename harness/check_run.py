@@ -53,7 +53,7 @@ def check_run_dir(run_dir: Path) -> dict:
     from checkers.fold import CheckContext
     from checkers.node_data import load_node_data
     from checkers.registry import check_all_folds
-    from history import iter_history, read_history
+    from history import iter_history
 
     run_dir = Path(run_dir)
     spec = run_workload(run_dir)
