@@ -86,20 +86,27 @@ def combine(verdicts: list) -> bool | str:
 
 
 def check_all_folds(open_history: Callable, names: Iterable[str], nodes=None,
-                    ctx: CheckContext = CheckContext()) -> dict:
+                    ctx: CheckContext = CheckContext(), extra: dict[str, Checker] | None = None) -> dict:
     """Run the checkers ``names`` and the stats over the history ``open_history()`` yields.
 
+    ``extra``: more folds fed in the same passes (e.g. the plots' data),
+    whose results are returned under ``"extra"`` and never judged.
     Returns ``{"valid", "checkers": {name: result}, "anomaly_counts": {name:
-    n}, "stats"}``; ``valid`` combines the checkers' verdicts (see
+    n}, "stats", "extra"}``; ``valid`` combines the checkers' verdicts (see
     :func:`combine`); stats never affect it.
     """
     checkers = make_checkers([*names, "stats"], ctx)
-    results = run_checkers(open_history, checkers, nodes)
+    extra = dict(extra or {})
+    clash = set(extra) & set(checkers)
+    if clash:
+        raise ValueError(f"extra folds named like checkers: {sorted(clash)}")
+    results = run_checkers(open_history, {**checkers, **extra}, nodes)
     stats = results.pop("stats")
+    extras = {name: results.pop(name) for name in extra}
     return {"valid": combine([r.get("valid") for r in results.values()]),
             "checkers": results,
             "anomaly_counts": {name: len(r.get("anomalies") or []) for name, r in results.items()},
-            "stats": stats}
+            "stats": stats, "extra": extras}
 
 # Leadership over time (checkers/leadership.py): folds over the monitor's samples and the nemesis ops.
 from .leadership import LEADERSHIP_CHECKERS  # noqa: E402

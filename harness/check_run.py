@@ -63,13 +63,14 @@ def check_run_dir(run_dir: Path) -> dict:
     ndir = store.nodes_dir(run_dir)
     nodes = load_node_data(ndir) if ndir.is_dir() else None
     ctx = CheckContext(run_dir=run_dir, config=run_config(run_dir))
-    raw = check_all_folds(lambda: iter_history(path), spec.checkers, nodes or None, ctx)
+    from harness.plots import PlotFold, write_plots
+    raw = check_all_folds(lambda: iter_history(path), spec.checkers, nodes or None, ctx,
+                          extra={"plots": PlotFold()})
     results = {"valid": raw["valid"], "anomalies": raw["anomaly_counts"],
                "checkers": raw["checkers"], "stats": raw["stats"]}
     store.write_json(store.results_path(run_dir), results)
-    from harness.plots import write_plots
     try:
-        write_plots(iter_history(path), run_dir)
+        write_plots(raw["extra"]["plots"], run_dir)
     except Exception as e:   # a plot must never cost the verdict
         log.error("could not write plots: %r", e)
     return results

@@ -50,7 +50,7 @@ class PlotData:
         self.first_invoke: dict[str, int] = {}      # f -> first invoke index of a completed client op
         self.points: dict[tuple[str, str], tuple[array, array, array]] = {}
         self.buckets: dict[tuple[str, str], dict[int, int]] = {}
-        self.active: dict[str, float] = {}
+        self.active: dict[tuple[str, str | None], float] = {}   # (family, slot) -> start s
         self.faults: list[tuple[str, float, float]] = []
         self.end: float | None = None               # time of the last op (s)
 
@@ -71,11 +71,7 @@ class PlotData:
             self.inflight.complete(op)
             if op["type"] != "info":
                 return
-            phase, _, name = op["f"].partition("-")
-            if phase == "start":
-                self.active[name] = t / 1e9
-            elif phase == "stop" and name in self.active:
-                self.faults.append((name, self.active.pop(name), t / 1e9))
+            self._fault(op)
             return
         if op["type"] == "invoke":
             self.inflight.invoke(op, (op["index"], t))
@@ -94,11 +90,42 @@ class PlotData:
         k = int(t / 1e9 // RATE_BUCKET_S)
         b[k] = b.get(k, 0) + 1
 
+    def _fault(self, op: dict) -> None:
+        """A nemesis completion: a fault of its family starts or stops, per slot (faults of
+        one family in different slots overlap)."""
+        phase, _, name = op["f"].partition("-")
+        value = op.get("value") if isinstance(op.get("value"), dict) else {}
+        key = (name, value.get("slot"))
+        if phase == "start":
+            self.active[key] = op["time"] / 1e9
+        elif phase == "stop" and key in self.active:
+            self.faults.append((name, self.active.pop(key), op["time"] / 1e9))
+
     def fault_intervals(self) -> list[tuple[str, float, float]]:
         """(fault name, start s, stop s) of each fault; one still active runs to the last op."""
         end = self.end if self.end is not None else 0.0
-        out = self.faults + [(name, t, end) for name, t in self.active.items()]
+        out = self.faults + [(name, t, end) for (name, _slot), t in self.active.items()]
         return sorted(out, key=lambda x: x[1])
+
+
+class PlotFold:
+    """:class:`PlotData` as a fold (checkers/fold.py's ``Checker`` protocol), so the plots'
+    data is gathered in the checkers' first pass instead of a read of its own; its
+    result is the :class:`PlotData`."""
+
+    passes = 1
+
+    def __init__(self) -> None:
+        self.data = PlotData()
+
+    def begin(self, pass_no: int) -> None:
+        pass
+
+    def feed(self, op: dict) -> None:
+        self.data.feed(op)
+
+    def result(self, nodes) -> "PlotData":
+        return self.data
 
 
 def fault_intervals(history: list[dict]) -> list[tuple[str, float, float]]:
@@ -110,11 +137,7 @@ def fault_intervals(history: list[dict]) -> list[tuple[str, float, float]]:
     for op in history:
         data.end = op["time"] / 1e9
         if op["process"] == NEMESIS and op["type"] == "info":
-            phase, _, name = op["f"].partition("-")
-            if phase == "start":
-                data.active[name] = op["time"] / 1e9
-            elif phase == "stop" and name in data.active:
-                data.faults.append((name, data.active.pop(name), op["time"] / 1e9))
+            data._fault(op)
     return data.fault_intervals()
 
 
@@ -172,15 +195,16 @@ def plot_rate(history: list[dict], path: Path) -> None:
     draw_rate(PlotData.of(history), path)
 
 
-def write_plots(history: Iterable[dict], run_dir: Path) -> list[Path]:
+def write_plots(history: "Iterable[dict] | PlotData", run_dir: Path) -> list[Path]:
     """Write ``latency-raw.png`` and ``rate.png`` into ``run_dir``; returns their paths.
 
     ``history``: the ops in index order, a list or a stream (e.g.
-    ``history.iter_history(path)``), read once.
+    ``history.iter_history(path)``), read once; or a :class:`PlotData`
+    already fed (e.g. during the checkers' pass).
     """
     run_dir = Path(run_dir)
     paths = [run_dir / "latency-raw.png", run_dir / "rate.png"]
-    data = PlotData.of(history)
+    data = history if isinstance(history, PlotData) else PlotData.of(history)
     draw_latency(data, paths[0])
     draw_rate(data, paths[1])
     return paths

@@ -285,9 +285,9 @@ class NemesisController:
         remove netem, restart the killed nodes (kill, crash, rolling) or SIGCONT the paused
         ones (pause).
 
-        Returns ``{"kind": K, "targets": [nodes]}`` (and ``"errors"`` from a
-        background fault); stopping a slot that is not active does nothing
-        and returns ``"targets": []``. Raises ``nemesis.parallel.NodeErrors``
+        Returns ``{"kind": K, "targets": [nodes]}`` (with ``"slot"`` when not
+        the family's, and ``"errors"`` from a background fault); stopping a
+        slot that is not active does nothing and returns ``"targets": []``. Raises ``nemesis.parallel.NodeErrors``
         if a node could not be healed (the fault then stays active for
         :meth:`heal_all`).
         """
@@ -297,7 +297,7 @@ class NemesisController:
         if entry is None:
             return {"kind": fault.kind, "targets": []}
         held, targets = entry
-        out: dict = {"kind": fault.kind, "targets": targets}
+        out: dict = {"kind": fault.kind, "targets": targets, **({"slot": held.slot} if held.slot else {})}
         try:
             if bg is not None:
                 bg.stop()
