@@ -24,6 +24,8 @@ HEALED_LEADER_TIMEOUT_S = 30.0
 CATCH_UP_TIMEOUT_S = 15.0
 #: seconds to retry the final linearizable read
 FINAL_READ_TIMEOUT_S = 30.0
+#: ... when no leader came back after healing (the reads are tried, briefly, to record that)
+LEADERLESS_READ_TIMEOUT_S = 5.0
 
 #: the checkers every workload on the KRaft quorum runs: leadership over time and the nodes' logs
 QUORUM_CHECKERS = ("election-safety", "divergence", "epoch-regression", "stale-leader", "disruptive-election")
@@ -49,7 +51,7 @@ async def append_final_phase(wl: AppendWorkload, quorum: Quorum) -> None:
         log.warning("voters did not all reach the leader's log end offset within %.0f s",
                     CATCH_UP_TIMEOUT_S)
     log.info("final reads (leader %s)", leader)
-    await final_reads(wl, leader, FINAL_READ_TIMEOUT_S)
+    await final_reads(wl, leader, FINAL_READ_TIMEOUT_S if leader else LEADERLESS_READ_TIMEOUT_S)
 
 
 @dataclasses.dataclass(frozen=True)
