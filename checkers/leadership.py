@@ -203,10 +203,9 @@ def check_leadership_file(path, ctx: CheckContext) -> dict[str, dict]:
     client ops costs one read of the file). Lines are parsed as ``history.iter_history``
     would, without its index check (the other lines are skipped). Raises
     ``history.HistoryError`` naming the line of a malformed one."""
-    import json
     from pathlib import Path
 
-    from history import HistoryError, op_problem
+    from history import parse_line
     from .fold import run_checkers
 
     path = Path(path)
@@ -214,15 +213,7 @@ def check_leadership_file(path, ctx: CheckContext) -> dict[str, dict]:
     def ops():
         with open(path, encoding="utf-8") as fh:
             for lineno, line in enumerate(fh, start=1):
-                if '"describe-quorum"' not in line and '"nemesis"' not in line:
-                    continue
-                try:
-                    op = json.loads(line)
-                except ValueError as exc:
-                    raise HistoryError(f"{path.name}:{lineno}: truncated or invalid JSON: {exc}") from None
-                problem = op_problem(op)
-                if problem:
-                    raise HistoryError(f"{path.name}:{lineno}: {problem}")
-                yield op
+                if '"describe-quorum"' in line or '"nemesis"' in line:
+                    yield parse_line(line, path, lineno)
 
     return run_checkers(ops, {name: cls(ctx) for name, cls in LEADERSHIP_CHECKERS.items()})

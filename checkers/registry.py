@@ -17,6 +17,7 @@ from .duplicate import Duplicate
 from .election_safety import ElectionSafety
 from .fold import CheckContext, Checker, ListChecker, run_checkers
 from .inconsistent_offsets import InconsistentOffsets
+from .log_safety import combine
 from .lost_write import LostWrite
 from .nonmonotonic_read import NonmonotonicRead
 from .phantom import Phantom
@@ -74,15 +75,6 @@ def make_checkers(names: Iterable[str], ctx: CheckContext) -> dict[str, Checker]
             raise ValueError(f"unknown checker {name!r}: choose from {', '.join(FACTORIES)}")
         out[name] = FACTORIES[name](ctx)
     return out
-
-
-def combine(verdicts: list) -> bool | str:
-    """False if any verdict is False, else "unknown" if any is "unknown", else True."""
-    if any(v is False for v in verdicts):
-        return False
-    if any(v == "unknown" for v in verdicts):
-        return "unknown"
-    return True
 
 
 def check_all_folds(open_history: Callable, names: Iterable[str], nodes=None,

@@ -13,8 +13,8 @@ imports none of them:
 """
 from .ops import COMPLETION_TYPES, NEMESIS, OP_TYPES, HistoryError, op_problem
 from .pairing import pair_ops
-from .reader import iter_history, read_history
+from .reader import iter_history, parse_line, read_history
 from .writer import HistoryWriter
 
 __all__ = ["COMPLETION_TYPES", "NEMESIS", "OP_TYPES", "HistoryError", "HistoryWriter",
-           "iter_history", "op_problem", "pair_ops", "read_history"]
+           "iter_history", "op_problem", "pair_ops", "parse_line", "read_history"]

@@ -8,6 +8,19 @@ from typing import Iterator
 from .ops import HistoryError, op_problem
 
 
+def parse_line(line: str, path: Path, lineno: int) -> dict:
+    """One history line as a well-formed op (index not checked). Raises
+    :class:`HistoryError` naming ``path``'s file name and ``lineno``."""
+    try:
+        op = json.loads(line)
+    except ValueError as exc:
+        raise HistoryError(f"{path.name}:{lineno}: truncated or invalid JSON: {exc}") from None
+    problem = op_problem(op)
+    if problem:
+        raise HistoryError(f"{path.name}:{lineno}: {problem}")
+    return op
+
+
 def iter_history(path: Path | str) -> Iterator[dict]:
     """Parse and validate the JSONL history at ``path`` one op at a time, in file order.
 
@@ -24,13 +37,7 @@ def iter_history(path: Path | str) -> Iterator[dict]:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
-            try:
-                op = json.loads(line)
-            except ValueError as exc:
-                raise HistoryError(f"{path.name}:{lineno}: truncated or invalid JSON: {exc}") from None
-            problem = op_problem(op)
-            if problem:
-                raise HistoryError(f"{path.name}:{lineno}: {problem}")
+            op = parse_line(line, path, lineno)
             if op["index"] != expected:
                 raise HistoryError(f"{path.name}:{lineno}: index {op['index']} out of sequence "
                                    f"(expected {expected}; indices are dense from 0)")
