@@ -61,6 +61,10 @@ SCHEDULES: dict[str, Schedule] = {
 }
 
 
+#: what `kraft-chaos run` and `make run` run when not told otherwise
+DEFAULT_SCHEDULE = SCHEDULES["default"]
+
+
 @dataclasses.dataclass(frozen=True)
 class Bug:
     """One catalogue entry: ``switches`` (the ``--unsafe`` value; a switch that needs another

@@ -108,38 +108,41 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kraft-chaos", description="Jepsen-style fault injection for a KRaft quorum.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
+    from harness.bug_catalogue import DEFAULT_SCHEDULE as D
     r = sub.add_parser("run", help="run a test: cluster, workload, nemesis, check")
-    r.add_argument("--nodes", type=_positive_int("--nodes"), default=5, help="cluster size (default 5)")
-    r.add_argument("--time-limit", type=_number("--time-limit"), default=60.0,
-                   help="seconds of workload + nemesis (default 60)")
-    r.add_argument("--nemesis", type=_nemeses, default=["partition", "kill", "pause"],
+    r.add_argument("--nodes", type=_positive_int("--nodes"), default=D.nodes,
+                   help=f"cluster size (default {D.nodes})")
+    r.add_argument("--time-limit", type=_number("--time-limit"), default=D.time_limit,
+                   help=f"seconds of workload + nemesis (default {D.time_limit:g})")
+    r.add_argument("--nemesis", type=_nemeses, default=list(D.nemesis),
                    help="comma-separated faults: partition, kill, pause, crash (kill -9 a majority "
                         "or all, then restart), packet (netem delay/loss/duplication/reordering), "
                         "flap (partitions cut and healed every few hundred ms), rolling (restart "
                         "nodes one at a time), lag (a follower falls behind, then the up-to-date "
                         "nodes die so it campaigns), elect (kill a node just after it votes or is "
-                        "elected), or none (default partition,kill,pause); a family may name its "
+                        f"elected), or none (default {','.join(D.nemesis)}); a family may name its "
                         "kinds, e.g. partition:isolate-leader+bridge")
-    r.add_argument("--nemesis-mode", choices=["serial", "overlap"], default="serial",
+    r.add_argument("--nemesis-mode", choices=["serial", "overlap"], default=D.mode,
                    help="serial: one fault at a time, every --nemesis-interval s for "
-                        "--nemesis-duration s; overlap: every fault on its own timeline at once, "
-                        "with those as mean calm and mean duration (default serial)")
-    r.add_argument("--workload", type=_workload, default="append",
+                        "--nemesis-duration s (the old schedule: serial 10/10); overlap: every "
+                        f"fault on its own timeline at once, with those as mean calm and mean "
+                        f"duration (default {D.mode})")
+    r.add_argument("--workload", type=_workload, default=D.workload,
                    help="append (unique appends, log reads; the log-safety checkers) or kv "
                         "(read/write/cas on 5 keys; linearizability by key) (default append)")
-    r.add_argument("--concurrency", type=_positive_int("--concurrency"), default=10,
-                   help="client workers (default 10)")
-    r.add_argument("--rate", type=_number("--rate"), default=100.0, help="total ops/s (default 100)")
+    r.add_argument("--concurrency", type=_positive_int("--concurrency"), default=D.concurrency,
+                   help=f"client workers (default {D.concurrency})")
+    r.add_argument("--rate", type=_number("--rate"), default=D.rate, help=f"total ops/s (default {D.rate:g})")
     r.add_argument("--seed", type=_seed, default=None, help="random seed (default: a random one)")
     r.add_argument("--cluster", choices=["docker"], default="docker", help="backend (default docker)")
     r.add_argument("--keep-cluster", action="store_true", help="leave the containers running")
     r.add_argument("--store", default="store", help="store root (default ./store)")
     r.add_argument("--base-image", default=None, help="base image for nodes (default: offline Debian)")
     r.add_argument("--subnet", type=_subnet, default="10.77.0.0/24", help="cluster subnet (default 10.77.0.0/24)")
-    r.add_argument("--nemesis-interval", type=_number("--nemesis-interval", strict=False), default=10.0,
-                   help="seconds of calm before each fault (default 10)")
-    r.add_argument("--nemesis-duration", type=_number("--nemesis-duration"), default=10.0,
-                   help="seconds each fault lasts (default 10)")
+    r.add_argument("--nemesis-interval", type=_number("--nemesis-interval", strict=False),
+                   default=D.interval, help=f"seconds of calm before each fault (default {D.interval:g})")
+    r.add_argument("--nemesis-duration", type=_number("--nemesis-duration"), default=D.duration,
+                   help=f"seconds each fault lasts (default {D.duration:g})")
     r.add_argument("--unsafe", type=_unsafe, default=[], help="comma-separated kraft.unsafe switches")
     r.add_argument("--no-progress", action="store_true", help="no live progress line")
 

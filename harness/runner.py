@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import store
+from .bug_catalogue import DEFAULT_SCHEDULE as DEFAULT
 from .code_version import code_commit
 
 log = logging.getLogger("kraft_chaos.runner")
@@ -48,26 +49,29 @@ class RunSetupError(RuntimeError):
 class RunConfig:
     """A test's configuration, as given on the ``kraft-chaos run`` command line.
 
+    The defaults are the catalogue's default schedule
+    (``harness.bug_catalogue.DEFAULT_SCHEDULE``), what ``make run`` runs.
+
     Times in seconds, ``rate`` in ops/s. ``nemesis`` lists fault names
     (``nemesis.schedule.FAULT_NAMES``); ``unsafe`` lists ``kraft.unsafe``
     switch names. ``seed`` drives every random choice.
     """
 
     seed: int
-    nodes: int = 5
-    time_limit: float = 60.0
-    nemesis: list[str] = dataclasses.field(default_factory=lambda: ["partition", "kill", "pause"])
-    workload: str = "append"
-    concurrency: int = 10
-    rate: float = 100.0
+    nodes: int = DEFAULT.nodes
+    time_limit: float = DEFAULT.time_limit
+    nemesis: list[str] = dataclasses.field(default_factory=lambda: list(DEFAULT.nemesis))
+    workload: str = DEFAULT.workload
+    concurrency: int = DEFAULT.concurrency
+    rate: float = DEFAULT.rate
     cluster: str = "docker"
     keep_cluster: bool = False
     store: str = str(store.DEFAULT_ROOT)
     base_image: str | None = None
     subnet: str = "10.77.0.0/24"
-    nemesis_interval: float = 10.0
-    nemesis_duration: float = 10.0
-    nemesis_mode: str = "serial"
+    nemesis_interval: float = DEFAULT.interval
+    nemesis_duration: float = DEFAULT.duration
+    nemesis_mode: str = DEFAULT.mode
     unsafe: list[str] = dataclasses.field(default_factory=list)
     scenario: list[dict] | None = None
     scenario_file: str | None = None

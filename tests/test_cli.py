@@ -33,10 +33,20 @@ def test_bad_arguments_exit_3_with_clear_message(argv, needle, capsys):
 
 
 def test_run_defaults_parse():
+    """The defaults are the catalogue's default schedule, and RunConfig's too."""
+    from harness.bug_catalogue import DEFAULT_SCHEDULE as D
+    from harness.runner import RunConfig
     args = cli.build_parser().parse_args(["run"])
-    assert (args.nodes, args.time_limit, args.nemesis, args.workload, args.concurrency, args.rate,
-            args.seed, args.store) == (5, 60.0, ["partition", "kill", "pause"], "append", 10, 100.0,
-                                       None, "store")
+    got = (args.nodes, args.time_limit, args.nemesis, args.workload, args.concurrency, args.rate,
+           args.nemesis_mode, args.nemesis_interval, args.nemesis_duration)
+    want = (D.nodes, D.time_limit, list(D.nemesis), D.workload, D.concurrency, D.rate, D.mode,
+            D.interval, D.duration)
+    assert got == want
+    cfg = RunConfig(seed=1)
+    assert (cfg.nodes, cfg.time_limit, cfg.nemesis, cfg.workload, cfg.concurrency, cfg.rate,
+            cfg.nemesis_mode, cfg.nemesis_interval, cfg.nemesis_duration) == want
+    assert (args.seed, args.store) == (None, "store")
+    assert D.mode == "overlap" and len(D.nemesis) >= 3
     assert cli.build_parser().parse_args(["run", "--nemesis", "none"]).nemesis == []
 
 
