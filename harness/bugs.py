@@ -86,8 +86,11 @@ def summarize(outcomes: list[RunOutcome]) -> dict:
 
 def run_bugs(bugs: list[Bug], runs: int, correct_runs: int, seed: int, root: str, budget_s: float,
              subnet: str | None = None, echo: Callable[[str], None] = print,
-             run: Callable | None = None) -> dict:
-    """Run the benchmark; returns the ``bugs.json`` document (see the module docstring)."""
+             run: Callable | None = None, schedule: str | None = None) -> dict:
+    """Run the benchmark; returns the ``bugs.json`` document (see the module docstring).
+    ``schedule`` (a :data:`SCHEDULES` name) replaces every bug's own."""
+    if schedule is not None:
+        bugs = [dataclasses.replace(b, schedule=schedule) for b in bugs]
     doc: dict = {"runs_per_bug": runs, "correct_runs_per_schedule": correct_runs, "seed": seed,
                  "budget_s": budget_s, "bugs": [], "correct": []}
     for bug in bugs:
@@ -172,7 +175,7 @@ def cmd_bugs(args) -> int:
     correct = 0 if args.no_correct else (args.correct_runs if args.correct_runs is not None else args.runs)
     try:
         doc = run_bugs(bugs, 0 if args.correct_only else args.runs, correct, args.seed, args.store,
-                       args.budget, args.subnet)
+                       args.budget, args.subnet, schedule=args.schedule)
     except Interrupted:
         print("interrupted", flush=True)
         return 130
@@ -205,3 +208,5 @@ def add_parser(sub) -> None:
     b.add_argument("--store", default="store", help="store root for the runs (default ./store)")
     b.add_argument("--out", default=None, help="where bugs.json and bugs.png go (default STORE/bugs/<time>)")
     b.add_argument("--subnet", type=_subnet, default=None, help="cluster subnet (default: run's default)")
+    b.add_argument("--schedule", choices=sorted(SCHEDULES), default=None,
+                   help="run every bug under this schedule instead of its own (e.g. default)")
