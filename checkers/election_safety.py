@@ -25,16 +25,19 @@ class ElectionSafety(Checker):
       the answering node (``node``, id taken from its name: ``"n2"`` -> 2)
       answered as leader, so it is evidence for its own id in E too — an
       answer whose ``LeaderId`` is not the answering node thus shows two
-      leaders.
+      leaders;
+    - an ok append whose value names epoch E, answered by node L: only the
+      leader of an epoch appends records of that epoch and acknowledges them.
     LeaderIds that are not non-negative ints (e.g. -1, no leader) are ignored.
 
     Result: ``{"valid", "anomalies", "epochs"}`` (``epochs``: number of
     epochs with a known leader). One anomaly per epoch, by epoch: ``{"epoch",
     "leaders": {L: [evidence, at most MAX_EXAMPLES]}}`` (by leader id),
     evidence being ``{"source": "log", "node", "offset"}`` (nodes by name,
-    first), ``{"source": "read", "op", "offset", "node"}`` (then reads) or
+    first), ``{"source": "read", "op", "offset", "node"}`` (then reads),
     ``{"source": "describe-quorum", "op", "node", "LeaderId"}`` (then
-    describe-quorum answers).
+    describe-quorum answers) or ``{"source": "ack", "op", "node"}`` (then
+    acknowledged appends).
 
     One pass; evidence is kept per (epoch, leader) and source, so memory
     follows the epochs, not the history.
@@ -43,6 +46,7 @@ class ElectionSafety(Checker):
     def __init__(self) -> None:
         self.from_reads: dict[int, dict[int, list]] = {}
         self.from_dq: dict[int, dict[int, list]] = {}
+        self.from_acks: dict[int, dict[int, list]] = {}
 
     def feed(self, op: dict) -> None:
         if op["type"] != "ok":
@@ -63,6 +67,9 @@ class ElectionSafety(Checker):
             answering = node_id(op.get("node"))
             if answering is not None and answering != leader:
                 _claim(self.from_dq, epoch, answering, ev)
+        elif f == "append":
+            _claim(self.from_acks, v.get("epoch"), node_id(op.get("node")),
+                   {"source": "ack", "op": op["index"], "node": op.get("node")})
 
     def result(self, nodes) -> dict:
         leaders: dict[int, dict[int, list]] = {}
@@ -71,7 +78,7 @@ class ElectionSafety(Checker):
                 if rtype == LEADER_CHANGE and isinstance(payload, dict):
                     _claim(leaders, epoch, payload.get("LeaderId"),
                            {"source": "log", "node": name, "offset": offset})
-        for source in (self.from_reads, self.from_dq):
+        for source in (self.from_reads, self.from_dq, self.from_acks):
             for epoch, by_leader in source.items():
                 for leader, evidence in by_leader.items():
                     for ev in evidence:

@@ -233,7 +233,7 @@ class _Sim:
                 t = self.tick(200_000, 3_000_000)
                 if f == "append":
                     r = rng.random()
-                    if r < P_FAIL:
+                    if r < P_FAIL or node != self.leader:    # only the leader acknowledges
                         self.line(f'{{"index":%d,"time":{t},"type":"fail","process":{proc},'
                                   f'"f":"append","value":{arg},"node":"n{node}",'
                                   f'"error":"NOT_LEADER_OR_FOLLOWER"}}')

@@ -49,3 +49,16 @@ def test_no_leader_and_same_leader_repeated_are_fine():
     h.dq(0, "n2", -1, 3)
     h.read(0, [lc(0, 2, 1)])
     assert check_election_safety(h.ops, {})["valid"] is True
+
+
+def test_two_nodes_acknowledging_appends_of_one_epoch_is_two_leaders():
+    h = H()
+    h.append(0, 10, offset=1, epoch=2, node="n1")
+    _, a2 = h.append(1, 11, offset=1, epoch=2, node="n3")     # n3 also acked in epoch 2
+    h.append(2, 12, offset=2, epoch=3, node="n3")             # a later epoch of its own: fine
+    h.append(3, 13, type="fail", node="n2")                   # a refusal is no evidence
+    r = check_election_safety(h.ops, None)
+    assert r["valid"] is False
+    [a] = r["anomalies"]
+    assert a["epoch"] == 2 and set(a["leaders"]) == {"1", "3"}
+    assert a["leaders"]["3"] == [{"source": "ack", "op": a2["index"], "node": "n3"}]

@@ -246,6 +246,10 @@ def check_election_safety(history: list[dict], nodes: dict[str, NodeData] | None
         answering = node_id(op.get("node"))
         if answering is not None and answering != leader:
             claim(epoch, answering, ev)
+    for op in ok_ops(history, "append"):     # acks name the epoch their node led
+        v = op.get("value")
+        if isinstance(v, dict):
+            claim(v.get("epoch"), node_id(op.get("node")), {"source": "ack", "op": op["index"], "node": op.get("node")})
     anomalies = [{"epoch": epoch, "leaders": {str(l): ev for l, ev in sorted(by_leader.items())}}
                  for epoch, by_leader in sorted(leaders.items()) if len(by_leader) > 1]
     return {"valid": not anomalies, "anomalies": anomalies, "epochs": len(leaders)}

@@ -122,7 +122,7 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
     final_records = records.where(F.col("group") == views.FINAL_GROUP)
     lost, lost_runs = lost_writes(offsets, acks, pages, final_records)
     nonmono, malformed_reads = nonmonotonic_reads(pairs, acks, reads, every_record)
-    claims = leader_claims(ops, records)
+    claims = leader_claims(ops, records, acks)
     tables = {
         "lost-write": lost,
         "phantom": phantoms(values, records),

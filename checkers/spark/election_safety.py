@@ -9,11 +9,12 @@ from .schema import DESCRIBE_QUORUM_SCHEMA
 from .views import LEADER_CHANGE
 
 
-def leader_claims(ops: DataFrame, records: DataFrame) -> DataFrame:
+def leader_claims(ops: DataFrame, records: DataFrame, acks: DataFrame | None = None) -> DataFrame:
     """Evidence "leader L led epoch E" from the history: LeaderChange records in ok reads,
-    and ok describe-quorum answers (their LeaderId, and the answering node's own id
-    when it differs). Columns ``run, epoch, leader``; leaders that are not
-    non-negative ints are dropped."""
+    ok describe-quorum answers (their LeaderId, and the answering node's own id
+    when it differs), and ok appends (``acks``: the answering node led the epoch the
+    ack names). Columns ``run, epoch, leader``; leaders that are not non-negative
+    ints are dropped."""
     c = F.col
     lc = (records.where(c("rtype") == LEADER_CHANGE)
           .select("run", "epoch", F.expr("try_cast(get_json_object(payload, '$.LeaderId') as bigint)")
@@ -27,8 +28,12 @@ def leader_claims(ops: DataFrame, records: DataFrame) -> DataFrame:
           .select("run", c("v.LeaderEpoch").alias("epoch"),
                   F.explode(F.array(c("v.LeaderId"), F.when(c("answering") != c("v.LeaderId"), c("answering"))))
                   .alias("leader")))
-    return (lc.unionByName(dq)
-            .where(c("epoch").isNotNull() & c("leader").isNotNull() & (c("leader") >= 0)))
+    claims = lc.unionByName(dq)
+    if acks is not None:
+        claims = claims.unionByName(acks.select(
+            "run", c("epoch").cast("bigint").alias("epoch"),
+            F.expr("try_cast(nullif(regexp_extract(node, '(\\d+)$', 1), '') as bigint)").alias("leader")))
+    return claims.where(c("epoch").isNotNull() & c("leader").isNotNull() & (c("leader") >= 0))
 
 
 def election_safety(claims: DataFrame) -> DataFrame:
