@@ -8,7 +8,7 @@ checker of validity: :func:`check_all_folds` runs it beside every set.
 from __future__ import annotations
 
 import logging
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable
 
 from history import NEMESIS
 

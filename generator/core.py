@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from typing import Any, Callable, Iterable, NamedTuple, Sequence
+import typing
+from typing import Callable, Iterable, NamedTuple, Sequence
 
 
 @dataclasses.dataclass
@@ -36,16 +37,13 @@ class Context:
     thread: int | str
     process: int | str
     rng: random.Random
-    view: Any = None
+    view: typing.Any = None
 
 
 class Wait(NamedTuple):
     """Nothing to do yet: ask again at ``until`` (s on the context's clock) or after a completion."""
 
     until: float
-
-
-Answer = "dict | Wait | None"
 
 
 class Generator:

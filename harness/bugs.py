@@ -13,7 +13,6 @@ no false alarm, 1 otherwise, 3 for bad input, 130 when interrupted.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import statistics
 import sys

@@ -16,18 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import dataclasses
 import logging
 import random
-import shlex
 import signal
 import threading
 from pathlib import Path
 from typing import Any, Callable
 
 from . import store
-from .bug_catalogue import DEFAULT_SCHEDULE as DEFAULT
 from .code_version import code_commit
+from .run_config import RunConfig  # noqa: F401 - re-exported: harness.runner.RunConfig
 
 log = logging.getLogger("kraft_chaos.runner")
 
@@ -43,73 +41,6 @@ class Interrupted(Exception):
 
 class RunSetupError(RuntimeError):
     """The cluster came up but never became usable (e.g. no leader elected). Exit code 4."""
-
-
-@dataclasses.dataclass
-class RunConfig:
-    """A test's configuration, as given on the ``kraft-chaos run`` command line.
-
-    The defaults are the catalogue's default schedule
-    (``harness.bug_catalogue.DEFAULT_SCHEDULE``), what ``make run`` runs.
-
-    Times in seconds, ``rate`` in ops/s. ``nemesis`` lists fault names
-    (``nemesis.schedule.FAULT_NAMES``); ``unsafe`` lists ``kraft.unsafe``
-    switch names. ``seed`` drives every random choice.
-    """
-
-    seed: int
-    nodes: int = DEFAULT.nodes
-    time_limit: float = DEFAULT.time_limit
-    nemesis: list[str] = dataclasses.field(default_factory=lambda: list(DEFAULT.nemesis))
-    workload: str = DEFAULT.workload
-    concurrency: int = DEFAULT.concurrency
-    rate: float = DEFAULT.rate
-    cluster: str = "docker"
-    keep_cluster: bool = False
-    store: str = str(store.DEFAULT_ROOT)
-    base_image: str | None = None
-    subnet: str = "10.77.0.0/24"
-    nemesis_interval: float = DEFAULT.interval
-    nemesis_duration: float = DEFAULT.duration
-    nemesis_mode: str = DEFAULT.mode
-    unsafe: list[str] = dataclasses.field(default_factory=list)
-    scenario: list[dict] | None = None
-    scenario_file: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The config as JSON-ready data (for ``test.json``)."""
-        return dataclasses.asdict(self)
-
-    def test_name(self) -> str:
-        """The store folder of this test, e.g. ``append-partition+kill+pause`` (``append-scenario``)."""
-        return store.test_name(self.workload, ["scenario"] if self.scenario is not None else self.nemesis)
-
-    def repeat_command(self) -> str:
-        """The ``kraft-chaos run ...`` command line that repeats this run (same seed), or the
-        ``kraft-chaos scenario run FILE`` of a scenario run."""
-        if self.scenario is not None:
-            return shlex.join(["kraft-chaos", "scenario", "run", self.scenario_file or "SCENARIO.toml"])
-        def num(x: float) -> str:
-            return str(int(x)) if float(x).is_integer() else str(x)
-        args = ["kraft-chaos", "run", "--nodes", str(self.nodes), "--time-limit", num(self.time_limit),
-                "--nemesis", ",".join(self.nemesis) or "none", "--workload", self.workload,
-                "--concurrency", str(self.concurrency), "--rate", num(self.rate),
-                "--nemesis-interval", num(self.nemesis_interval),
-                "--nemesis-duration", num(self.nemesis_duration), "--nemesis-mode", self.nemesis_mode,
-                "--seed", str(self.seed)]
-        if self.cluster != "docker":
-            args += ["--cluster", self.cluster]
-        if self.subnet != RunConfig.subnet:
-            args += ["--subnet", self.subnet]
-        if self.base_image:
-            args += ["--base-image", self.base_image]
-        if self.unsafe:
-            args += ["--unsafe", ",".join(self.unsafe)]
-        if self.store != str(store.DEFAULT_ROOT):
-            args += ["--store", self.store]
-        if self.keep_cluster:
-            args.append("--keep-cluster")
-        return shlex.join(args)
 
 
 def cluster_id_for(seed: int) -> str:

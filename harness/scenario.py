@@ -176,7 +176,6 @@ def dumps(run: dict, steps: list[dict], comment: str = "") -> str:
 def run_table(config) -> dict:
     """The ``[run]`` table that repeats ``config`` (a RunConfig): its :data:`RUN_FIELDS`
     that differ from the defaults, plus the seed and workload."""
-    import dataclasses
     from harness.runner import RunConfig
     defaults = RunConfig(seed=0)
     out = {}

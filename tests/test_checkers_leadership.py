@@ -14,7 +14,7 @@ CTX = CheckContext(config={"fetch_timeout_ms": 2000})       # bound 4.5 s, windo
 def sample(h: H, node: str, at_ms: int, epoch: int, leader: int, ok: bool) -> dict:
     """One DescribeQuorum sample of ``node`` answered at ``at_ms``: ok when it leads."""
     p = 100 + int(node[1:])
-    inv = h.op("invoke", p, "describe-quorum", None, node=node, at_ms=at_ms - 1)
+    h.op("invoke", p, "describe-quorum", None, node=node, at_ms=at_ms - 1)
     if ok:
         return h.op("ok", p, "describe-quorum", {"LeaderId": leader, "LeaderEpoch": epoch,
                                                 "HighWatermark": 1, "CurrentVoters": [], "Observers": []},
