@@ -25,6 +25,8 @@ from nemesis.targets import choose_targets, minority_size
 
 log = logging.getLogger("kraft_chaos.nemesis")
 
+#: partition kinds applied on the senders' OUTPUT
+ONE_WAY_KINDS = ("one-way-leader", "one-way-one")
 #: default settings of the families that take some
 FLAP_PERIOD_MS = 300
 ROLLING_GAP_S = 0.5
@@ -206,7 +208,8 @@ class NemesisController:
                                                       grudge=fault.params.get("grudge"))
             value.update(targets=targets, grudge=grudges.grudge_to_json(g))
             self._hold(fault, targets or self.nodes)
-            self.partitioner.apply(g, fault.key)
+            # a one-way partition drops on the sender's OUTPUT: its packets never leave it
+            self.partitioner.apply(g, fault.key, outgoing=fault.kind in ONE_WAY_KINDS)
         elif name == "flap":
             period = float(fault.params.get("period_ms", FLAP_PERIOD_MS)) / 1000.0
             if fault.kind == EXPLICIT:

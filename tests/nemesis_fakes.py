@@ -174,17 +174,20 @@ class NetSim:
     def _step(self, node: str, chains: dict, part: str) -> bool:
         from nemesis import packet
         words = part.strip("{}; ").split()
-        if part.startswith("{ iptables -w -N "):
+        bare = part.lstrip("{ ")
+        if bare.startswith("iptables -w -N "):
             chains.setdefault(words[3], [])
-        elif part.startswith("{ iptables -w -C INPUT -j "):
+        elif bare.startswith(("iptables -w -C INPUT -j ", "iptables -w -C OUTPUT -j ")):
             jump = ("-j", words[5])
-            if jump not in chains["INPUT"]:
-                chains["INPUT"].insert(0, jump)
+            if jump not in chains[words[3]]:
+                chains[words[3]].insert(0, jump)
         elif part.startswith("iptables -w -A "):
-            if words[3] not in chains or words[4] != "-s" or words[-2:] != ["-j", "DROP"]:
+            # INPUT chains drop by source (-s), OUTPUT chains (KC-<slot>-o) by destination (-d)
+            want = "-d" if words[3].endswith("-o") else "-s"
+            if words[3] not in chains or words[4] != want or words[-2:] != ["-j", "DROP"]:
                 return False
             chains[words[3]].append((words[5], " ".join(words[6:-2])))
-        elif part.startswith("iptables -w -F "):
+        elif bare.startswith("iptables -w -F "):
             chains.get(words[3], []).clear()
         elif part == packet.HEAL_COMMAND or part == f"tc qdisc del dev {packet.DEVICE} root 2>/dev/null || true":
             self.qdisc[node] = None
@@ -210,6 +213,13 @@ class NetSim:
         """The source ips ``node`` drops (in ``chain`` only, when given)."""
         return {src for c, src, _m in self.rules(node) if chain is None or c == chain}
 
+    def out_rules(self, node: str) -> list[tuple[str, str, str]]:
+        """The DROP rules on ``node``'s way out: ``(chain, destination ip, match)`` for every
+        chain OUTPUT jumps to."""
+        chains = self.chains.get(node, {})
+        return [(c, dst, match) for kind, c in chains.get("OUTPUT", []) if kind == "-j"
+                for dst, match in chains.get(c, [])]
+
 
 def sim_cluster(n: int = 5, netem: bool = True) -> tuple[FakeCluster, NetSim]:
     """A :class:`FakeCluster` whose remote is played by a :class:`NetSim`."""
@@ -232,9 +242,16 @@ def make_controller(n: int = 5, leader=None, seed: int = 1, netem: bool = True):
 
 
 def grudge_of(cluster: FakeCluster, sim: NetSim, chain: str | None = None) -> dict[str, set[str]]:
-    """What the rules in effect amount to: ``{node: {nodes it drops packets from}}``."""
+    """What the rules in effect amount to: ``{node: {nodes it drops packets from}}`` (a
+    sender's OUTPUT rule counts as its receiver dropping it; ``chain``: the INPUT chain, or
+    its ``-o`` OUTPUT twin, to look at)."""
     by_ip = {cluster.ip(n): n for n in cluster.nodes}
-    return {n: {by_ip[ip] for ip in sim.drops(n, chain)} for n in cluster.nodes}
+    out = {n: {by_ip[ip] for ip in sim.drops(n, chain)} for n in cluster.nodes}
+    for sender in cluster.nodes:
+        for c, dst, _m in sim.out_rules(sender):
+            if chain is None or c == f"{chain}-o":
+                out[by_ip[dst]].add(sender)
+    return out
 
 
 class FakeHistory:

@@ -58,9 +58,12 @@ def test_one_way_leader_is_asymmetric():
     cluster, sim, db, c = make_controller(leader="n4")
     value = c.start(Fault("partition", "one-way-leader"))
     assert value["targets"] == ["n4"]
-    # everyone drops what n4 sends; n4 drops nothing, so it still hears them
+    # what n4 sends is lost; n4 drops nothing, so it still hears them
     assert grudge_of(cluster, sim) == {"n1": {"n4"}, "n2": {"n4"}, "n3": {"n4"}, "n4": set(), "n5": {"n4"}}
     assert value_grudge(value) == grudge_of(cluster, sim)
+    # ... dropped on n4's own way out (OUTPUT), not on the receivers
+    assert {dst for _c, dst, _m in sim.out_rules("n4")} == {cluster.ip(n) for n in ("n1", "n2", "n3", "n5")}
+    assert all(sim.drops(n) == set() for n in cluster.nodes)
 
 
 def test_one_way_one_picks_a_node_and_cuts_only_its_sending():

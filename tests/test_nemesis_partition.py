@@ -12,18 +12,36 @@ from tests.nemesis_fakes import FakeCluster, FakeRemote, grudge_of, sim_cluster
 def test_chain_per_slot_and_bad_slots():
     assert chain("partition") == "KC-partition"
     assert chain("lag") == "KC-lag" and chain("a_b-9") == "KC-a_b-9"
-    assert len(chain("x" * 25)) == 28
-    for bad in ["", "two words", "x" * 26, "semi;colon", None]:
+    assert chain("lag", outgoing=True) == "KC-lag-o"
+    assert len(chain("x" * 23, outgoing=True)) == 28
+    for bad in ["", "two words", "x" * 24, "semi;colon", None]:
         with pytest.raises(ValueError, match="bad fault slot"):
             chain(bad)
 
 
 def test_commands_exact():
-    assert heal_command("flap") == "iptables -w -F KC-flap 2>/dev/null || true"
+    assert heal_command("flap") == ("{ iptables -w -F KC-flap 2>/dev/null || true; } && "
+                                    "{ iptables -w -F KC-flap-o 2>/dev/null || true; }")
     assert HEAL_ALL_COMMAND == "iptables -w -F"
     assert ensure_chain_command("lag") == (
         "{ iptables -w -N KC-lag 2>/dev/null || true; } && "
         "{ iptables -w -C INPUT -j KC-lag 2>/dev/null || iptables -w -I INPUT -j KC-lag; }")
+    assert ensure_chain_command("lag", outgoing=True) == (
+        "{ iptables -w -N KC-lag-o 2>/dev/null || true; } && "
+        "{ iptables -w -C OUTPUT -j KC-lag-o 2>/dev/null || iptables -w -I OUTPUT -j KC-lag-o; }")
+
+
+def test_a_one_way_partition_drops_on_the_senders_output():
+    cluster, sim = sim_cluster(3)
+    grudge = g.one_way(cluster.nodes, "n2")          # n2's packets lost, n2 still hears n1, n3
+    assert drop_commands(grudge, cluster.ip, outgoing=True) == {
+        "n1": [], "n2": ["iptables -w -A KC-partition-o -d 10.77.0.11 -j DROP",
+                         "iptables -w -A KC-partition-o -d 10.77.0.13 -j DROP"], "n3": []}
+    Partitioner(cluster).apply(grudge, outgoing=True)
+    assert cluster.remote.execs("n1") == [] and sim.drops("n1") == set()   # nothing on receivers
+    assert grudge_of(cluster, sim) == {n: set(d) for n, d in grudge.items()}
+    Partitioner(cluster).heal()
+    assert grudge_of(cluster, sim) == {n: set() for n in cluster.nodes}
 
 
 def test_drop_commands_exact():
