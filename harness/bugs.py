@@ -149,6 +149,8 @@ def write_chart(doc: dict, path: Path) -> None:
     rates = [b["detected"] / b["runs"] if b["runs"] else 0.0 for b in doc["bugs"]]
     fig, ax = plt.subplots(figsize=(10, 4.5))
     ax.bar(range(len(names)), rates, color=["#4C9F70" if r >= 0.8 else "#D1495B" for r in rates])
+    for i, b in enumerate(doc["bugs"]):
+        ax.text(i, rates[i] + 0.01, f"{b['detected']}/{b['runs']}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(len(names)), names, rotation=35, ha="right")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("runs that caught it")
