@@ -68,6 +68,14 @@ def _examples(df: DataFrame, limit: int = MAX_EXAMPLES) -> dict[int, list[dict]]
     return out
 
 
+def _checks_linearizability(run: RunInfo) -> bool:
+    """Whether the run's workload is judged by linearizability (its spec's checkers,
+    workloads/registry.py) rather than by the log-safety checkers."""
+    from workloads.registry import WORKLOAD_SPECS
+    spec = WORKLOAD_SPECS.get(run.workload)
+    return spec is not None and "linearizability" in spec.checkers
+
+
 def _leadership(run: RunInfo) -> dict[str, dict]:
     """The leadership checkers of one run (checkers/leadership.py), on the driver: they read
     only the run's DescribeQuorum and nemesis lines. A run whose test.json is unreadable
@@ -93,7 +101,7 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
     """
     t0 = time.monotonic()
     seconds: dict[str, float] = {}
-    kv_ids = [r.run_id for r in runs if r.workload == "kv"]
+    kv_ids = [r.run_id for r in runs if _checks_linearizability(r)]
     ops_all = ingest.load_ops(spark, runs, kv_runs=kv_ids)
     problems = ingest.run_problems(ops_all)
     seconds["ingest"] = time.monotonic() - t0
@@ -171,7 +179,7 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
         checkers: dict[str, str] = {}
         anomalies: dict[str, int] = {}
         ex: dict[str, list] = {k: examples.get(k, {}).get(rid, []) for k in examples}
-        if r.workload == "kv":
+        if _checks_linearizability(r):
             rows = lin_rows.get(rid, [])
             checkers["linearizability"] = verdict.worst(x["valid"] for x in rows)
             anomalies["linearizability"] = sum(1 for x in rows if x["valid"] == "invalid")
