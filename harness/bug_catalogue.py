@@ -56,6 +56,10 @@ SCHEDULES: dict[str, Schedule] = {
     # elections on purpose: new leaders and voters killed at once, nodes restarted in turn
     "elect": Schedule(("elect", "kill", "rolling", "partition"), interval=2.0, duration=2.0,
                       nodes=3, time_limit=60.0),
+    # elections on purpose, among five: the leader killed or cut off, so its followers stand
+    # together and split their votes; whoever is seen electing is killed and restarted cut off
+    "elect5": Schedule(("elect", "kill:leader", "partition:isolate-leader"), interval=2.0,
+                       duration=3.0, nodes=5, time_limit=60.0),
     # a follower falls behind, then the up-to-date nodes die
     "lag": Schedule(("lag",), interval=1.0, duration=4.0, time_limit=60.0),
 }
