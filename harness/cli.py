@@ -120,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "flap (partitions cut and healed every few hundred ms), rolling (restart "
                         "nodes one at a time), lag (a follower falls behind, then the up-to-date "
                         "nodes die so it campaigns), elect (kill a node just after it votes or is "
-                        f"elected), or none (default {','.join(D.nemesis)}); a family may name its "
+                        f"elected), batch (kill the leader with a batch in flight), or none (default {','.join(D.nemesis)}); a family may name its "
                         "kinds, e.g. partition:isolate-leader+bridge")
     r.add_argument("--nemesis-mode", choices=["serial", "overlap"], default=D.mode,
                    help="serial: one fault at a time, every --nemesis-interval s for "

@@ -13,6 +13,9 @@ and the targeted faults, which aim with the quorum monitor's view
   from the others for a while, so what it recovered shows before a peer
   corrects it.
 
+- ``batch``: wait until the leader's last DescribeQuorum shows records past
+  its high watermark (a batch in flight), and kill the leader at once.
+
 Two modes (``--nemesis-mode``):
 
 - ``serial``: Jepsen's classic: wait ``interval_s``, start a fault, wait
@@ -34,7 +37,7 @@ from nemesis.faults import FAMILIES, Fault, check_kind, kinds_for
 from nemesis.targets import majority_size
 
 #: targeted faults, beside the families
-TARGETED = ("lag", "elect")
+TARGETED = ("lag", "elect", "batch")
 FAULT_NAMES = FAMILIES + TARGETED
 MODES = ("serial", "overlap")
 #: how long a targeted fault waits for what it aims at (s)
@@ -272,12 +275,32 @@ def elect_fault(down_s: float) -> Generator:
                 Sleep(down_s), Lazy(lambda ctx: stop_op(isolated[0]) if isolated else None)])
 
 
+def batch_fault(down_s: float) -> Generator:
+    """``batch``: kill the leader while its log holds records past its high watermark (as its
+    DescribeQuorum last showed), for ``down_s``."""
+    target: list[str] = []
+
+    def in_flight(ctx: Context) -> bool:
+        view = ctx.view
+        leader = getattr(view, "leader", None)
+        if leader is None or view.log_end.get(leader, -1) <= view.high_watermark:
+            return False
+        target[:] = [leader]
+        return True
+
+    return Seq([WaitFor(in_flight, AIM_TIMEOUT_S, poll_s=0.02),
+                fault_window(lambda ctx: Fault("kill", "nodes", slot="batch", targets=tuple(target))
+                             if target else None, down_s)])
+
+
 def fault_generator(name: str, rng: random.Random, duration_s: float, n_nodes: int) -> Generator:
     """One fault of ``--nemesis`` name ``name``, lasting about ``duration_s``."""
     if name == "lag":
         return lag_fault(rng, duration_s, max(1.0, duration_s / 2), n_nodes)
     if name == "elect":
         return elect_fault(max(0.5, duration_s / 2))
+    if name == "batch":
+        return batch_fault(max(0.5, duration_s / 2))
     kinds = name_kinds(name, n_nodes)
     name = split_name(name)[0]
     if not kinds:

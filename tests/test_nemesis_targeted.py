@@ -181,3 +181,19 @@ def test_serial_mode_runs_targeted_faults_between_calm_intervals():
     assert all(op["value"]["slot"].startswith(("lag", "elect")) for _, op in ops)
     elect_kills = [(t, op) for t, op in ops if op["f"] == "start-kill" and op["value"]["slot"] == "elect"]
     assert elect_kills and all(op["value"]["targets"] == [at(t).leader] for t, op in elect_kills)
+
+
+# -- batch ---------------------------------------------------------------------
+
+def test_batch_kills_the_leader_while_records_are_past_its_high_watermark():
+    from nemesis.schedule import batch_fault
+
+    def at(t):
+        v = view(t=t, log_end={"n1": 10, "n2": 10, "n3": 9})
+        v.high_watermark = 10 if t < 3 else 8         # from 3 s, two records not yet committed
+        return v
+    ops = drive(batch_fault(down_s=1), 100, view=at)
+    (t1, start), (t2, stop) = ops
+    assert start == {"f": "start-kill", "value": {"kind": "nodes", "slot": "batch", "targets": ["n1"]}}
+    assert 3 <= t1 < 3.1 and 0.99 <= t2 - t1 < 1.1
+    assert stop == {"f": "stop-kill", "value": {"kind": "nodes", "slot": "batch"}}
