@@ -53,6 +53,7 @@ class NemesisController:
         self._active: dict[str, tuple[Fault, list[str]]] = {}   # slot -> (fault, targets)
         self._background: dict[str, Background] = {}
         self._netem: bool | None = None
+        self._shapers: dict[str, tuple[int, list[str]]] = {}   # slot -> (nfqueue, nodes running a shaper)
         self._lock = threading.Lock()
 
     @property
@@ -169,8 +170,11 @@ class NemesisController:
         Value: ``{"kind": K, "targets": [nodes]}`` (plus ``"slot"`` when not
         the family's), and per family: ``"grudge"`` (``{node: [nodes it
         drops]}``) for partitions and flaps, the netem settings for packet
-        faults (``"netem": false`` when the kernel has none and loss was
-        emulated with iptables), ``"leader_unknown": true`` when a
+        faults (where the kernel has no netem, ``"netem": false`` and the
+        settings the userspace shaper applied, ``"shaper": "nfqueue"``, or,
+        when it could not start, ``"shaper": false`` and loss only, emulated
+        with iptables; settings asked but not applied in ``"not_applied"``),
+        ``"leader_unknown": true`` when a
         leader-targeted fault had to pick a random node, and ``"no_process":
         [nodes]`` when a kill or pause found no process.
 
@@ -255,8 +259,8 @@ class NemesisController:
             res = self.cluster.remote.exec(self.nodes[0], packet.PROBE_COMMAND, check=False)
             self._netem = res.exit_code == 0
             if not self._netem:
-                log.warning("this kernel has no netem (sch_netem): packet faults are loss only, "
-                            "with iptables' statistic match (%s)", (res.stderr or res.stdout).strip()[:200])
+                log.warning("this kernel has no netem (sch_netem): packet faults use the nfqueue shaper "
+                            "(nemesis/nfqueue_shaper.py) instead (%s)", (res.stderr or res.stdout).strip()[:200])
         return self._netem
 
     def _packet(self, fault: Fault) -> dict:
@@ -269,27 +273,80 @@ class NemesisController:
             senders = choose_targets(mode, nodes, self.rng, None).targets if mode != "all" else nodes
             kind = fault.kind
         p = packet.netem_params(kind, self.rng)
+        p.update(packet.given_params(fault.params))       # settings the fault names win
         out: dict = {"targets": senders, **p}
         self._hold(fault, senders)
+        ips = {n: [self.cluster.ip(d) for d in nodes if d != n] for n in senders}
         if self.netem_available():
-            ips = {n: [self.cluster.ip(d) for d in nodes if d != n] for n in senders}
             on_nodes(senders, lambda n: self.cluster.remote.exec(n, packet.netem_command(ips[n], p),
                                                                  check=True), what="netem")
-        else:
-            if not p["loss_pct"]:
-                p["loss_pct"] = self.rng.randint(5, 30)
-            out.update(netem=False, loss_pct=p["loss_pct"])
-            g = {n: {s for s in senders if s != n} for n in nodes}
-            self.partitioner.apply(g, fault.key, packet.loss_match(p))
+            return out
+        out["netem"] = False
+        applied, missing = packet.shaper_params(p, self.rng)
+        error = self._start_shapers(fault.key, senders, applied)
+        if error is None:
+            out.update(applied, shaper="nfqueue", queue=self._shapers[fault.key][0])
+            if missing:
+                out["not_applied"] = missing
+            on_nodes(senders, lambda n: self.cluster.remote.exec(
+                n, packet.queue_rules(fault.key, self._shapers[fault.key][0], ips[n]), check=True),
+                what="nfqueue rules")
+            return out
+        log.warning("packet fault %s: the nfqueue shaper could not start (%s): loss only, with "
+                    "iptables' statistic match", fault.key, error)
+        applied, missing = packet.fallback_params(p, self.rng)
+        out.update(applied, shaper=False, shaper_error=error[:300])
+        if missing:
+            out["not_applied"] = missing
+        g = {n: {s for s in senders if s != n} for n in nodes}
+        self.partitioner.apply(g, fault.key, packet.loss_match(applied))
         return out
 
+    def _start_shapers(self, slot: str, senders: list[str], p: dict) -> str | None:
+        """Copy the shaper to every sender and start it there on a queue of the slot's own;
+        None when it runs everywhere, else the error (the shapers that did start are
+        stopped again)."""
+        with self._lock:
+            used = {q for q, _n in self._shapers.values()}
+            queue = next(q for q in range(packet.QUEUE_BASE, packet.QUEUE_BASE + 1000) if q not in used)
+            self._shapers[slot] = (queue, list(senders))
+        seeds = {n: self.rng.getrandbits(32) for n in senders}
+
+        def start(n: str) -> None:
+            self.cluster.remote.put(n, packet.SHAPER_SOURCE, packet.SHAPER_PATH)
+            self.cluster.remote.exec(n, packet.shaper_start_command(slot, queue, p, seeds[n]), check=True)
+
+        try:
+            on_nodes(senders, start, what="shaper start")
+        except NodeErrors as err:
+            try:
+                self._stop_shapers(slot)
+            except NodeErrors as again:      # left recorded: the stop or heal_all tries again
+                log.warning("packet fault %s: could not stop the shapers that started: %s", slot, again)
+            return "; ".join(f"{n}: {packet.error_text(e)}" for n, e in sorted(err.errors.items()))
+        return None
+
+    def _stop_shapers(self, slot: str) -> dict[str, dict]:
+        """Stop the slot's shapers (each accepts what it holds, then exits); return their
+        counts by node. Raises NodeErrors (the slot's shapers stay recorded for a retry)."""
+        with self._lock:
+            entry = self._shapers.get(slot)
+        if entry is None:
+            return {}
+        res = on_nodes(entry[1], lambda n: self.cluster.remote.exec(n, packet.shaper_stop_command(slot),
+                                                                    check=True), what="shaper stop")
+        with self._lock:
+            self._shapers.pop(slot, None)
+        return {n: packet.shaper_counts(r.stdout) for n, r in res.items()}
+
     def stop(self, fault: Fault) -> dict:
-        """Heal ``fault``'s slot: flush its chain (partition, flap, emulated packet loss),
-        remove netem, restart the killed nodes (kill, crash, rolling) or SIGCONT the paused
-        ones (pause).
+        """Heal ``fault``'s slot: flush its chains (partition, flap, packet), remove netem or
+        stop the packet shapers, restart the killed nodes (kill, crash, rolling) or SIGCONT
+        the paused ones (pause).
 
         Returns ``{"kind": K, "targets": [nodes]}`` (with ``"slot"`` when not
-        the family's, and ``"errors"`` from a background fault); stopping a
+        the family's, ``"errors"`` from a background fault, and ``"shaped"``:
+        ``{node: the shaper's counts}`` for a shaped packet fault); stopping a
         slot that is not active does nothing and returns ``"targets": []``. Raises ``nemesis.parallel.NodeErrors``
         if a node could not be healed (the fault then stays active for
         :meth:`heal_all`).
@@ -312,10 +369,13 @@ class NemesisController:
             if name in ("partition", "flap"):
                 self.partitioner.heal(held.key)
             elif name == "packet":
-                self.partitioner.heal(held.key)
+                self.partitioner.heal(held.key)       # first, so no packet goes to a queue being closed
                 if self._netem:
                     on_nodes(targets, lambda n: self.cluster.remote.exec(n, packet.HEAL_COMMAND, check=True),
                              what="netem heal")
+                shaped = self._stop_shapers(held.key)
+                if shaped:
+                    out["shaped"] = shaped
             elif name in ("kill", "crash", "rolling"):
                 restart_nodes(self.db, targets)
             elif name == "pause":
@@ -329,7 +389,8 @@ class NemesisController:
 
     def heal_all(self) -> dict:
         """Undo every fault on every node: stop background faults, flush iptables, remove
-        netem, SIGCONT, start any stopped node.
+        netem, end every packet shaper (where netem is missing), SIGCONT, start any
+        stopped node.
 
         Idempotent and tolerant: it never raises for a node failure; it
         returns ``{"restarted": [nodes started], "errors": {node: message}}``
@@ -347,6 +408,9 @@ class NemesisController:
                  (lambda: on_nodes(nodes, lambda n: self.cluster.remote.exec(n, packet.HEAL_COMMAND,
                                                                              check=False), what="netem heal"),
                   "netem"),
+                 (lambda: on_nodes(nodes, lambda n: self.cluster.remote.exec(n, packet.SHAPER_KILL_ALL_COMMAND,
+                                                                             check=False), what="shaper kill")
+                  if self._netem is False or self._shapers else None, "shaper"),
                  (lambda: resume_nodes(self.db, nodes), "resume"),
                  (lambda: restart_nodes(self.db, nodes), "restart")]
         for step, what in steps:
@@ -363,4 +427,5 @@ class NemesisController:
         else:
             with self._lock:
                 self._active.clear()
+                self._shapers.clear()
         return {"restarted": restarted, "errors": errors}

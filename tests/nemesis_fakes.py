@@ -361,3 +361,91 @@ def drive(gen, until: float, view=None, thread="nemesis", seed: int = 0,
         done = complete(a) if complete else {"type": "info", "f": a["f"], "value": a.get("value")}
         gen.update(ctx, a, done)
     return out
+
+
+class ShaperSim(NetSim):
+    """A :class:`NetSim` that also plays the nfqueue shaper's commands (kernels without netem).
+
+    ``shaper``: whether a shaper can start (False: its start exits 1, as where the queue
+    cannot be bound). ``shapers``: ``{node: {slot: {"queue", "args", "seed"}}}`` running now;
+    NFQUEUE rules live in ``queued`` (``{node: {chain: [(destination ip, queue)]}}``),
+    flushed with their chain. ``started``: every shaper start, ``(node, slot, queue)``.
+    """
+
+    def __init__(self, netem: bool = False, shaper: bool = True):
+        super().__init__(netem)
+        self.shaper = shaper
+        self.shapers: dict[str, dict[str, dict]] = {}
+        self.queued: dict[str, dict[str, list[tuple[str, int]]]] = {}
+        self.started: list[tuple[str, str, int]] = []
+
+    def __call__(self, node: str, cmd) -> ExecResult | None:
+        import json
+        import re
+
+        from nemesis import packet
+        from nemesis.partition import HEAL_ALL_COMMAND
+        if cmd == packet.SHAPER_KILL_ALL_COMMAND:
+            with self._lock:
+                self.shapers.pop(node, None)
+            return None
+        if isinstance(cmd, str) and cmd.startswith("rm -f /tmp/kc-shaper-") and " nohup python3 " in cmd:
+            m = re.search(r"--queue (\d+) --delay-ms (\S+) --jitter-ms (\S+) --loss-pct (\S+) "
+                          r"--reorder-pct (\S+) --seed (\d+) --pidfile /tmp/kc-shaper-([\w-]+)\.pid ", cmd)
+            assert m and packet.SHAPER_PATH in cmd, cmd
+            queue, slot = int(m.group(1)), m.group(7)
+            with self._lock:
+                running = self.shapers.setdefault(node, {})
+                if not self.shaper:
+                    return ExecResult(1, "", f"nfqueue_shaper: bind queue (queue {queue}): Operation not permitted")
+                if slot in running or queue in {s["queue"] for s in running.values()}:
+                    return ExecResult(1, "", f"nfqueue_shaper: bind queue (queue {queue}): Device or resource busy")
+                args = dict(zip(packet.SHAPER_KEYS, (float(m.group(i)) for i in range(2, 6))))
+                running[slot] = {"queue": queue, "args": args, "seed": int(m.group(6))}
+                self.started.append((node, slot, queue))
+            return None
+        if isinstance(cmd, str) and cmd.startswith("if [ -s /tmp/kc-shaper-"):
+            slot = re.match(r"if \[ -s /tmp/kc-shaper-([\w-]+)\.pid \]", cmd).group(1)
+            with self._lock:
+                gone = self.shapers.get(node, {}).pop(slot, None)
+            if gone is None:
+                return None
+            return ExecResult(0, json.dumps({"queue": gone["queue"], "packets": 3, "accepted": 3,
+                                             "dropped": 0}) + "\n", "")
+        if cmd == HEAL_ALL_COMMAND:
+            with self._lock:
+                self.queued.pop(node, None)
+        return super().__call__(node, cmd)
+
+    def _step(self, node: str, chains: dict, part: str) -> bool:
+        words = part.strip("{}; ").split()
+        bare = part.lstrip("{ ")
+        if part.startswith("iptables -w -A ") and " -j NFQUEUE " in part:
+            if (words[3] not in chains or not words[3].endswith("-o") or words[4] != "-d"
+                    or words[6:9] != ["-j", "NFQUEUE", "--queue-num"] or words[10:] != ["--queue-bypass"]):
+                return False
+            self.queued.setdefault(node, {}).setdefault(words[3], []).append((words[5], int(words[9])))
+            return True
+        if bare.startswith("iptables -w -F "):
+            self.queued.get(node, {}).pop(words[3], None)
+        return super()._step(node, chains, part)
+
+    def queue_rules(self, node: str) -> list[tuple[str, str, int]]:
+        """The NFQUEUE rules in effect on ``node``'s way out: ``(chain, destination ip, queue)``
+        for every chain OUTPUT jumps to."""
+        chains = self.chains.get(node, {})
+        return [(c, dst, q) for kind, c in chains.get("OUTPUT", []) if kind == "-j"
+                for dst, q in self.queued.get(node, {}).get(c, [])]
+
+
+def shaper_controller(n: int = 5, leader=None, seed: int = 1, shaper: bool = True):
+    """``(cluster, sim, db, controller)`` as :func:`make_controller`, on a kernel without
+    netem played by a :class:`ShaperSim` (``shaper``: whether the shaper can start)."""
+    import random
+
+    from nemesis.controller import NemesisController
+    sim = ShaperSim(netem=False, shaper=shaper)
+    cluster = FakeCluster(n, FakeRemote(sim))
+    db = FakeDB(cluster.nodes)
+    find = leader if callable(leader) else (lambda: leader)
+    return cluster, sim, db, NemesisController(cluster, db, find, random.Random(seed))
