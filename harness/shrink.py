@@ -52,8 +52,10 @@ def replay_value(family: str, invoked: dict, done: dict) -> dict:
         return dict(invoked)
     if family == "partition" and isinstance(done.get("grudge"), dict):
         return {"kind": "nodes", **slot, "grudge": {n: list(d) for n, d in done["grudge"].items() if d}}
-    if family == "packet":
-        return {"kind": "nodes", **slot, "targets": list(done.get("targets") or []), "effect": kind}
+    if family == "packet":       # the settings drawn are replayed as they were
+        numbers = {k: done[k] for k in ("delay_ms", "jitter_ms", "loss_pct", "duplicate_pct", "reorder_pct")
+                   if isinstance(done.get(k), (int, float))}
+        return {"kind": "nodes", **slot, "targets": list(done.get("targets") or []), "effect": kind, **numbers}
     if isinstance(done.get("targets"), list) and done["targets"]:
         return {"kind": "nodes", **slot, "targets": list(done["targets"])}
     return dict(invoked)

@@ -39,7 +39,7 @@ def test_fault_units_pair_starts_and_stops_by_slot_and_resolve_random_targets():
 def test_replay_values():
     assert replay_value("flap", {"kind": "bridge"}, {"kind": "bridge", "targets": ["n1"]}) == {"kind": "bridge"}
     assert replay_value("packet", {"kind": "loss"}, {"targets": ["n2"], "loss_pct": 9}) == \
-        {"kind": "nodes", "targets": ["n2"], "effect": "loss"}
+        {"kind": "nodes", "targets": ["n2"], "effect": "loss", "loss_pct": 9}
     assert replay_value("crash", {"kind": "majority"}, {"targets": ["n1", "n2", "n3"]}) == {"kind": "majority"}
 
 
