@@ -45,6 +45,10 @@ SCHEDULES: dict[str, Schedule] = {
     # what `make run` runs: every kind of fault, overlapping
     "default": Schedule(("partition", "kill", "pause", "crash", "flap", "elect", "lag"),
                         interval=4.0, duration=4.0),
+    # a candidate for the default: a second partition timeline aimed at the leader, and the
+    # leader killed with a batch in flight
+    "default2": Schedule(("partition", "partition:isolate-leader+leader-minority", "kill", "pause",
+                          "crash", "elect", "lag", "batch"), interval=5.0, duration=4.0),
     # power-loss-like crashes of a majority or of every node
     "crash": Schedule(("crash", "kill"), interval=2.0, duration=1.5, time_limit=40.0),
     # long partitions aimed at the leader, clients writing and reading everywhere

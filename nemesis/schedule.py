@@ -21,7 +21,9 @@ Two modes (``--nemesis-mode``):
 - ``serial``: Jepsen's classic: wait ``interval_s``, start a fault, wait
   ``duration_s``, stop it; the names cycle through a seeded permutation,
   never the same twice in a row (:class:`FaultSchedule`);
-- ``overlap``: every name on its own timeline at once, so faults overlap:
+- ``overlap``: every name on its own timeline at once, so faults overlap (a
+  family named twice, e.g. ``partition`` and ``partition:isolate-leader``,
+  gets a slot per timeline):
   calm for a uniform ``[0, 2 * interval_s)``, then a fault lasting a uniform
   ``[duration_s / 2, 3 * duration_s / 2)``, or one time in four a long one,
   uniform ``[2 * duration_s, 3 * duration_s)`` (bugs of timers, such as a
@@ -293,8 +295,10 @@ def batch_fault(down_s: float) -> Generator:
                              if target else None, down_s)])
 
 
-def fault_generator(name: str, rng: random.Random, duration_s: float, n_nodes: int) -> Generator:
-    """One fault of ``--nemesis`` name ``name``, lasting about ``duration_s``."""
+def fault_generator(name: str, rng: random.Random, duration_s: float, n_nodes: int,
+                    slot: str | None = None) -> Generator:
+    """One fault of ``--nemesis`` name ``name``, lasting about ``duration_s`` (a family's in
+    ``slot``, when given)."""
     if name == "lag":
         return lag_fault(rng, duration_s, max(1.0, duration_s / 2), n_nodes)
     if name == "elect":
@@ -305,7 +309,7 @@ def fault_generator(name: str, rng: random.Random, duration_s: float, n_nodes: i
     name = split_name(name)[0]
     if not kinds:
         raise ValueError(f"nemesis {name!r} needs at least 2 nodes, got {n_nodes}")
-    return fault_window(Fault(name, rng.choice(kinds)), duration_s)
+    return fault_window(Fault(name, rng.choice(kinds), slot=slot), duration_s)
 
 
 def overlap_duration(rng: random.Random, mean_s: float) -> float:
@@ -341,8 +345,16 @@ def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "ser
         if not name_kinds(name, n_nodes):
             raise ValueError(f"nemesis {name!r} needs at least 2 nodes, got {n_nodes}")
 
-    def timeline(name: str) -> Generator:
+    def timeline(name: str, slot: str | None) -> Generator:
         own = random.Random(rng.getrandbits(64))
         return Cycle(lambda: Seq([Sleep(own.uniform(0, 2 * interval_s)),
-                                  fault_generator(name, own, overlap_duration(own, duration_s), n_nodes)]))
-    return Any([timeline(n) for n in names])
+                                  fault_generator(name, own, overlap_duration(own, duration_s), n_nodes,
+                                                  slot)]))
+    # two timelines of one family (e.g. partition and partition:isolate-leader) each get a slot
+    seen: dict[str, int] = {}
+    slots = []
+    for n in names:
+        family = split_name(n)[0]
+        seen[family] = seen.get(family, 0) + 1
+        slots.append(f"{family}{seen[family]}" if seen[family] > 1 and family in FAMILIES else None)
+    return Any([timeline(n, slot) for n, slot in zip(names, slots)])

@@ -178,3 +178,19 @@ def test_nemesis_generator_rejects_bad_arguments(args, msg):
     names, mode, *rest = args
     with pytest.raises(ValueError, match=msg):
         nemesis_generator(names, random.Random(1), mode, *rest)
+
+
+def test_overlap_gives_a_family_named_twice_a_slot_per_timeline():
+    from tests.nemesis_fakes import make_controller
+    from nemesis.worker import parse_op
+    ops = drive(nemesis_generator(["partition", "partition:isolate-leader"], random.Random(1), "overlap",
+                                  2, 3), 120)
+    slots = {(op["f"], op["value"].get("slot")) for _, op in ops}
+    assert slots == {("start-partition", None), ("stop-partition", None),
+                     ("start-partition", "partition2"), ("stop-partition", "partition2")}
+    assert all(op["value"]["kind"] == "isolate-leader" for _, op in ops
+               if op["f"] == "start-partition" and op["value"].get("slot") == "partition2")
+    cluster, sim, db, c = make_controller(leader="n1")    # never "already active"
+    for _, op in ops:
+        phase, fault = parse_op(op)
+        (c.start if phase == "start" else c.stop)(fault)
