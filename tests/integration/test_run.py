@@ -21,7 +21,7 @@ SUBNET = "10.76.0.0/24"
 
 def test_short_run_under_faults_is_valid(engine, kraft_chaos_run):
     results, run_dir = kraft_chaos_run(nodes=3, time_limit=32, nemesis=["partition", "kill", "pause"],
-                                       nemesis_interval=2, nemesis_duration=6, concurrency=5, rate=50,
+                                       nemesis_interval=2, nemesis_duration=6, nemesis_mode="serial", concurrency=5, rate=50,
                                        subnet=SUBNET, seed=7)
     history = read_history(run_dir / "history.jsonl")
     windows = fault_intervals(history)
@@ -51,7 +51,7 @@ def test_spark_analysis_of_real_runs_matches_check(engine, kraft_chaos_run, spar
     stored = {}
     for workload, subnet in (("append", "10.74.0.0/24"), ("kv", "10.73.0.0/24")):
         results, run_dir = kraft_chaos_run(nodes=3, time_limit=12, nemesis=["partition", "kill"],
-                                           nemesis_interval=2, nemesis_duration=4, concurrency=4,
+                                           nemesis_interval=2, nemesis_duration=4, nemesis_mode="serial", concurrency=4,
                                            rate=40, subnet=subnet, seed=21, workload=workload)
         stored[run_dir.resolve()] = results
     roots = {d.parent.parent for d in stored}

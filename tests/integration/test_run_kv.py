@@ -21,7 +21,7 @@ SUBNET = "10.76.0.0/24"
 
 def test_short_kv_run_under_faults_is_linearizable(engine, kraft_chaos_run):
     results, run_dir = kraft_chaos_run(nodes=3, time_limit=24, nemesis=["partition", "kill", "pause"],
-                                       nemesis_interval=2, nemesis_duration=5, concurrency=5, rate=50,
+                                       nemesis_interval=2, nemesis_duration=5, nemesis_mode="serial", concurrency=5, rate=50,
                                        subnet=SUBNET, seed=11, workload="kv")
     history = read_history(run_dir / "history.jsonl")
     assert len(fault_intervals(history)) >= 2
