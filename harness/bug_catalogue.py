@@ -49,6 +49,10 @@ SCHEDULES: dict[str, Schedule] = {
     # leader killed with a batch in flight
     "default2": Schedule(("partition", "partition:isolate-leader+leader-minority", "kill", "pause",
                           "crash", "elect", "lag", "batch"), interval=5.0, duration=4.0),
+    # a candidate for the default: focused faults one after another, each long enough to play out
+    "default3": Schedule(("partition:isolate-leader+leader-minority", "crash", "lag", "elect",
+                          "partition:isolate-one+one-way-one", "kill"), mode="serial", interval=1.5,
+                         duration=7.0),
     # power-loss-like crashes of a majority or of every node
     "crash": Schedule(("crash", "kill"), interval=2.0, duration=1.5, time_limit=40.0),
     # long partitions aimed at the leader, clients writing and reading everywhere
