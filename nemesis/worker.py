@@ -58,7 +58,8 @@ class NemesisWorker:
     async def invoke(self, op: dict, process="nemesis") -> NemesisOutcome:
         """Apply one op; record it. A cancellation while the controller works waits for
         it (a thread cannot be interrupted), records the outcome, then propagates."""
-        inv = self.history.invoke("nemesis", op["f"], op.get("value"))
+        f = op.get("f") if isinstance(op.get("f"), str) else "invalid"
+        inv = self.history.invoke("nemesis", f, op.get("value"))
         try:
             phase, fault = parse_op(op)
         except ValueError as e:
@@ -75,7 +76,7 @@ class NemesisWorker:
                 pass
         err = task.exception()
         if err is not None:
-            log.error("nemesis %s failed: %s", op["f"], err)
+            log.error("nemesis %s failed: %s", f, err)
             out = NemesisOutcome(self.history.complete(inv, "info", fault.to_value(), error=str(err)),
                                  str(err))
         else:

@@ -137,3 +137,16 @@ def test_cancelled_while_the_controller_works_records_the_outcome_then_propagate
     assert [(i["f"], d["value"]) for i, d in pairs] == [
         ("start-kill", {"kind": "one", "targets": ["n1"]}), ("stop-kill", {"kind": "one", "targets": ["n1"]})]
     assert ctl.calls == [("start", "kill"), ("stop", "kill")] and ctl.max_in_flight == 1
+
+
+def test_an_op_without_f_is_recorded_with_an_error_not_a_crash():
+    import asyncio
+
+    from nemesis.worker import NemesisWorker
+    from tests.nemesis_fakes import FakeHistory, make_controller
+
+    _cluster, _sim, _db, c = make_controller()
+    h = FakeHistory()
+    out = asyncio.run(NemesisWorker(c, h).invoke({"value": {"kind": "one"}}))
+    assert out.error and "start-<family>" in out.error
+    assert [op["f"] for op in h.ops] == ["invalid", "invalid"] and h.ops[1]["error"] == out.error
