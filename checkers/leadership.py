@@ -61,6 +61,9 @@ class _Samples(Checker):
     def __init__(self, ctx: CheckContext):
         self.ctx = ctx
         self.samples: list[tuple[int, int, str, int, int, bool, int]] = []
+        #: per node, (invoke ns, completion ns) of samples it did not answer (refused
+        #: connection, timeout): black-box evidence that it was down or unreachable
+        self.unanswered: dict[str, list[tuple[int, int]]] = {}
         self.faults = FaultWindowFold()
         self._invoked: dict[Any, int] = {}
 
@@ -76,6 +79,9 @@ class _Samples(Checker):
             return
         t0 = self._invoked.pop(op["process"], op["time"])
         v, node = op.get("value"), op.get("node")
+        if isinstance(node, str) and op["type"] in ("fail", "info") and not isinstance(v, dict):
+            self.unanswered.setdefault(node, []).append((t0, op["time"]))   # no answer at all
+            return
         if op["type"] not in ("ok", "fail") or not isinstance(v, dict) or not isinstance(node, str):
             return
         epoch, leader = v.get("LeaderEpoch"), v.get("LeaderId")
@@ -151,12 +157,19 @@ class DisruptiveElection(_Samples):
 
     For each epoch E with a leader L, the first answer in a higher epoch from
     a node that was unharmed and connected to L is when E ended for it (a
-    node cut off or harmed may move on). If L had answered as leader within
+    node cut off or harmed may move on). Harmed means a nemesis fault touched
+    it, or it left one of the monitor's samples unanswered in the window (a
+    node that died on its own is no evidence of a disruptive election; the
+    crashed-node checker reports it). If L had answered as leader within
     the window before, and a majority (L included) was unharmed and
     connected to L throughout that window, nothing justified leaving E. Anomaly: ``{"epoch": the higher
     epoch, "node": who answered in it, "op", "previous_epoch",
     "previous_leader", "healthy": [nodes]}``.
     """
+
+    def _silent(self, node: str, t0: int, t1: int) -> bool:
+        """True if ``node`` left a sample unanswered in ``[t0, t1]``."""
+        return any(a <= t1 and t0 <= b for a, b in self.unanswered.get(node, ()))
 
     def result(self, nodes) -> dict:
         windows = self.faults.result()
@@ -178,12 +191,14 @@ class DisruptiveElection(_Samples):
                 led = [tc for tc, n in mine if n == leader and t0 <= tc <= t]
                 if not led and t > mine[-1][0]:
                     break                     # the leader had stopped leading long before
-                if t0 < 0 or not led or windows.is_down(leader, t0, t):
+                if t0 < 0 or not led or windows.is_down(leader, t0, t) or self._silent(leader, t0, t):
                     continue
-                if node != leader and (windows.is_down(node, t0, t) or windows.is_cut(leader, node, t0, t)):
+                if node != leader and (windows.is_down(node, t0, t) or windows.is_cut(leader, node, t0, t)
+                                       or self._silent(node, t0, t)):
                     continue                  # a node cut off or harmed may move on: no disruption
                 healthy = [n for n in all_nodes if n == leader or (not windows.is_down(n, t0, t)
-                                                                   and not windows.is_cut(leader, n, t0, t))]
+                                                                   and not windows.is_cut(leader, n, t0, t)
+                                                                   and not self._silent(n, t0, t))]
                 if len(healthy) >= majority:
                     anomalies.append({"epoch": e_new, "node": node, "op": index, "previous_epoch": epoch,
                                       "previous_leader": leader, "healthy": healthy})

@@ -279,9 +279,23 @@ class _Run:
             if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
                 log.error("%s failed: %r", t.get_name(), r)
                 raise r
-        if self.controller is not None:
-            log.info("healing every fault")
-            await self._blocking(self.controller.heal_all)
+        await self._heal(nodes)
+
+    async def _heal(self, nodes: list[str]) -> None:
+        """Heal everything, and record it as a ``heal`` op of the nemesis: its value names
+        the nodes still held by a fault (``held``) and those found not running although no
+        fault held them and were started again (``restarted``: they died on their own)."""
+        if self.controller is None:     # no nemesis ran: a controller only to find dead nodes
+            from nemesis.controller import NemesisController
+            self.controller = NemesisController(self.cluster, self.db, lambda: None,
+                                                random.Random(f"{self.config.seed}:heal"))
+        held = sorted({n for targets in self.controller.active.values() for n in targets})
+        log.info("healing every fault")
+        op = self.history.invoke("nemesis", "heal", {"kind": "all"})
+        result = await self._blocking(self.controller.heal_all)
+        self.history.complete(op, "info", {"kind": "all", "held": held, **result})
+        if result["restarted"]:
+            log.warning("nodes found not running after every fault had stopped: %s", result["restarted"])
 
     def _make_workload(self, topology):
         """The configured workload (by name, workloads/registry.py) on ``topology``."""

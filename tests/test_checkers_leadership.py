@@ -160,3 +160,32 @@ def test_fault_windows_span_invoke_to_stop_and_open_faults_run_to_the_end():
     assert w.is_down("n2", 1500, 1600 * 10**6) and not w.is_down("n2", 2_100_000_000, 4_000_000_000)
     assert w.is_cut("n2", "n1", 4_000_000_000, 4_100_000_000)      # never stopped: to the end
     assert not w.is_cut("n1", "n3", 0, 5_000_000_000)
+
+
+def test_a_node_that_stopped_answering_is_no_evidence_of_a_disruptive_election():
+    """Two followers die on their own (no fault): the leader loses its quorum and resigns."""
+    h = H()
+    for t in range(100, 12_000, 250):
+        if t < 9000:
+            sample(h, "n1", t, 1, 1, True)
+        else:
+            sample(h, "n1", t, 2, -1, False)              # n1 resigned: epoch 2, no leader
+        sample(h, "n2", t + 1, 1 if t < 9000 else 2, -1, False)
+        for n in ("n3", "n4"):                             # refused connections from 6 s
+            p = 100 + int(n[1:])
+            h.op("invoke", p, "describe-quorum", None, node=n, at_ms=t + 2)
+            if t < 6000:
+                h.op("fail", p, "describe-quorum", {"LeaderEpoch": 1, "LeaderId": 1}, node=n, at_ms=t + 3)
+            else:
+                h.op("fail", p, "describe-quorum", None, node=n, error="connection", at_ms=t + 3)
+    assert check(ordered(h), DisruptiveElection)["valid"] is True
+
+
+def test_crashed_node_reports_nodes_found_dead_after_the_faults_stopped():
+    from checkers.crashes import CrashedNode
+    h = H()
+    nemesis(h, "heal", {"kind": "all"}, 1000, {"kind": "all", "held": ["n2"], "restarted": ["n2", "n3"],
+                                               "errors": {}})
+    r = check(ordered(h), lambda ctx: CrashedNode(ctx))
+    assert r["valid"] is False and r["anomalies"] == [{"node": "n3", "op": 1}]
+    assert check(ordered(H()), lambda ctx: CrashedNode(ctx))["note"] == "no heal op in the history"

@@ -28,7 +28,8 @@ FINAL_READ_TIMEOUT_S = 30.0
 LEADERLESS_READ_TIMEOUT_S = 5.0
 
 #: the checkers every workload on the KRaft quorum runs: leadership over time and the nodes' logs
-QUORUM_CHECKERS = ("election-safety", "divergence", "epoch-regression", "stale-leader", "disruptive-election")
+QUORUM_CHECKERS = ("election-safety", "divergence", "epoch-regression", "stale-leader", "disruptive-election",
+                   "crashed-node")
 
 
 class Quorum(Protocol):
