@@ -27,6 +27,7 @@ from typing import Any
 
 from history import NEMESIS
 
+from .crashes import CrashedNode
 from .fault_windows import FaultWindowFold
 from .fold import CheckContext, Checker
 from .reads import MAX_EXAMPLES, is_int, node_id
@@ -210,10 +211,13 @@ class DisruptiveElection(_Samples):
 #: the leadership checkers by name
 LEADERSHIP_CHECKERS = {"epoch-regression": EpochRegression, "stale-leader": StaleLeader,
                        "disruptive-election": DisruptiveElection}
+#: what reads only the monitor's and the nemesis's ops: the leadership checkers and crashed-node
+#: (``analyze`` runs these on the driver, :func:`check_leadership_file`)
+NEMESIS_AND_MONITOR_CHECKERS = {**LEADERSHIP_CHECKERS, "crashed-node": CrashedNode}
 
 
 def check_leadership_file(path, ctx: CheckContext) -> dict[str, dict]:
-    """The leadership checkers over a history file, reading only its DescribeQuorum and
+    """The leadership checkers and crashed-node over a history file, reading only its DescribeQuorum and
     nemesis lines (a substring test before any JSON parse, so a history of millions of
     client ops costs one read of the file). Lines are parsed as ``history.iter_history``
     would, without its index check (the other lines are skipped). Raises
@@ -231,4 +235,4 @@ def check_leadership_file(path, ctx: CheckContext) -> dict[str, dict]:
                 if '"describe-quorum"' in line or '"nemesis"' in line:
                     yield parse_line(line, path, lineno)
 
-    return run_checkers(ops, {name: cls(ctx) for name, cls in LEADERSHIP_CHECKERS.items()})
+    return run_checkers(ops, {name: cls(ctx) for name, cls in NEMESIS_AND_MONITOR_CHECKERS.items()})

@@ -101,8 +101,6 @@ def check_all_folds(open_history: Callable, names: Iterable[str], nodes=None,
             "stats": stats, "extra": extras}
 
 # Leadership over time (checkers/leadership.py): folds over the monitor's samples and the nemesis ops.
-from .crashes import CrashedNode  # noqa: E402
-from .leadership import LEADERSHIP_CHECKERS  # noqa: E402
+from .leadership import NEMESIS_AND_MONITOR_CHECKERS  # noqa: E402
 
-FACTORIES.update(LEADERSHIP_CHECKERS)
-FACTORIES["crashed-node"] = CrashedNode
+FACTORIES.update(NEMESIS_AND_MONITOR_CHECKERS)

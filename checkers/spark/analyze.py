@@ -82,7 +82,7 @@ def _leadership(run: RunInfo) -> dict[str, dict]:
     gets the default fetch timeout."""
     import json
     from checkers.fold import CheckContext
-    from checkers.leadership import LEADERSHIP_CHECKERS, check_leadership_file
+    from checkers.leadership import NEMESIS_AND_MONITOR_CHECKERS, check_leadership_file
     try:
         config = json.loads((run.dir / "test.json").read_text()).get("config") or {}
     except (OSError, ValueError, AttributeError):
@@ -90,7 +90,7 @@ def _leadership(run: RunInfo) -> dict[str, dict]:
     try:
         return check_leadership_file(run.history, CheckContext(run.dir, config if isinstance(config, dict) else {}))
     except ValueError as e:      # a malformed line: the run is already "unknown"
-        return {name: {"valid": "unknown", "anomalies": [], "error": str(e)} for name in LEADERSHIP_CHECKERS}
+        return {name: {"valid": "unknown", "anomalies": [], "error": str(e)} for name in NEMESIS_AND_MONITOR_CHECKERS}
 
 
 def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.0) -> Analysis:

@@ -6,10 +6,10 @@ from pathlib import Path
 import pandas as pd
 
 from checkers import log_safety
-from checkers.leadership import LEADERSHIP_CHECKERS
+from checkers.leadership import NEMESIS_AND_MONITOR_CHECKERS
 
 #: Checker names, as in results.json, and their summary columns.
-CHECKERS = (*log_safety.CHECKERS, "linearizability", *LEADERSHIP_CHECKERS)
+CHECKERS = (*log_safety.CHECKERS, "linearizability", *NEMESIS_AND_MONITOR_CHECKERS)
 ANOMALY_COLUMNS = [name.replace("-", "_") for name in CHECKERS]
 
 RUN_COLUMNS = ["run", "test", "date", "workload", "synthetic", "verdict", "ops", "client_ops", "ok",
