@@ -42,15 +42,13 @@ class Schedule:
 
 
 SCHEDULES: dict[str, Schedule] = {
-    # what `make run` runs: every kind of fault, overlapping
+    # what `make run` runs: every kind of fault, overlapping. Of the schedules tried it caught the
+    # most catalogued bugs in one 60 s run each: 8 of 12 (focused: 7; a denser overlap with two
+    # partition timelines and batch, interval 5 s: 3)
     "default": Schedule(("partition", "kill", "pause", "crash", "flap", "elect", "lag"),
                         interval=4.0, duration=4.0),
-    # a candidate for the default: a second partition timeline aimed at the leader, and the
-    # leader killed with a batch in flight
-    "default2": Schedule(("partition", "partition:isolate-leader+leader-minority", "kill", "pause",
-                          "crash", "elect", "lag", "batch"), interval=5.0, duration=4.0),
-    # a candidate for the default: focused faults one after another, each long enough to play out
-    "default3": Schedule(("partition:isolate-leader+leader-minority", "crash", "lag", "elect",
+    # focused faults one after another, each long enough to play out (the default's runner-up)
+    "focused": Schedule(("partition:isolate-leader+leader-minority", "crash", "lag", "elect",
                           "partition:isolate-one+one-way-one", "kill"), mode="serial", interval=1.5,
                          duration=7.0),
     # power-loss-like crashes of a majority or of every node
