@@ -23,9 +23,10 @@ class ClientOptions:
     must refuse it; a correct node answers NOT_LEADER_OR_FOLLOWER).
     ``roaming_clients``: the fraction of workers (rounded down) that send
     every op to a random node, never following leader hints, like clients
-    with stale metadata (workloads/worker.py). ``timeout_ms``: per-request client timeout (ms). ``monitor_interval_ms``
-    / ``monitor_timeout_ms``: DescribeQuorum sampling period and timeout
-    (ms). Raises ``ValueError`` naming the bad field.
+    with stale metadata (workloads/worker.py). ``timeout_ms``: per-request
+    client timeout (ms). ``monitor_interval_ms`` / ``monitor_timeout_ms``:
+    DescribeQuorum sampling period and timeout (ms). Raises ``ValueError``
+    naming the bad field.
     """
 
     concurrency: int = 10
