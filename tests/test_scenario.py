@@ -122,3 +122,12 @@ def test_a_wait_that_times_out_moves_on():
     rng = random.Random(1)
     assert gen.op(Context(0.0, "nemesis", "nemesis", rng, QuorumView())).until == pytest.approx(0.05)
     assert gen.op(Context(1.5, "nemesis", "nemesis", rng, QuorumView())) is None and gate.done
+
+
+def test_the_shipped_example_scenarios_load():
+    from pathlib import Path
+    examples = sorted((Path(__file__).parent.parent / "examples" / "scenarios").glob("*.toml"))
+    assert {p.stem for p in examples} >= {"ack-before-commit", "no-check-quorum"}
+    for p in examples:
+        doc = load(p)
+        assert doc["run"]["unsafe"] == [p.stem] and any("nemesis" in s for s in doc["steps"])
