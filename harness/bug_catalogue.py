@@ -66,6 +66,10 @@ SCHEDULES: dict[str, Schedule] = {
     # together and split their votes; whoever is seen electing is killed and restarted cut off
     "elect5": Schedule(("elect", "kill:leader", "pause:leader", "partition:isolate-leader"),
                        interval=1.5, duration=2.5, nodes=5, time_limit=80.0),
+    # restarts among three: killed leaders and rolling restarts, so a node restarted with no
+    # high watermark leads again soon, while a follower lags
+    "restart3": Schedule(("kill", "rolling", "partition"), interval=2.0, duration=2.0, nodes=3,
+                         time_limit=60.0),
     # a follower falls behind, then the up-to-date nodes die
     "lag": Schedule(("lag",), interval=1.0, duration=4.0, time_limit=60.0),
 }
