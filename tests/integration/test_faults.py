@@ -83,7 +83,10 @@ timeout = 20
     assert f"repeat with: kraft-chaos scenario run {run_dir / 'scenario.toml'}" in out
     history = read_history(run_dir / "history.jsonl")
     fs = [op["f"] for op in nemesis_infos(history)]
-    assert fs == ["start-partition", "stop-partition"]
+    # the scenario's two steps, then the runner's final heal of every fault
+    assert fs == ["start-partition", "stop-partition", "heal"]
+    heal = nemesis_infos(history)[-1]["value"]
+    assert heal["kind"] == "all" and heal["errors"] == {} and heal["restarted"] == [], heal
     cut = nemesis_infos(history)[0]["value"]
     assert cut["kind"] == "isolate-leader" and len(cut["targets"]) == 1 and "error" not in cut
     assert (run_dir / "scenario.toml").is_file()
