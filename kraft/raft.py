@@ -77,11 +77,13 @@ def field(body: dict, name: str, kind: type | tuple, optional: bool = False):
 class _VoterProgress:
     """Leader-side view of one replica (KIP-595 DescribeQuorum ReplicaState)."""
 
-    __slots__ = ("end_offset", "last_fetch", "last_fetch_wall_ms", "last_caught_up_wall_ms", "directory_id")
+    __slots__ = ("end_offset", "last_fetch", "last_fetch_wall_ms", "last_caught_up_wall_ms", "directory_id",
+                 "read_round")
 
     def __init__(self) -> None:
         self.end_offset = -1
         self.last_fetch = float("-inf")
+        self.read_round = 0       # the newest read-index round this replica echoed in a Fetch
         self.last_fetch_wall_ms = -1
         self.last_caught_up_wall_ms = -1
         self.directory_id: str | None = None
@@ -117,9 +119,10 @@ class RaftNode:
         self._begin_sent: dict[int, float] = {}
         self._pending_appends: dict[int, asyncio.Future] = {}
         self._plain_appends: set[int] = set()   # pending offsets from Append (not KvWrite)
-        self._pending_reads: list[tuple[float, asyncio.Future]] = []
+        self._pending_reads: list[tuple[int, asyncio.Future]] = []   # (read round, answer)
         self.kv = KvStateMachine()           # applied from committed records (kraft/kv.py)
-        self._last_read_at = float("-inf")   # arrival time of the newest read-index request
+        self._read_round = 0                 # Leader: the newest read-index round (grows for life)
+        self._echo_round = 0                 # Follower: the newest round the leader sent us
         self._flush_handle: asyncio.Handle | None = None
         self._wakeup = asyncio.Event()
         self._tasks: set[asyncio.Task] = set()
@@ -463,11 +466,13 @@ class RaftNode:
     async def _fetch_loop(self, gen: int) -> None:
         leader = self.leader_id
         client = self._peer(leader, self.cfg.fetch_max_wait_ms + self.cfg.request_timeout_ms)
+        self._echo_round = 0
         try:
             while gen == self._gen and not self.stopping:
                 body = {"ReplicaId": self.id, "ReplicaDirectoryId": self.meta.directory_id,
                         "ReplicaEpoch": self.epoch, "FetchOffset": self.log.end_offset,
-                        "LastFetchedEpoch": self.log.last_epoch, "MaxWaitMs": self.cfg.fetch_max_wait_ms}
+                        "LastFetchedEpoch": self.log.last_epoch, "MaxWaitMs": self.cfg.fetch_max_wait_ms,
+                        "ReadRound": self._echo_round}
                 try:
                     resp = await client.request(api.FETCH, body)
                 except ClientError:
@@ -491,6 +496,9 @@ class RaftNode:
             return False
         if epoch < self.epoch:
             return False
+        rr = resp.get("ReadRound")
+        if isinstance(rr, int) and not isinstance(rr, bool) and rr > self._echo_round:
+            self._echo_round = rr     # echoed in our next Fetch: it confirms the leader's reads
         div = resp.get("DivergingEpoch")
         if div:
             self._truncate_diverging(div["Epoch"], div["EndOffset"])
@@ -569,20 +577,26 @@ class RaftNode:
         return self.hw > self._epoch_start or "early-high-watermark" in self.cfg.unsafe
 
     def _complete_reads(self) -> None:
-        """Read-index: answer reads that arrived at t once a majority fetched after t."""
+        """Read-index (Raft §6.4): answer a read of round r once a majority (ourselves
+        included) has echoed round r or later in a Fetch.
+
+        A Fetch that echoes r was sent after its replica received a response carrying
+        r, so after the read arrived: the replica still followed us then. Counting a
+        Fetch by its arrival time instead is unsafe: a Fetch sent before a partition,
+        held by TCP and delivered after the heal, would confirm a deposed leader.
+        """
         if not self._pending_reads or not self._epoch_committed():
             return
-        fetch_times = sorted((p.last_fetch for p in self._progress.values()), reverse=True)
-        # the time after which a majority (ourselves included) has fetched
-        confirmed = fetch_times[self.majority - 2] if self.majority >= 2 else float("inf")
+        rounds = sorted((p.read_round for p in self._progress.values()), reverse=True)
+        confirmed = rounds[self.majority - 2] if self.majority >= 2 else self._read_round
         keep = []
-        for t0, fut in self._pending_reads:
+        for r, fut in self._pending_reads:
             if fut.done():
                 continue
-            if confirmed >= t0:
+            if confirmed >= r:
                 fut.set_result(self.hw)
             else:
-                keep.append((t0, fut))
+                keep.append((r, fut))
         self._pending_reads = keep
 
     async def handle_fetch(self, body: dict) -> dict:
@@ -592,6 +606,7 @@ class RaftNode:
         offset = field(body, "FetchOffset", int)
         last_epoch = field(body, "LastFetchedEpoch", int)
         max_wait = min(field(body, "MaxWaitMs", int, optional=True) or 0, 10_000)
+        echoed = field(body, "ReadRound", int, optional=True) or 0
         if offset < 0 or last_epoch < 0 or last_epoch > repoch:
             raise InvalidRequest(f"FetchOffset {offset} / LastFetchedEpoch {last_epoch} out of range")
         err = self._epoch_error(repoch)
@@ -603,22 +618,25 @@ class RaftNode:
             e, end = self.log.end_offset_for_epoch(last_epoch)
             if e != last_epoch or end < offset:
                 return {"ErrorCode": errors.NONE, "HighWatermark": self.hw, "LogStartOffset": 0,
-                        "DivergingEpoch": {"Epoch": e, "EndOffset": end}, "Records": []}
+                        "DivergingEpoch": {"Epoch": e, "EndOffset": end}, "Records": [],
+                        "ReadRound": self._read_round}
         now = self._now()
         p = self._progress.get(rid)
         if p is not None:
             p.end_offset = offset
             p.last_fetch = now
+            if echoed <= self._read_round:      # a round we never sent confirms nothing
+                p.read_round = max(p.read_round, echoed)
             p.last_fetch_wall_ms = int(time.time() * 1000)
             p.directory_id = body.get("ReplicaDirectoryId")
             if offset >= self.log.end_offset:
                 p.last_caught_up_wall_ms = p.last_fetch_wall_ms
             self._update_hw()
             self._complete_reads()
-        gen, hw_seen = self._gen, self.hw
+        gen, hw_seen, round_seen = self._gen, self.hw, self._read_round
         deadline = now + max_wait / 1000.0
         while (self._gen == gen and offset >= self.log.end_offset and self.hw == hw_seen
-               and self._last_read_at <= now):
+               and self._read_round == round_seen):
             remaining = deadline - self._now()
             if remaining <= 0:
                 break
@@ -631,7 +649,7 @@ class RaftNode:
         recs = self.log.read(offset, self.log.end_offset, MAX_FETCH_RECORDS)
         return {"ErrorCode": errors.NONE, "HighWatermark": self.hw, "LogStartOffset": 0,
                 "CurrentLeader": {"LeaderId": self.id, "LeaderEpoch": self.epoch},
-                "Records": [r.to_wire() for r in recs]}
+                "Records": [r.to_wire() for r in recs], "ReadRound": self._read_round}
 
     def _epoch_error(self, req_epoch: int) -> int | None:
         if req_epoch < self.epoch:
@@ -772,11 +790,11 @@ class RaftNode:
     async def read_index(self, timeout_s: float | None = None) -> int:
         """Leader only: the read-index round (Raft §6.4); returns the read index.
 
-        Waits until this epoch's LeaderChange is committed and a majority of
-        voters have fetched since the call (confirming leadership in the
-        current epoch), then returns the high watermark: every write
-        acknowledged before the call is below it. Parked Fetches are answered
-        at once so followers come back quickly. Raises :class:`Refused`
+        Starts a new read round r, answers the parked Fetches at once with r,
+        and waits until this epoch's LeaderChange is committed and a majority
+        of voters have echoed r (or later) in a Fetch, confirming leadership in
+        the current epoch after the call (:meth:`_complete_reads`); then returns
+        the high watermark: every write acknowledged before the call is below it. Raises :class:`Refused`
         NOT_LEADER_OR_FOLLOWER (not the leader, or leadership lost meanwhile)
         or REQUEST_TIMED_OUT (not confirmed within ``timeout_s``, default
         ``request.timeout.ms``).
@@ -794,9 +812,9 @@ class RaftNode:
             return self.hw
         timeout_s = self.cfg.request_timeout_ms / 1000.0 if timeout_s is None else timeout_s
         fut = asyncio.get_running_loop().create_future()
-        self._last_read_at = self._now()
-        self._pending_reads.append((self._last_read_at, fut))
-        self._notify()            # parked fetches answer now, so followers fetch again
+        self._read_round += 1
+        self._pending_reads.append((self._read_round, fut))
+        self._notify()            # parked fetches answer now with the round, so followers echo it
         self._complete_reads()
         try:
             return await asyncio.wait_for(fut, max(0.0, timeout_s))

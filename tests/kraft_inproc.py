@@ -156,3 +156,50 @@ class Partition:
     def heal(self) -> None:
         """Restore every link."""
         self.cut.clear()
+
+
+class HeldPartition(Partition):
+    """Like :class:`Partition`, but a request on a cut link is held, not failed, and
+    delivered when the partition heals: as TCP retransmits a segment that an
+    iptables DROP ate once the rule is gone. The sender may have given up on it
+    meanwhile; the receiver still gets it, late.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._healed: asyncio.Event | None = None
+
+    def attach(self, node: RaftNode) -> None:
+        real, part, me = node._peer, self, node.id
+
+        class HeldClient:
+            def __init__(self, peer_id: int, inner):
+                self.peer_id, self.inner = peer_id, inner
+
+            async def request(self, api_key: int, body: dict) -> dict:
+                if frozenset((me, self.peer_id)) not in part.cut:
+                    return await self.inner.request(api_key, body)
+                healed = part._event()
+
+                async def deliver_late():
+                    await healed.wait()
+                    return await self.inner.request(api_key, body)
+                # shielded: a sender that times out does not take the held request back
+                return await asyncio.shield(asyncio.get_running_loop().create_task(deliver_late()))
+
+            async def close(self) -> None:
+                """Kept open: a held request still goes out on it after the heal."""
+
+        node._peer = lambda node_id, timeout_ms: HeldClient(node_id, real(node_id, timeout_ms))
+
+    def _event(self) -> asyncio.Event:
+        if self._healed is None:
+            self._healed = asyncio.Event()
+        return self._healed
+
+    def heal(self) -> None:
+        """Restore every link and deliver every held request."""
+        super().heal()
+        if self._healed is not None:
+            self._healed.set()
+            self._healed = None
