@@ -68,6 +68,9 @@ SCHEDULES: dict[str, Schedule] = {
                        interval=1.5, duration=2.5, nodes=5, time_limit=80.0),
     # a follower falls behind, then the up-to-date nodes die
     "lag": Schedule(("lag",), interval=1.0, duration=4.0, time_limit=60.0),
+    # among three, a follower falls far behind (more records than one Fetch returns), the
+    # leader dies, and the laggard comes back slowly: the new leader's majority is the laggard
+    "catchup": Schedule(("catchup",), interval=1.0, duration=16.0, nodes=3, time_limit=60.0),
 }
 
 

@@ -5,16 +5,7 @@
 and the targeted faults, which aim with the quorum monitor's view
 (``ctx.view``, a :class:`workloads.monitor.QuorumView`-like object):
 
-- ``lag``: cut one follower off while clients write, so it falls behind;
-  then heal it and at once kill the leader and the most up-to-date
-  followers that may die while a majority stays up, so the laggard campaigns;
-- ``elect``: wait for a new leader or a node entering a new epoch with no
-  leader (it just voted or stands), kill it at once, and restart it cut off
-  from the others for a while, so what it recovered shows before a peer
-  corrects it.
-
-- ``batch``: wait until the leader's last DescribeQuorum shows records past
-  its high watermark (a batch in flight), and kill the leader at once.
+- ``lag``, ``catchup``, ``elect``, ``batch``: see :mod:`nemesis.targeted`.
 
 Two modes (``--nemesis-mode``):
 
@@ -32,18 +23,14 @@ Two modes (``--nemesis-mode``):
 from __future__ import annotations
 
 import random
-from typing import Callable, Iterable, Iterator
+from typing import Iterable, Iterator
 
-from generator import Any, Context, Cycle, Generator, Seq, Sleep, Wait, WaitFor
+from generator import Any, Cycle, Generator, Seq, Sleep
 from nemesis.faults import FAMILIES, Fault, check_kind, kinds_for
-from nemesis.targets import majority_size
+from nemesis.targeted import TARGETED, fault_window, targeted_fault
 
-#: targeted faults, beside the families
-TARGETED = ("lag", "elect", "batch")
 FAULT_NAMES = FAMILIES + TARGETED
 MODES = ("serial", "overlap")
-#: how long a targeted fault waits for what it aims at (s)
-AIM_TIMEOUT_S = 15.0
 
 
 def split_name(name: str) -> tuple[str, list[str] | None]:
@@ -152,159 +139,12 @@ def check_timing(interval_s: float, duration_s: float) -> None:
         raise ValueError(f"nemesis duration must be > 0 s, got {duration_s}")
 
 
-def start_op(fault: Fault) -> dict:
-    """The ``start-<family>`` op of ``fault``."""
-    return {"f": f"start-{fault.name}", "value": fault.to_value()}
-
-
-def stop_op(fault: Fault) -> dict:
-    """The ``stop-<family>`` op that heals ``fault``'s slot."""
-    value = {"kind": fault.kind, **({"slot": fault.slot} if fault.slot else {})}
-    return {"f": f"stop-{fault.name}", "value": value}
-
-
-class Lazy(Generator):
-    """One op made by ``make(ctx)`` when first asked (None: nothing, done)."""
-
-    def __init__(self, make: Callable[[Context], dict | None]):
-        self.make, self.done = make, False
-
-    def op(self, ctx: Context) -> dict | Wait | None:
-        if self.done:
-            return None
-        self.done = True
-        return self.make(ctx)
-
-
-def fault_window(fault: Fault | Callable[[Context], Fault | None], duration_s: float) -> Generator:
-    """Start the fault, hold it ``duration_s``, stop it. ``fault`` may be made at start time
-    from the context (for aim); a None fault is skipped."""
-    made: list[Fault] = []
-
-    def start(ctx: Context) -> dict | None:
-        f = fault(ctx) if callable(fault) else fault
-        if f is None:
-            return None
-        made.append(f)
-        return start_op(f)
-
-    return Seq([Lazy(start), Sleep(duration_s), Lazy(lambda ctx: stop_op(made[0]) if made else None)])
-
-
-# -- targeted faults -----------------------------------------------------------
-
-def _nodes(view) -> list[str]:
-    return sorted(getattr(view, "nodes", None) or {})
-
-
-def lag_fault(rng: random.Random, lag_s: float, down_s: float, n_nodes: int) -> Generator:
-    """``lag``: isolate a follower for ``lag_s`` while clients write, then heal it and kill the
-    leader and the freshest followers, as many as may die while a majority (the laggard
-    among it) stays up, for ``down_s``."""
-    chosen: list[str] = []
-
-    def isolate(ctx: Context) -> Fault | None:
-        view = ctx.view
-        nodes = _nodes(view)
-        leader = getattr(view, "leader", None)
-        followers = [n for n in nodes if n != leader]
-        if not followers:
-            return None
-        chosen.append(rng.choice(followers))
-        return Fault("partition", "nodes", slot="lag", targets=(chosen[0],))
-
-    def kill_fresh(ctx: Context) -> Fault | None:
-        view = ctx.view
-        if not chosen:
-            return None
-        lagging = view.lagging(exclude=(chosen[0],)) if hasattr(view, "lagging") else []
-        leader = getattr(view, "leader", None)
-        fresh = [n for n in reversed(lagging) if n != leader]
-        victims = ([leader] if leader and leader != chosen[0] else []) + fresh
-        victims = victims[:max(1, n_nodes - majority_size(n_nodes))]
-        return Fault("kill", "nodes", slot="lag", targets=tuple(victims)) if victims else None
-
-    return Seq([WaitFor(lambda ctx: getattr(ctx.view, "leader", None) is not None, AIM_TIMEOUT_S),
-                fault_window(isolate, lag_s), fault_window(kill_fresh, down_s)])
-
-
-def elect_fault(down_s: float) -> Generator:
-    """``elect``: wait for a new leader, or nodes seen in an epoch above the leader's with no
-    leader (they have just voted, or stand); kill them at once, cut them off from the other
-    nodes while they are down, restart them still cut off (so what they recovered from their
-    disks shows before any peer can correct it), and heal after ``down_s``."""
-    base: list[int] = []
-    target: list[str] = []
-
-    def aimed(ctx: Context) -> bool:
-        view = ctx.view
-        if view is None:
-            return False
-        if not base:
-            base.append(view.elections)
-            return False
-        newest = max((seen.time for seen in view.nodes.values()), default=0.0)
-        electing = [n for n, seen in sorted(view.nodes.items())
-                    if seen.epoch > view.epoch and seen.leader < 0 and seen.time >= newest - 1.0]
-        if electing:       # the candidate and those that voted: which is which does not show
-            target[:] = electing
-            return True
-        if view.elections > base[0] and view.leader is not None:
-            target[:] = [view.leader]
-            return True
-        return False
-
-    def kill(ctx: Context) -> Fault | None:
-        return Fault("kill", "nodes", slot="elect", targets=tuple(target)) if target else None
-
-    def cut(ctx: Context) -> Fault | None:
-        return Fault("partition", "nodes", slot="elect-cut", targets=tuple(target)) if target else None
-
-    killed: list[Fault] = []
-    isolated: list[Fault] = []
-
-    def start(make, held):
-        def op(ctx: Context) -> dict | None:
-            f = make(ctx)
-            if f is None:
-                return None
-            held.append(f)
-            return start_op(f)
-        return Lazy(op)
-
-    return Seq([WaitFor(aimed, AIM_TIMEOUT_S, poll_s=0.02), start(kill, killed), start(cut, isolated),
-                Sleep(0.2), Lazy(lambda ctx: stop_op(killed[0]) if killed else None),
-                Sleep(down_s), Lazy(lambda ctx: stop_op(isolated[0]) if isolated else None)])
-
-
-def batch_fault(down_s: float) -> Generator:
-    """``batch``: kill the leader while its log holds records past its high watermark (as its
-    DescribeQuorum last showed), for ``down_s``."""
-    target: list[str] = []
-
-    def in_flight(ctx: Context) -> bool:
-        view = ctx.view
-        leader = getattr(view, "leader", None)
-        if leader is None or view.log_end.get(leader, -1) <= view.high_watermark:
-            return False
-        target[:] = [leader]
-        return True
-
-    return Seq([WaitFor(in_flight, AIM_TIMEOUT_S, poll_s=0.02),
-                fault_window(lambda ctx: Fault("kill", "nodes", slot="batch", targets=tuple(target))
-                             if target else None, down_s)])
-
-
 def fault_generator(name: str, rng: random.Random, duration_s: float, n_nodes: int,
                     slot: str | None = None) -> Generator:
     """One fault of ``--nemesis`` name ``name``, lasting about ``duration_s`` (a family's in
     ``slot``, when given)."""
-    if name == "lag":
-        return lag_fault(rng, duration_s, max(1.0, duration_s / 2), n_nodes)
-    if name == "elect":
-        return elect_fault(max(0.5, duration_s / 2))
-    if name == "batch":
-        return batch_fault(max(0.5, duration_s / 2))
+    if name in TARGETED:
+        return targeted_fault(name, rng, duration_s, n_nodes)
     kinds = name_kinds(name, n_nodes)
     name = split_name(name)[0]
     if not kinds:

@@ -4,7 +4,8 @@ import random
 import pytest
 
 from nemesis.schedule import (FaultSchedule, Fault, kinds_for, nemesis_generator, parse_fault_names,
-                              start_op, stop_op, validate_fault_names)
+                              validate_fault_names)
+from nemesis.targeted import start_op, stop_op
 from tests.nemesis_fakes import drive
 
 
@@ -16,7 +17,7 @@ def test_unknown_name_error_message():
     with pytest.raises(ValueError) as info:
         FaultSchedule(["kill", "foo"], random.Random(1))
     assert str(info.value) == ("unknown nemesis 'foo': choose from partition, kill, pause, crash, packet, "
-                               "flap, rolling, lag, elect, batch")
+                               "flap, rolling, lag, catchup, elect, batch")
 
 
 def test_parse_fault_names():

@@ -1,9 +1,10 @@
-"""Targeted faults aimed with the quorum monitor's view: ``lag`` and ``elect``."""
+"""Targeted faults aimed with the quorum monitor's view: ``lag``, ``catchup``, ``elect``, ``batch``."""
 import random
 
 import pytest
 
-from nemesis.schedule import AIM_TIMEOUT_S, elect_fault, lag_fault, nemesis_generator
+from nemesis.schedule import nemesis_generator
+from nemesis.targeted import AIM_TIMEOUT_S, CATCHUP_DELAY_MS, elect_fault, lag_fault, targeted_fault
 from nemesis.targets import majority_size
 from nemesis.worker import parse_op
 from tests.nemesis_fakes import drive, grudge_of, make_controller
@@ -169,6 +170,34 @@ def test_lag_ops_applied_by_the_controller():
     assert c.active == {}
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_catchup_brings_the_laggard_back_over_a_slow_link_while_the_fresh_nodes_are_down(seed):
+    ops = drive(targeted_fault("catchup", random.Random(seed), 10, 5), 100,
+                view=lambda t: view(log_end=LOG_END, t=t))
+    got = kinds_and_targets(ops)
+    assert [(g[0], g[1], g[3]) for g in got] == [
+        (0.0, "start-partition", "lag"), (10.0, "start-packet", "lag-slow"), (10.0, "stop-partition", "lag"),
+        (10.0, "start-kill", "lag"), (15.0, "stop-kill", "lag"), (15.0, "stop-packet", "lag-slow")]
+    (laggard,) = got[0][2]
+    assert got[1][2] == [laggard] and laggard not in got[3][2]
+    assert got[3][2] == expected_victims("n1", laggard, LOG_END, 5)
+    slow = ops[1][1]["value"]
+    assert (slow["kind"], slow["effect"], slow["delay_ms"], slow["jitter_ms"]) == ("nodes", "delay",
+                                                                                 CATCHUP_DELAY_MS, 0)
+
+
+def test_catchup_ops_applied_by_the_controller_leave_nothing_behind():
+    ops = drive(targeted_fault("catchup", random.Random(1), 1, 5), 10, view=view(log_end=LOG_END))
+    cluster, sim, db, c = apply_all(ops)
+    assert c.active == {} and db.running == set(cluster.nodes)
+    assert grudge_of(cluster, sim) == {n: set() for n in cluster.nodes}
+
+
+def test_an_unknown_targeted_fault_is_refused_by_name():
+    with pytest.raises(ValueError, match="unknown targeted fault 'nope': choose from lag, catchup"):
+        targeted_fault("nope", random.Random(1), 1, 5)
+
+
 def test_serial_mode_runs_targeted_faults_between_calm_intervals():
     gen = nemesis_generator(["lag", "elect"], random.Random(3), "serial", 2, 4, n_nodes=5)
 
@@ -186,7 +215,7 @@ def test_serial_mode_runs_targeted_faults_between_calm_intervals():
 # -- batch ---------------------------------------------------------------------
 
 def test_batch_kills_the_leader_while_records_are_past_its_high_watermark():
-    from nemesis.schedule import batch_fault
+    from nemesis.targeted import batch_fault
 
     def at(t):
         v = view(t=t, log_end={"n1": 10, "n2": 10, "n3": 9})
