@@ -27,13 +27,15 @@ class Schedule:
     time_limit: float = 60.0
     rate: float = 200.0
     concurrency: int = 10
+    fetch_max_records: int | None = None
 
     def run_config(self) -> dict[str, Any]:
         """The :class:`harness.runner.RunConfig` fields of this schedule."""
         return {"nemesis": list(self.nemesis), "nemesis_mode": self.mode,
                 "nemesis_interval": self.interval, "nemesis_duration": self.duration,
                 "workload": self.workload, "nodes": self.nodes, "time_limit": self.time_limit,
-                "rate": self.rate, "concurrency": self.concurrency}
+                "rate": self.rate, "concurrency": self.concurrency,
+                **({"fetch_max_records": self.fetch_max_records} if self.fetch_max_records else {})}
 
     def describe(self) -> str:
         """A short form for tables: ``partition,kill overlap 3/3 s append 5n 60 s``."""
@@ -68,9 +70,10 @@ SCHEDULES: dict[str, Schedule] = {
                        interval=1.5, duration=2.5, nodes=5, time_limit=80.0),
     # a follower falls behind, then the up-to-date nodes die
     "lag": Schedule(("lag",), interval=1.0, duration=4.0, time_limit=60.0),
-    # among three, a follower falls far behind (more records than one Fetch returns), the
-    # leader dies, and the laggard comes back slowly: the new leader's majority is the laggard
-    "catchup": Schedule(("catchup",), interval=1.0, duration=16.0, nodes=3, time_limit=60.0),
+    # among three, a follower falls behind, the leader dies, and the laggard comes back over a
+    # slow link, catching up over several small Fetches: the new leader's majority is the laggard
+    "catchup": Schedule(("catchup",), mode="serial", interval=1.0, duration=8.0, nodes=3,
+                        time_limit=60.0, fetch_max_records=100),
 }
 
 

@@ -144,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--nemesis-duration", type=_number("--nemesis-duration"), default=D.duration,
                    help=f"seconds each fault lasts (default {D.duration:g})")
     r.add_argument("--unsafe", type=_unsafe, default=[], help="comma-separated kraft.unsafe switches")
+    r.add_argument("--fetch-max-records", type=_positive_int("--fetch-max-records"), default=None,
+                   help="kraft target: records per Fetch response (default 2000); small values make "
+                        "a laggard catch up over several Fetches")
     r.add_argument("--no-progress", action="store_true", help="no live progress line")
 
     c = sub.add_parser("check", help="re-run the checkers on a stored run, or check a history file "
@@ -280,7 +283,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         workload=args.workload, concurrency=args.concurrency, rate=args.rate, cluster=args.cluster,
         keep_cluster=args.keep_cluster, store=args.store, base_image=args.base_image,
         subnet=args.subnet, nemesis_interval=args.nemesis_interval,
-        nemesis_duration=args.nemesis_duration, nemesis_mode=args.nemesis_mode, unsafe=args.unsafe)
+        nemesis_duration=args.nemesis_duration, nemesis_mode=args.nemesis_mode, unsafe=args.unsafe,
+        fetch_max_records=args.fetch_max_records)
     return run_and_report(config, args.no_progress)
 
 

@@ -64,15 +64,16 @@ class KraftDB:
     :func:`node_seed`). ``port``: the controller listener port on every
     node. Timeouts are in ms (KIP-595 ``controller.quorum.*`` settings).
     ``pre_vote`` (KIP-996) and ``check_quorum`` switch those mechanisms;
-    ``unsafe`` lists ``kraft.unsafe`` switch names. Raises ``ValueError`` for
-    bad arguments.
+    ``unsafe`` lists ``kraft.unsafe`` switch names. ``fetch_max_records``
+    bounds the records of one Fetch response (``fetch.max.records``; None: the
+    node's default). Raises ``ValueError`` for bad arguments.
     """
 
     def __init__(self, cluster: Cluster, cluster_id: str, seed: int, port: int = 9093,
                  election_timeout_ms: int = 1000, fetch_timeout_ms: int = 2000,
                  request_timeout_ms: int = 2000, fetch_max_wait_ms: int = 500,
                  pre_vote: bool = True, check_quorum: bool = True,
-                 unsafe: list[str] | tuple[str, ...] = (), *, paths: NodePaths = NodePaths(),
+                 unsafe: list[str] | tuple[str, ...] = (), fetch_max_records: int | None = None, *, paths: NodePaths = NodePaths(),
                  stop_timeout_s: float = 5.0, startup_check_s: float = 0.5):
         if not isinstance(cluster_id, str) or not cluster_id or any(c.isspace() for c in cluster_id):
             raise ValueError(f"cluster_id must be a non-empty string without whitespace, got {cluster_id!r}")
@@ -96,6 +97,10 @@ class KraftDB:
         self.pre_vote = bool(pre_vote)
         self.check_quorum = bool(check_quorum)
         self.unsafe = list(unsafe)
+        if fetch_max_records is not None and (isinstance(fetch_max_records, bool)
+                                              or not isinstance(fetch_max_records, int) or fetch_max_records < 1):
+            raise ValueError(f"fetch_max_records must be an int >= 1, got {fetch_max_records!r}")
+        self.fetch_max_records = fetch_max_records
         self.paths = paths
         self.stop_timeout_s = stop_timeout_s
         self.startup_check_s = startup_check_s
@@ -149,6 +154,7 @@ class KraftDB:
             f"pre_vote={'true' if self.pre_vote else 'false'}",
             f"check_quorum={'true' if self.check_quorum else 'false'}",
             f"unsafe={','.join(self.unsafe)}",
+            *([f"fetch.max.records={self.fetch_max_records}"] if self.fetch_max_records else []),
             f"seed={node_seed(self.seed, nid)}",
         ]
         return "\n".join(lines) + "\n"

@@ -18,7 +18,8 @@ class RunConfig:
 
     Times in seconds, ``rate`` in ops/s. ``nemesis`` lists fault names
     (``nemesis.schedule.FAULT_NAMES``); ``unsafe`` lists ``kraft.unsafe``
-    switch names. ``seed`` drives every random choice.
+    switch names. ``fetch_max_records`` bounds a kraft Fetch response (None: the node's
+    default). ``seed`` drives every random choice.
     """
 
     seed: int
@@ -37,6 +38,7 @@ class RunConfig:
     nemesis_duration: float = DEFAULT.duration
     nemesis_mode: str = DEFAULT.mode
     unsafe: list[str] = dataclasses.field(default_factory=list)
+    fetch_max_records: int | None = None
     scenario: list[dict] | None = None
     scenario_file: str | None = None
 
@@ -69,6 +71,8 @@ class RunConfig:
             args += ["--base-image", self.base_image]
         if self.unsafe:
             args += ["--unsafe", ",".join(self.unsafe)]
+        if self.fetch_max_records:
+            args += ["--fetch-max-records", str(self.fetch_max_records)]
         if self.store != str(store.DEFAULT_ROOT):
             args += ["--store", self.store]
         if self.keep_cluster:

@@ -212,7 +212,8 @@ class _Run:
 
     def _make_db(self):
         from harness.db import KraftDB
-        return KraftDB(self.cluster, self.cluster_id, self.config.seed, unsafe=list(self.config.unsafe))
+        return KraftDB(self.cluster, self.cluster_id, self.config.seed, unsafe=list(self.config.unsafe),
+                       fetch_max_records=self.config.fetch_max_records)
 
     async def _run_phase(self, nodes: list[str]) -> None:
         """The workload's clients and the nemesis together for ``time_limit`` s, then heal."""

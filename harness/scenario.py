@@ -41,8 +41,8 @@ from generator import Context, Generator, Seq, Sleep, Wait, WaitFor
 WAITS = ("leader", "lagging", "caught-up", "no-leader")
 CLIENT_PHASES = ("pause", "resume")
 #: RunConfig fields a scenario's [run] table may set
-RUN_FIELDS = ("seed", "workload", "nodes", "unsafe", "rate", "concurrency", "subnet", "base_image",
-              "store", "keep_cluster")
+RUN_FIELDS = ("seed", "workload", "nodes", "unsafe", "fetch_max_records", "rate", "concurrency", "subnet",
+              "base_image", "store", "keep_cluster")
 
 
 class ScenarioError(ValueError):

@@ -6,6 +6,8 @@ Keys: ``node.id``, ``listeners`` (host:port to listen on),
 ``controller.quorum.fetch.timeout.ms`` (2000),
 ``controller.quorum.request.timeout.ms`` (2000),
 ``controller.quorum.fetch.max.wait.ms`` (500),
+``fetch.max.records`` (2000: records per Fetch response; ours, where Kafka
+bounds bytes),
 ``controller.quorum.election.backoff.max.ms`` (1000),
 ``controller.quorum.retry.backoff.ms`` (20),
 ``pre_vote`` (true), ``check_quorum`` (true), ``cluster.id`` (optional; checked
@@ -46,6 +48,7 @@ class NodeConfig:
     fetch_timeout_ms: int = 2000
     request_timeout_ms: int = 2000
     fetch_max_wait_ms: int = 500
+    fetch_max_records: int = 2000
     election_backoff_max_ms: int = 1000
     retry_backoff_ms: int = 20
     pre_vote: bool = True
@@ -130,6 +133,7 @@ def parse_config(text: str) -> NodeConfig:
         fetch_timeout_ms=num("controller.quorum.fetch.timeout.ms", 2000),
         request_timeout_ms=num("controller.quorum.request.timeout.ms", 2000),
         fetch_max_wait_ms=num("controller.quorum.fetch.max.wait.ms", 500),
+        fetch_max_records=max(1, num("fetch.max.records", 2000)),
         election_backoff_max_ms=num("controller.quorum.election.backoff.max.ms", 1000),
         retry_backoff_ms=num("controller.quorum.retry.backoff.ms", 20),
         pre_vote=_bool("pre_vote", p.get("pre_vote", "true")) and "no-pre-vote" not in unsafe,

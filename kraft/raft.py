@@ -38,7 +38,6 @@ log = logging.getLogger("kraft.raft")
 
 TICK_S = 0.01
 #: Most records returned by one Fetch response.
-MAX_FETCH_RECORDS = 2000
 #: Append linger: how long the leader batches appends before one fsync (s).
 APPEND_LINGER_S = 0.002
 HW_CHECKPOINT_INTERVAL_S = 0.2
@@ -646,7 +645,7 @@ class RaftNode:
                 break
         if self._gen != gen:
             return {"ErrorCode": errors.NOT_LEADER_OR_FOLLOWER}
-        recs = self.log.read(offset, self.log.end_offset, MAX_FETCH_RECORDS)
+        recs = self.log.read(offset, self.log.end_offset, self.cfg.fetch_max_records)
         return {"ErrorCode": errors.NONE, "HighWatermark": self.hw, "LogStartOffset": 0,
                 "CurrentLeader": {"LeaderId": self.id, "LeaderEpoch": self.epoch},
                 "Records": [r.to_wire() for r in recs], "ReadRound": self._read_round}

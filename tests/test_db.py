@@ -45,6 +45,14 @@ def test_config_text_for_n1_of_3():
     }
 
 
+def test_fetch_max_records_reaches_the_node_config():
+    from kraft.config import parse_config
+    db = KraftDB(FakeCluster(3), "CID", seed=1, fetch_max_records=100)
+    assert "fetch.max.records=100" in db.config_text("n2").splitlines()
+    assert parse_config(db.config_text("n2")).fetch_max_records == 100
+    assert parse_config(KraftDB(FakeCluster(3), "CID", seed=1).config_text("n2")).fetch_max_records == 2000
+
+
 def test_node_seed_is_stable_and_distinct():
     assert node_seed(5, 1) == node_seed(5, 1)
     assert len({node_seed(5, i) for i in range(1, 6)} | {node_seed(6, 1)}) == 6
@@ -63,6 +71,7 @@ def test_node_seed_is_stable_and_distinct():
     ({"fetch_max_wait_ms": 1.5}, "fetch_max_wait_ms"),
     ({"unsafe": ["a,b"]}, "unsafe"),
     ({"seed": "x"}, "seed"),
+    ({"fetch_max_records": 0}, "fetch_max_records"),
 ])
 def test_bad_arguments(kwargs, message):
     args = {"cluster_id": "CID", "seed": 1, **kwargs}

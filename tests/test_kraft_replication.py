@@ -132,6 +132,26 @@ def test_leader_high_watermark_follows_majority_fetches(tmp_path):
     asyncio.run(run())
 
 
+def test_a_fetch_response_holds_at_most_fetch_max_records(tmp_path):
+    cfgs = make_configs(tmp_path, 3, fetch_max_records=2)
+
+    async def run():
+        leader = await started(cfgs[0], [1, 1, 1, 1, 1], ElectionState(1, -1, 1))
+        leader._persist(ElectionState(2, -1, 1))
+        leader._votes_granted = {1, 2}
+        leader.become_leader()                 # LeaderChange at offset 5
+        got, offset = [], 0
+        while offset < leader.log.end_offset:
+            recs = (await leader.handle_fetch(fetch(offset, 1 if offset else 0, 2)))["Records"]
+            assert 1 <= len(recs) <= 2
+            got += [r[0] for r in recs]
+            offset = got[-1] + 1
+        assert got == list(range(6))           # every record, two at a time
+        await leader.close()
+
+    asyncio.run(run())
+
+
 def test_fetch_epoch_errors(tmp_path):
     cfg = make_configs(tmp_path, 3)[0]
 
