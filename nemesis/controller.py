@@ -170,7 +170,8 @@ class NemesisController:
         Value: ``{"kind": K, "targets": [nodes]}`` (plus ``"slot"`` when not
         the family's), and per family: ``"grudge"`` (``{node: [nodes it
         drops]}``) for partitions and flaps, the netem settings for packet
-        faults (where the kernel has no netem, ``"netem": false`` and the
+        faults (on the targets' packets to every other node, or to the nodes of
+        the fault's ``to`` param; where the kernel has no netem, ``"netem": false`` and the
         settings the userspace shaper applied, ``"shaper": "nfqueue"``, or,
         when it could not start, ``"shaper": false`` and loss only, emulated
         with iptables; settings asked but not applied in ``"not_applied"``),
@@ -274,9 +275,12 @@ class NemesisController:
             kind = fault.kind
         p = packet.netem_params(kind, self.rng)
         p.update(packet.given_params(fault.params))       # settings the fault names win
-        out: dict = {"targets": senders, **p}
+        to = fault.params.get("to")                       # destinations (default: every other node)
+        if to is not None and not (isinstance(to, (list, tuple)) and set(to) <= set(nodes)):
+            raise ValueError(f"nemesis packet: to must list nodes of {nodes}, got {to!r}")
+        out: dict = {"targets": senders, **p, **({"to": list(to)} if to is not None else {})}
         self._hold(fault, senders)
-        ips = {n: [self.cluster.ip(d) for d in nodes if d != n] for n in senders}
+        ips = {n: [self.cluster.ip(d) for d in (to if to is not None else nodes) if d != n] for n in senders}
         if self.netem_available():
             on_nodes(senders, lambda n: self.cluster.remote.exec(n, packet.netem_command(ips[n], p),
                                                                  check=True), what="netem")

@@ -5,9 +5,10 @@
   then heal it and at once kill the leader and the most up-to-date
   followers that may die while a majority stays up, so the laggard campaigns;
 - ``catchup``: as ``lag``, but the laggard comes back over a slow link
-  (packet delay), so a new leader whose majority needs the laggard waits
-  for it over several slow Fetches: the window in which a leader's commit
-  rule (KAFKA-12619) and its reads are tested;
+  (packet delay) and the killed nodes stay down as long as it lagged, so a
+  new leader whose majority needs the laggard waits for it over several
+  slow Fetches: the window in which a leader's commit rule (KAFKA-12619)
+  and its reads are tested;
 - ``elect``: wait for a new leader or a node entering a new epoch with no
   leader (it just voted or stands), kill it at once, and restart it cut off
   from the others for a while, so what it recovered shows before a peer
@@ -31,8 +32,10 @@ from nemesis.targets import majority_size
 TARGETED = ("lag", "catchup", "elect", "batch")
 #: how long a targeted fault waits for what it aims at (s)
 AIM_TIMEOUT_S = 15.0
-#: the catch-up fault's delay on the laggard's links (ms, each way)
+#: the catch-up fault's delay on the laggard's links, and on the victims' to the survivors (ms)
 CATCHUP_DELAY_MS = 150
+#: how long the victims' packets to the survivors are delayed before they are killed (s)
+CATCHUP_LEAD_S = 1.0
 
 
 def start_op(fault: Fault) -> dict:
@@ -100,9 +103,14 @@ def lag_fault(rng: random.Random, lag_s: float, down_s: float, n_nodes: int,
               slow_ms: int | None = None) -> Generator:
     """``lag``: isolate a follower for ``lag_s`` while clients write, then heal it and kill the
     leader and the freshest followers, as many as may die while a majority (the laggard
-    among it) stays up, for ``down_s``. With ``slow_ms`` (``catchup``) the laggard comes back
-    over links delayed ``slow_ms`` each way, until the killed nodes are back."""
+    among it) stays up, for ``down_s``.
+
+    With ``slow_ms`` (``catchup``) the laggard comes back over links delayed ``slow_ms``,
+    until the killed nodes are back; and for :data:`CATCHUP_LEAD_S` before the kill, the
+    victims' packets to the survivors are delayed as much, so the survivors learn the
+    victims' high watermark late, as a follower does when its leader dies mid-round."""
     chosen: list[str] = []
+    victims: list[str] = []
 
     def isolate(ctx: Context) -> Fault | None:
         view = ctx.view
@@ -121,21 +129,37 @@ def lag_fault(rng: random.Random, lag_s: float, down_s: float, n_nodes: int,
         lagging = view.lagging(exclude=(chosen[0],)) if hasattr(view, "lagging") else []
         leader = getattr(view, "leader", None)
         fresh = [n for n in reversed(lagging) if n != leader]
-        victims = ([leader] if leader and leader != chosen[0] else []) + fresh
-        victims = victims[:max(1, n_nodes - majority_size(n_nodes))]
+        if not victims:
+            aimed = ([leader] if leader and leader != chosen[0] else []) + fresh
+            victims[:] = aimed[:max(1, n_nodes - majority_size(n_nodes))]
         return Fault("kill", "nodes", slot="lag", targets=tuple(victims)) if victims else None
 
+    def delay(slot: str, senders, to=None) -> Fault:
+        return Fault("packet", "nodes", slot=slot, targets=tuple(senders),
+                     params={"effect": "delay", "delay_ms": slow_ms, "jitter_ms": 0,
+                             **({"to": list(to)} if to is not None else {})})
+
     def slow(ctx: Context) -> Fault | None:
-        return Fault("packet", "nodes", slot="lag-slow", targets=(chosen[0],),
-                     params={"effect": "delay", "delay_ms": slow_ms, "jitter_ms": 0}) if chosen else None
+        return delay("lag-slow", chosen) if chosen else None
+
+    def slow_victims(ctx: Context) -> Fault | None:
+        if kill_fresh(ctx) is None:              # aims the kill now, at who leads now
+            return None
+        survivors = [n for n in _nodes(ctx.view) if n not in victims and n != chosen[0]]
+        return delay("lag-lead", victims, to=survivors) if survivors else None
 
     cut: list[Fault] = []
     killed: list[Fault] = []
     slowed: list[Fault] = []
+    leading: list[Fault] = []
+    if not slow_ms:
+        return Seq([WaitFor(lambda ctx: getattr(ctx.view, "leader", None) is not None, AIM_TIMEOUT_S),
+                    _start(isolate, cut), Sleep(lag_s), _stop(cut), _start(kill_fresh, killed),
+                    Sleep(down_s), _stop(killed)])
     return Seq([WaitFor(lambda ctx: getattr(ctx.view, "leader", None) is not None, AIM_TIMEOUT_S),
-                _start(isolate, cut), Sleep(lag_s),
-                *([_start(slow, slowed)] if slow_ms else []),
-                _stop(cut), _start(kill_fresh, killed), Sleep(down_s), _stop(killed), _stop(slowed)])
+                _start(isolate, cut), Sleep(lag_s), _start(slow_victims, leading), Sleep(CATCHUP_LEAD_S),
+                _start(slow, slowed), _stop(cut), _start(kill_fresh, killed), Sleep(down_s),
+                _stop(killed), _stop(leading), _stop(slowed)])
 
 
 def elect_fault(down_s: float) -> Generator:
@@ -200,7 +224,8 @@ def targeted_fault(name: str, rng: random.Random, duration_s: float, n_nodes: in
     if name == "lag":
         return lag_fault(rng, duration_s, max(1.0, duration_s / 2), n_nodes)
     if name == "catchup":
-        return lag_fault(rng, duration_s, max(1.0, duration_s / 2), n_nodes, slow_ms=CATCHUP_DELAY_MS)
+        # down as long as the lag: the new leader waits for its laggard until the killed come back
+        return lag_fault(rng, duration_s, duration_s, n_nodes, slow_ms=CATCHUP_DELAY_MS)
     if name == "elect":
         return elect_fault(max(0.5, duration_s / 2))
     if name == "batch":

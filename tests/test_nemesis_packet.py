@@ -123,6 +123,16 @@ def test_explicit_packet_targets_and_effect():
         c.start(Fault("packet", "nodes", targets=("n8",)))
 
 
+def test_packet_to_names_the_destinations():
+    cluster, sim, db, c = make_controller(netem=True)
+    value = c.start(Fault("packet", "nodes", slot="lead", targets=("n1", "n2"),
+                          params={"effect": "delay", "delay_ms": 150, "jitter_ms": 0, "to": ["n3"]}))
+    assert value["to"] == ["n3"] and value["delay_ms"] == 150
+    assert {n: dsts for n, (_, dsts) in sim.qdisc.items()} == {"n1": {cluster.ip("n3")}, "n2": {cluster.ip("n3")}}
+    with pytest.raises(ValueError, match="to must list nodes"):
+        c.start(Fault("packet", "nodes", slot="other", targets=("n4",), params={"to": ["n9"]}))
+
+
 def test_packet_and_partition_overlap_in_their_own_chains():
     cluster, sim, db, c = make_controller(seed=2, netem=False)
     p = c.start(Fault("partition", "nodes", targets=("n1",)))
