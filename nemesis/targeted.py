@@ -32,9 +32,9 @@ from nemesis.targets import majority_size
 TARGETED = ("lag", "catchup", "elect", "batch")
 #: how long a targeted fault waits for what it aims at (s)
 AIM_TIMEOUT_S = 15.0
-#: the catch-up fault's delay on the laggard's links, and on the victims' to the survivors (ms)
+#: the catch-up fault's delay on the laggard's links (ms)
 CATCHUP_DELAY_MS = 150
-#: how long the victims' packets to the survivors are delayed before they are killed (s)
+#: how long before the kill the survivors start dropping what the victims send (s)
 CATCHUP_LEAD_S = 1.0
 
 
@@ -106,9 +106,11 @@ def lag_fault(rng: random.Random, lag_s: float, down_s: float, n_nodes: int,
     among it) stays up, for ``down_s``.
 
     With ``slow_ms`` (``catchup``) the laggard comes back over links delayed ``slow_ms``,
-    until the killed nodes are back; and for :data:`CATCHUP_LEAD_S` before the kill, the
-    victims' packets to the survivors are delayed as much, so the survivors learn the
-    victims' high watermark late, as a follower does when its leader dies mid-round."""
+    until the killed nodes are back; and from :data:`CATCHUP_LEAD_S` before the kill until
+    they are back, the survivors drop what the victims send (a one-way partition), so a
+    survivor's last Fetch still advances the doomed leader's high watermark (and its client
+    acknowledgements) while the answer that would tell the survivor is lost: as when a
+    leader dies mid-round."""
     chosen: list[str] = []
     victims: list[str] = []
 
@@ -134,19 +136,16 @@ def lag_fault(rng: random.Random, lag_s: float, down_s: float, n_nodes: int,
             victims[:] = aimed[:max(1, n_nodes - majority_size(n_nodes))]
         return Fault("kill", "nodes", slot="lag", targets=tuple(victims)) if victims else None
 
-    def delay(slot: str, senders, to=None) -> Fault:
-        return Fault("packet", "nodes", slot=slot, targets=tuple(senders),
-                     params={"effect": "delay", "delay_ms": slow_ms, "jitter_ms": 0,
-                             **({"to": list(to)} if to is not None else {})})
-
     def slow(ctx: Context) -> Fault | None:
-        return delay("lag-slow", chosen) if chosen else None
+        return Fault("packet", "nodes", slot="lag-slow", targets=(chosen[0],),
+                     params={"effect": "delay", "delay_ms": slow_ms, "jitter_ms": 0}) if chosen else None
 
-    def slow_victims(ctx: Context) -> Fault | None:
+    def mute_victims(ctx: Context) -> Fault | None:
         if kill_fresh(ctx) is None:              # aims the kill now, at who leads now
             return None
         survivors = [n for n in _nodes(ctx.view) if n not in victims and n != chosen[0]]
-        return delay("lag-lead", victims, to=survivors) if survivors else None
+        return Fault("partition", "nodes", slot="lag-lead", targets=tuple(victims),
+                     params={"grudge": {s: list(victims) for s in survivors}}) if survivors else None
 
     cut: list[Fault] = []
     killed: list[Fault] = []
@@ -157,7 +156,7 @@ def lag_fault(rng: random.Random, lag_s: float, down_s: float, n_nodes: int,
                     _start(isolate, cut), Sleep(lag_s), _stop(cut), _start(kill_fresh, killed),
                     Sleep(down_s), _stop(killed)])
     return Seq([WaitFor(lambda ctx: getattr(ctx.view, "leader", None) is not None, AIM_TIMEOUT_S),
-                _start(isolate, cut), Sleep(lag_s), _start(slow_victims, leading), Sleep(CATCHUP_LEAD_S),
+                _start(isolate, cut), Sleep(lag_s), _start(mute_victims, leading), Sleep(CATCHUP_LEAD_S),
                 _start(slow, slowed), _stop(cut), _start(kill_fresh, killed), Sleep(down_s),
                 _stop(killed), _stop(leading), _stop(slowed)])
 
