@@ -102,7 +102,7 @@ def run_bugs(bugs: list[Bug], runs: int, correct_runs: int, seed: int, root: str
             outs.append(o)
         doc["bugs"].append({"name": bug.name, "switches": list(bug.switches), "class": bug.klass,
                             "jira": bug.jira, "schedule": bug.schedule, "schedule_text": sched.describe(),
-                            "note": bug.note, "blind_spot": bug.blind_spot, **summarize(outs),
+                            "note": bug.note, **summarize(outs),
                             "outcomes": [dataclasses.asdict(o) for o in outs]})
     for name in dict.fromkeys(b.schedule for b in bugs):
         sched = SCHEDULES[name]

@@ -4,11 +4,13 @@
 - ``lag``: cut one follower off while clients write, so it falls behind;
   then heal it and at once kill the leader and the most up-to-date
   followers that may die while a majority stays up, so the laggard campaigns;
-- ``catchup``: as ``lag``, but the laggard comes back over a slow link
+- ``catchup``: as ``lag``, but a second before the kill the survivors
+  stop hearing the leader (one way), the laggard comes back over a slow link
   (packet delay) and the killed nodes stay down as long as it lagged, so a
-  new leader whose majority needs the laggard waits for it over several
-  slow Fetches: the window in which a leader's commit rule (KAFKA-12619)
-  and its reads are tested;
+  new leader, which never heard the old leader's last high watermark and
+  whose majority needs the laggard, waits for it over several slow Fetches:
+  the window in which a leader's commit rule (KAFKA-12619) and its reads
+  are tested;
 - ``elect``: wait for a new leader or a node entering a new epoch with no
   leader (it just voted or stands), kill it at once, and restart it cut off
   from the others for a while, so what it recovered shows before a peer

@@ -1,8 +1,7 @@
 """The harness catches every catalogued bug: each ``--unsafe`` switch under its schedule.
 
 For each entry of ``harness.bug_catalogue.CATALOGUE``, one real run (seed
-1) of its schedule with its switches on must be judged invalid (one with a
-``blind_spot`` is expected to be missed: xfail); the correct
+1) of its schedule with its switches on must be judged invalid; the correct
 build under the default schedule must be valid. Slow (about a minute a
 run, 13 runs) and not in the default suite: ``make test-slow``.
 ``kraft-chaos bugs`` runs the same with more seeds and prints rates.
@@ -26,8 +25,7 @@ def run(kraft_chaos_run, schedule: str, switches=(), seed=1):
                            unsafe=list(switches))
 
 
-@pytest.mark.parametrize("bug", [pytest.param(b, marks=pytest.mark.xfail(reason=b.blind_spot, strict=False))
-                                 if b.blind_spot else b for b in CATALOGUE], ids=[b.name for b in CATALOGUE])
+@pytest.mark.parametrize("bug", CATALOGUE, ids=[b.name for b in CATALOGUE])
 def test_the_bug_is_caught(engine, kraft_chaos_run, bug):
     results, run_dir = run(kraft_chaos_run, bug.schedule, bug.switches)
     assert results["valid"] is False, (bug.name, run_dir, results["anomalies"])
