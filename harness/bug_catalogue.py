@@ -58,9 +58,10 @@ SCHEDULES: dict[str, Schedule] = {
     # long partitions aimed at the leader, clients writing and reading everywhere
     "isolate": Schedule(("partition:isolate-leader+leader-minority+one-way-leader",), interval=2.0,
                         duration=8.0, time_limit=50.0),
-    # a follower cut off for a while, then back
-    "rejoin": Schedule(("partition:isolate-one+one-way-one",), interval=2.0, duration=6.0,
-                       time_limit=50.0),
+    # a follower cut off for a while, then back into a healthy cluster (serial: nothing else
+    # harms the others when it returns, so an election it causes is plainly disruptive)
+    "rejoin": Schedule(("partition:isolate-one+one-way-one",), mode="serial", interval=2.0,
+                       duration=6.0, time_limit=50.0),
     # elections on purpose: new leaders and voters killed at once, nodes restarted in turn
     "elect": Schedule(("elect", "kill", "rolling", "partition"), interval=2.0, duration=2.0,
                       nodes=3, time_limit=60.0),
