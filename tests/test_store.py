@@ -56,13 +56,13 @@ def test_repeat_command_round_trips_through_the_cli_parser():
     from harness.cli import build_parser
     import shlex
     cfg = RunConfig(seed=9, nodes=3, time_limit=12.5, nemesis=[], rate=50, unsafe=["no-fsync"],
-                    subnet="10.99.0.0/24", keep_cluster=True, store="/tmp/s")
+                    subnet="10.99.0.0/24", keep_cluster=True, store="/tmp/s", fetch_max_records=100)
     argv = shlex.split(cfg.repeat_command())
     assert argv[:2] == ["kraft-chaos", "run"]
     args = build_parser().parse_args(argv[1:])
     assert (args.seed, args.nodes, args.time_limit, args.nemesis, args.rate, args.unsafe,
-            args.subnet, args.keep_cluster, args.store) == \
-        (9, 3, 12.5, [], 50.0, ["no-fsync"], "10.99.0.0/24", True, "/tmp/s")
+            args.subnet, args.keep_cluster, args.store, args.fetch_max_records) == \
+        (9, 3, 12.5, [], 50.0, ["no-fsync"], "10.99.0.0/24", True, "/tmp/s", 100)
 
 
 def test_resolve_run_dir(tmp_path):
