@@ -122,6 +122,9 @@ def parse_config(text: str) -> NodeConfig:
         unsafe = unsafe_switches.parse(p.get("unsafe", ""))
     except ValueError as e:
         raise ConfigError(f"unsafe: {e}") from None
+    fetch_max_records = num("fetch.max.records", 2000)
+    if fetch_max_records < 1:
+        raise ConfigError(f"fetch.max.records: must be at least 1, got {fetch_max_records}")
     node_id = num("node.id", None)
     if node_id is None:
         raise ConfigError("missing required key node.id")
@@ -133,7 +136,7 @@ def parse_config(text: str) -> NodeConfig:
         fetch_timeout_ms=num("controller.quorum.fetch.timeout.ms", 2000),
         request_timeout_ms=num("controller.quorum.request.timeout.ms", 2000),
         fetch_max_wait_ms=num("controller.quorum.fetch.max.wait.ms", 500),
-        fetch_max_records=max(1, num("fetch.max.records", 2000)),
+        fetch_max_records=fetch_max_records,
         election_backoff_max_ms=num("controller.quorum.election.backoff.max.ms", 1000),
         retry_backoff_ms=num("controller.quorum.retry.backoff.ms", 20),
         pre_vote=_bool("pre_vote", p.get("pre_vote", "true")) and "no-pre-vote" not in unsafe,

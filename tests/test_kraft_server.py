@@ -80,6 +80,8 @@ def test_config_errors_name_the_key():
         parse_config(base + "controller.quorum.fetch.timeout.ms=soon\n")
     with pytest.raises(ConfigError, match="unknown unsafe switch bogus"):
         parse_config(base + "unsafe=bogus\n")
+    with pytest.raises(ConfigError, match="fetch.max.records: must be at least 1, got 0"):
+        parse_config(base + "fetch.max.records=0\n")
     with pytest.raises(ConfigError, match="missing required key log.dir"):
         parse_config(base.replace("log.dir=/tmp/x\n", ""))
 
