@@ -153,12 +153,11 @@ def lag_fault(rng: random.Random, lag_s: float, down_s: float, n_nodes: int,
     killed: list[Fault] = []
     slowed: list[Fault] = []
     leading: list[Fault] = []
+    aim = WaitFor(lambda ctx: getattr(ctx.view, "leader", None) is not None, AIM_TIMEOUT_S)
     if not slow_ms:
-        return Seq([WaitFor(lambda ctx: getattr(ctx.view, "leader", None) is not None, AIM_TIMEOUT_S),
-                    _start(isolate, cut), Sleep(lag_s), _stop(cut), _start(kill_fresh, killed),
+        return Seq([aim, _start(isolate, cut), Sleep(lag_s), _stop(cut), _start(kill_fresh, killed),
                     Sleep(down_s), _stop(killed)])
-    return Seq([WaitFor(lambda ctx: getattr(ctx.view, "leader", None) is not None, AIM_TIMEOUT_S),
-                _start(isolate, cut), Sleep(lag_s), _start(mute_victims, leading), Sleep(CATCHUP_LEAD_S),
+    return Seq([aim, _start(isolate, cut), Sleep(lag_s), _start(mute_victims, leading), Sleep(CATCHUP_LEAD_S),
                 _start(slow, slowed), _stop(cut), _start(kill_fresh, killed), Sleep(down_s),
                 _stop(killed), _stop(leading), _stop(slowed)])
 

@@ -139,15 +139,22 @@ class Partition:
 
             async def request(self, api_key: int, body: dict) -> dict:
                 if frozenset((me, self.peer_id)) in part.cut:
-                    await self.inner.close()
-                    await asyncio.sleep(0.01)
-                    raise IndefiniteError("connection", f"link {me}-{self.peer_id} is cut")
+                    return await part._on_cut(self.inner, me, self.peer_id, api_key, body)
                 return await self.inner.request(api_key, body)
 
             async def close(self) -> None:
-                await self.inner.close()
+                await part._close(self.inner)
 
         node._peer = lambda node_id, timeout_ms: CutClient(node_id, real(node_id, timeout_ms))
+
+    async def _on_cut(self, inner, me: int, peer: int, api_key: int, body: dict) -> dict:
+        """A request on a cut link: it fails like a dropped connection."""
+        await inner.close()
+        await asyncio.sleep(0.01)
+        raise IndefiniteError("connection", f"link {me}-{peer} is cut")
+
+    async def _close(self, inner) -> None:
+        await inner.close()
 
     def isolate(self, node_id: int, others: list[int]) -> None:
         """Cut ``node_id`` off from every id in ``others``."""
@@ -169,28 +176,18 @@ class HeldPartition(Partition):
         super().__init__()
         self._healed: asyncio.Event | None = None
 
-    def attach(self, node: RaftNode) -> None:
-        real, part, me = node._peer, self, node.id
+    async def _on_cut(self, inner, me: int, peer: int, api_key: int, body: dict) -> dict:
+        """Held until the heal, then sent; shielded, so a sender that times out does not
+        take the held request back."""
+        healed = self._event()
 
-        class HeldClient:
-            def __init__(self, peer_id: int, inner):
-                self.peer_id, self.inner = peer_id, inner
+        async def deliver_late():
+            await healed.wait()
+            return await inner.request(api_key, body)
+        return await asyncio.shield(asyncio.get_running_loop().create_task(deliver_late()))
 
-            async def request(self, api_key: int, body: dict) -> dict:
-                if frozenset((me, self.peer_id)) not in part.cut:
-                    return await self.inner.request(api_key, body)
-                healed = part._event()
-
-                async def deliver_late():
-                    await healed.wait()
-                    return await self.inner.request(api_key, body)
-                # shielded: a sender that times out does not take the held request back
-                return await asyncio.shield(asyncio.get_running_loop().create_task(deliver_late()))
-
-            async def close(self) -> None:
-                """Kept open: a held request still goes out on it after the heal."""
-
-        node._peer = lambda node_id, timeout_ms: HeldClient(node_id, real(node_id, timeout_ms))
+    async def _close(self, inner) -> None:
+        """Kept open: a held request still goes out on it after the heal."""
 
     def _event(self) -> asyncio.Event:
         if self._healed is None:
