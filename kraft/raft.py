@@ -236,10 +236,19 @@ class RaftNode:
 
     # -- transitions -------------------------------------------------------------
     def become_unattached(self, epoch: int, voted_id: int = -1, voted_dir: str | None = None) -> None:
-        """Persist and enter Unattached in ``epoch`` (optionally having voted)."""
+        """Persist and enter Unattached in ``epoch`` (optionally having voted).
+
+        From Unattached, Prospective or Candidate the election timer keeps its
+        remaining time, as Kafka's ``QuorumState.transitionToUnattached`` does;
+        otherwise it starts afresh. Restarting it on every higher epoch let a
+        voter whose log is behind, standing again and again, keep the
+        up-to-date voters from ever standing (a livelock without Pre-Vote).
+        """
+        keep_timer = self.kind in (StateKind.UNATTACHED, StateKind.PROSPECTIVE, StateKind.CANDIDATE)
         self._persist(ElectionState(epoch, -1, voted_id, voted_dir))
         self._set_kind(StateKind.UNATTACHED)
-        self._deadline = self._now() + self._election_timeout_s()
+        if not keep_timer:
+            self._deadline = self._now() + self._election_timeout_s()
 
     def become_follower(self, epoch: int, leader_id: int) -> None:
         """Persist and enter Follower of ``leader_id`` in ``epoch``."""
