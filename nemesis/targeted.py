@@ -3,7 +3,8 @@
 
 - ``lag``: cut one follower off while clients write, so it falls behind;
   then heal it and at once kill the leader and the most up-to-date
-  followers that may die while a majority stays up, so the laggard campaigns;
+  followers that may die while a majority stays up, and cut the up-to-date
+  survivors off from each other, so only the laggard can win an election;
 - ``catchup``: as ``lag``, but a second before the kill the survivors
   stop hearing the leader (one way), the laggard comes back over a slow link
   (packet delay) and the killed nodes stay down as long as it lagged, so a
@@ -105,7 +106,10 @@ def lag_fault(rng: random.Random, lag_s: float, down_s: float, n_nodes: int,
               slow_ms: int | None = None) -> Generator:
     """``lag``: isolate a follower for ``lag_s`` while clients write, then heal it and kill the
     leader and the freshest followers, as many as may die while a majority (the laggard
-    among it) stays up, for ``down_s``.
+    among it) stays up, for ``down_s``. While they are down, the up-to-date survivors (if
+    there are two or more) are cut off from each other but not from the laggard, so only
+    the laggard can gather a majority of votes: a correct quorum stays leaderless until the
+    killed return, one whose votes ignore the log elects the laggard.
 
     With ``slow_ms`` (``catchup``) the laggard comes back over links delayed ``slow_ms``,
     until the killed nodes are back; and from :data:`CATCHUP_LEAD_S` before the kill until
@@ -149,14 +153,22 @@ def lag_fault(rng: random.Random, lag_s: float, down_s: float, n_nodes: int,
         return Fault("partition", "nodes", slot="lag-lead", targets=tuple(victims),
                      params={"grudge": {s: list(victims) for s in survivors}}) if survivors else None
 
+    def split_survivors(ctx: Context) -> Fault | None:
+        fresh = [n for n in _nodes(ctx.view) if n not in victims and n != chosen[0]] if chosen else []
+        if len(fresh) < 2:
+            return None
+        return Fault("partition", "nodes", slot="lag-split", targets=tuple(fresh),
+                     params={"grudge": {s: [o for o in fresh if o != s] for s in fresh}})
+
     cut: list[Fault] = []
     killed: list[Fault] = []
+    split: list[Fault] = []
     slowed: list[Fault] = []
     leading: list[Fault] = []
     aim = WaitFor(lambda ctx: getattr(ctx.view, "leader", None) is not None, AIM_TIMEOUT_S)
     if not slow_ms:
         return Seq([aim, _start(isolate, cut), Sleep(lag_s), _stop(cut), _start(kill_fresh, killed),
-                    Sleep(down_s), _stop(killed)])
+                    _start(split_survivors, split), Sleep(down_s), _stop(split), _stop(killed)])
     return Seq([aim, _start(isolate, cut), Sleep(lag_s), _start(mute_victims, leading), Sleep(CATCHUP_LEAD_S),
                 _start(slow, slowed), _stop(cut), _start(kill_fresh, killed), Sleep(down_s),
                 _stop(killed), _stop(leading), _stop(slowed)])

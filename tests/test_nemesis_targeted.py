@@ -110,15 +110,19 @@ def test_lag_isolates_a_follower_then_kills_the_leader_and_freshest_but_not_the_
     ops = drive(lag_fault(random.Random(seed), lag_s=10, down_s=4, n_nodes=5), 100,
                 view=lambda t: view(log_end=LOG_END, t=t))
     got = kinds_and_targets(ops)
-    assert [g[1] for g in got] == ["start-partition", "stop-partition", "start-kill", "stop-kill"]
-    assert [g[0] for g in got] == [0.0, 10.0, 10.0, 14.0]
-    assert all(g[3] == "lag" for g in got)
+    assert [g[1] for g in got] == ["start-partition", "stop-partition", "start-kill", "start-partition",
+                                   "stop-partition", "stop-kill"]
+    assert [g[0] for g in got] == [0.0, 10.0, 10.0, 10.0, 14.0, 14.0]
+    assert [g[3] for g in got] == ["lag", "lag", "lag", "lag-split", "lag-split", "lag"]
     (laggard,) = got[0][2]
     assert laggard != "n1"
     victims = got[2][2]
     assert laggard not in victims and len(victims) == 5 - majority_size(5)
     assert victims == expected_victims("n1", laggard, LOG_END, 5)
     assert ops[0][1]["value"]["kind"] == "nodes" == ops[2][1]["value"]["kind"]
+    # the up-to-date survivors are cut off from each other, not from the laggard
+    fresh = sorted(set(LOG_END) - set(victims) - {laggard})
+    assert ops[3][1]["value"]["grudge"] == {s: [o for o in fresh if o != s] for s in fresh}
 
 
 def test_lag_picks_different_followers_with_different_seeds():
@@ -165,8 +169,12 @@ def test_lag_ops_applied_by_the_controller():
            for n in cluster.nodes}
     healed = {n: set() for n in cluster.nodes}
     victims = set(ops[2][1]["value"]["targets"])
-    assert states == [(cut, set(cluster.nodes)), (healed, set(cluster.nodes)),
-                      (healed, set(cluster.nodes) - victims), (healed, set(cluster.nodes))]
+    fresh = set(cluster.nodes) - victims - {laggard}
+    split = {n: (fresh - {n} if n in fresh else set()) for n in cluster.nodes}
+    up = set(cluster.nodes)
+    assert states == [(cut, up), (healed, up), (healed, up - victims), (healed, up - victims),
+                      (healed, up - victims), (healed, up)]
+    assert [grudge_of(*apply_all(ops[:k])[:2], "KC-lag-split") for k in (4, 5)] == [split, healed]
     assert c.active == {}
 
 
