@@ -24,7 +24,7 @@ from clusters.docker_cluster import DockerCluster
 from clusters.engine import connect_engine
 from clusters.errors import ClusterError
 from clusters.image import ensure_node_image
-from harness.db import KraftDB
+from targets.kraft_db import KraftDB
 from harness.leader import wait_for_catch_up, wait_for_leader
 from harness.runner import cluster_id_for
 from kraft.client import ClientError, KraftClient

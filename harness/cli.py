@@ -11,6 +11,7 @@ import argparse
 import json
 import logging
 import random
+import re
 import sys
 from typing import Any, Sequence
 
@@ -103,12 +104,28 @@ def _unsafe(text: str) -> list[str]:
     return [n for n in dict.fromkeys(s.strip() for s in text.split(",")) if n in names]
 
 
+def _db(text: str) -> str:
+    from targets.registry import target_spec
+    try:
+        target_spec(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def _kafka_version(text: str) -> str:
+    if not re.fullmatch(r"\d+\.\d+\.\d+", text):
+        raise argparse.ArgumentTypeError(f"--kafka-version must look like 4.3.1, got {text!r}")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``kraft-chaos`` argument parser (errors raise :class:`UsageError`)."""
     p = _Parser(prog="kraft-chaos", description="Jepsen-style fault injection for a KRaft quorum.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     from harness.bug_catalogue import DEFAULT_SCHEDULE as D
+    from harness.run_config import RunConfig
     r = sub.add_parser("run", help="run a test: cluster, workload, nemesis, check")
     r.add_argument("--nodes", type=_positive_int("--nodes"), default=D.nodes,
                    help=f"cluster size (default {D.nodes})")
@@ -135,6 +152,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--rate", type=_number("--rate"), default=D.rate, help=f"total ops/s (default {D.rate:g})")
     r.add_argument("--seed", type=_seed, default=None, help="random seed (default: a random one)")
     r.add_argument("--cluster", choices=["docker"], default="docker", help="backend (default docker)")
+    r.add_argument("--db", type=_db, default="kraft",
+                   help="system under test: kraft (our quorum, default) or kafka (Apache Kafka)")
+    r.add_argument("--kafka-version", type=_kafka_version, default=RunConfig.kafka_version,
+                   help=f"Apache Kafka version for --db kafka (default {RunConfig.kafka_version})")
+    r.add_argument("--kafka-topology", choices=["dedicated", "combined"], default="dedicated",
+                   help="--db kafka: dedicated (--nodes controllers plus brokers, default) or "
+                        "combined (--nodes combined controller+broker nodes)")
+    r.add_argument("--kraft-version", type=int, choices=[0, 1], default=RunConfig.kraft_version,
+                   help="--db kafka: 0 static voters (controller.quorum.voters), 1 dynamic "
+                        "quorum (KIP-853; default, as Kafka 4's docs recommend)")
+    r.add_argument("--nemesis-targets", choices=["quorum", "clients", "all"], default="quorum",
+                   help="nodes the faults touch: quorum (voters/controllers, default), clients "
+                        "(Kafka's brokers) or all")
     r.add_argument("--keep-cluster", action="store_true", help="leave the containers running")
     r.add_argument("--store", default="store", help="store root (default ./store)")
     r.add_argument("--base-image", default=None, help="base image for nodes (default: offline Debian)")
@@ -284,7 +314,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         keep_cluster=args.keep_cluster, store=args.store, base_image=args.base_image,
         subnet=args.subnet, nemesis_interval=args.nemesis_interval,
         nemesis_duration=args.nemesis_duration, nemesis_mode=args.nemesis_mode, unsafe=args.unsafe,
-        fetch_max_records=args.fetch_max_records)
+        fetch_max_records=args.fetch_max_records, db=args.db, kafka_version=args.kafka_version,
+        kafka_topology=args.kafka_topology, kraft_version=args.kraft_version,
+        nemesis_targets=args.nemesis_targets)
     return run_and_report(config, args.no_progress)
 
 
@@ -293,7 +325,8 @@ def run_and_report(config, no_progress: bool = False) -> int:
     the command that repeats it; returns the exit code."""
     from clusters.errors import ClusterError
     from harness import runner
-    from harness.db import DBError
+    from targets.errors import TargetError
+    from targets.kraft_db import DBError
 
     print(f"seed: {config.seed}")
     print(f"repeat with: {config.repeat_command()}")
@@ -313,6 +346,9 @@ def run_and_report(config, no_progress: bool = False) -> int:
     except (ClusterError, runner.RunSetupError, DBError) as e:
         print(f"kraft-chaos: cluster error: {e}", file=sys.stderr)
         return EXIT_CLUSTER
+    except TargetError as e:     # a target that cannot be fetched or started (e.g. a Kafka version)
+        print(f"kraft-chaos: {config.db} error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except ValueError as e:
         print(f"kraft-chaos: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -22,11 +22,14 @@ async def describe_all(db, nodes, cluster_id: str,
                        timeout_ms: int = PROBE_TIMEOUT_MS) -> dict[str, dict | None]:
     """DescribeQuorum on every node at once: ``{node: response body, or None on any error}``.
 
-    ``db.address(node)`` gives ``(host, port)``.
+    ``db.address(node)`` gives ``(host, port)``, ``db.quorum_client_factory()`` the client
+    (``targets.base.DB``).
     """
+    factory = db.quorum_client_factory()
+
     async def one(node: str) -> dict | None:
         host, port = db.address(node)
-        c = kclient.KraftClient(host, port, cluster_id, timeout_ms=timeout_ms)
+        c = factory(host, port, cluster_id, timeout_ms)
         try:
             return await c.describe_quorum()
         except kclient.ClientError:

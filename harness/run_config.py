@@ -19,7 +19,11 @@ class RunConfig:
     Times in seconds, ``rate`` in ops/s. ``nemesis`` lists fault names
     (``nemesis.schedule.FAULT_NAMES``); ``unsafe`` lists ``kraft.unsafe``
     switch names. ``fetch_max_records`` bounds a kraft Fetch response (None: the node's
-    default). ``seed`` drives every random choice.
+    default). ``db`` names the target (targets/registry.py); ``kafka_version``,
+    ``kafka_topology`` (dedicated: ``nodes`` controllers plus brokers; combined:
+    ``nodes`` combined nodes) and ``kraft_version`` (0 static voters, 1 KIP-853)
+    shape the ``kafka`` target. ``nemesis_targets``: quorum, clients or all
+    (``targets.base.DB.fault_nodes``). ``seed`` drives every random choice.
     """
 
     seed: int
@@ -30,6 +34,11 @@ class RunConfig:
     concurrency: int = DEFAULT.concurrency
     rate: float = DEFAULT.rate
     cluster: str = "docker"
+    db: str = "kraft"
+    kafka_version: str = "4.3.1"
+    kafka_topology: str = "dedicated"
+    kraft_version: int = 1
+    nemesis_targets: str = "quorum"
     keep_cluster: bool = False
     store: str = str(store.DEFAULT_ROOT)
     base_image: str | None = None
@@ -65,6 +74,13 @@ class RunConfig:
                 "--seed", str(self.seed)]
         if self.cluster != "docker":
             args += ["--cluster", self.cluster]
+        if self.db != RunConfig.db:
+            args += ["--db", self.db]
+        if self.db == "kafka":
+            args += ["--kafka-version", self.kafka_version, "--kafka-topology", self.kafka_topology,
+                     "--kraft-version", str(self.kraft_version)]
+        if self.nemesis_targets != RunConfig.nemesis_targets:
+            args += ["--nemesis-targets", self.nemesis_targets]
         if self.subnet != RunConfig.subnet:
             args += ["--subnet", self.subnet]
         if self.base_image:

@@ -1,7 +1,8 @@
 """Runs one test end to end: cluster, DB, workload + nemesis, final phase, collection, checking.
 
 Sequence (``run_test``): connect engine -> ensure node image -> DockerCluster
-(run id ``<timestamp>-<seed>``) -> ``KraftDB.setup()`` -> wait for a leader
+(run id ``<timestamp>-<seed>``) -> the target's DB (``--db``, targets/registry.py)
+``setup()`` -> wait for a leader
 -> the workload's client generator and the nemesis's generator together,
 run by one interpreter (generator/), for ``time_limit`` s -> heal
 everything -> the workload's final phase (its spec's ``final``, e.g. the
@@ -86,13 +87,18 @@ def run_test(config: RunConfig, run_dir: Path | None = None,
     ``run_dir`` defaults to a new store directory (:func:`prepare_run`);
     ``progress`` forces the live line on/off (None: when stdout is a TTY).
     Raises :class:`Interrupted` on SIGINT, ``clusters.errors.ClusterError``,
-    ``harness.db.DBError`` or :class:`RunSetupError` when the cluster cannot be set up, ``ValueError``
+    ``targets.errors.TargetError`` or :class:`RunSetupError` when the cluster cannot be set up, ``ValueError``
     for a bad config; the cluster is torn down before any of these propagate
     (unless ``keep_cluster``).
     """
     from nemesis.schedule import MODES
+    from targets.registry import target_spec
     from workloads.registry import workload_spec
-    workload_spec(config.workload)          # ValueError naming the choices
+    spec = workload_spec(config.workload)   # ValueError naming the choices
+    target_spec(config.db)
+    if config.db not in spec.dbs:
+        raise ValueError(f"workload {config.workload!r} does not run on --db {config.db}: "
+                         f"it supports {', '.join(spec.dbs)}")
     if config.nemesis_mode not in MODES:
         raise ValueError(f"unknown nemesis mode {config.nemesis_mode!r}: choose from {', '.join(MODES)}")
     if config.cluster != "docker":
@@ -108,8 +114,8 @@ def run_test(config: RunConfig, run_dir: Path | None = None,
         raise
     except Exception as e:
         from clusters.errors import ClusterError
-        from harness.db import DBError
-        if isinstance(e, (ClusterError, RunSetupError, DBError, ValueError)):
+        from targets.errors import TargetError
+        if isinstance(e, (ClusterError, RunSetupError, TargetError, ValueError)):
             log.error("run failed: %s", e)
         else:
             log.exception("run failed with a harness error")
@@ -185,20 +191,20 @@ class _Run:
     async def _body(self) -> dict:
         from clusters.docker_cluster import DockerCluster
         from clusters.engine import connect_engine
-        from clusters.image import ensure_node_image
-        import kraft
+        from targets.registry import target_spec
 
         cfg = self.config
+        target = target_spec(cfg.db)
         client = self.engine = await self._blocking(connect_engine)
-        image = await self._blocking(ensure_node_image, client, Path(kraft.__file__).parent,
-                                     cfg.base_image, log=lambda m: log.info("%s", m))
-        self.cluster = DockerCluster(cfg.nodes, self.run_id, image, subnet=cfg.subnet,
+        image = await self._blocking(target.image, client, cfg, lambda m: log.info("%s", m))
+        n = target.node_count(cfg)
+        self.cluster = DockerCluster(n, self.run_id, image, subnet=cfg.subnet,
                                      keep=cfg.keep_cluster, client=client)
-        log.info("setting up %d nodes (run id %s, image %s)", cfg.nodes, self.run_id, image)
+        log.info("setting up %d %s nodes (run id %s, image %s)", n, cfg.db, self.run_id, image)
         await self._blocking(self.cluster.setup)
-        self.db = self._make_db()
+        self.db = target.make_db(self.cluster, self.cluster_id, cfg)
         await self._blocking(self.db.setup)
-        nodes = list(self.cluster.nodes)
+        nodes = self.db.quorum_nodes()
 
         from .leader import wait_for_leader
         leader = await wait_for_leader(self.db, nodes, self.cluster_id, FIRST_LEADER_TIMEOUT_S)
@@ -209,11 +215,6 @@ class _Run:
 
         await self._run_phase(nodes)
         return await self._finish(nodes)
-
-    def _make_db(self):
-        from harness.db import KraftDB
-        return KraftDB(self.cluster, self.cluster_id, self.config.seed, unsafe=list(self.config.unsafe),
-                       fetch_max_records=self.config.fetch_max_records)
 
     async def _run_phase(self, nodes: list[str]) -> None:
         """The workload's clients and the nemesis together for ``time_limit`` s, then heal."""
@@ -234,7 +235,7 @@ class _Run:
             from nemesis.worker import NemesisWorker
             gate = ClientGate()
             self.controller = NemesisController(self.cluster, self.db, lambda: self._aim_leader(nodes),
-                                                random.Random(f"{cfg.seed}:nemesis"))
+                                                random.Random(f"{cfg.seed}:nemesis"), self._fault_nodes())
             gen = AnyOf([GatedClients(gate, gen), nemesis(steps_generator(cfg.scenario, gate))])
             workers["nemesis"] = NemesisWorker(self.controller, self.history)
             limit = budget_s(cfg.scenario)
@@ -243,10 +244,11 @@ class _Run:
             from nemesis.schedule import nemesis_generator
             from nemesis.worker import NemesisWorker
             rng = random.Random(f"{cfg.seed}:nemesis")
-            self.controller = NemesisController(self.cluster, self.db, lambda: self._aim_leader(nodes), rng)
+            self.controller = NemesisController(self.cluster, self.db, lambda: self._aim_leader(nodes), rng,
+                                                self._fault_nodes())
             schedule = nemesis_generator(cfg.nemesis, random.Random(f"{cfg.seed}:nemesis:schedule"),
                                          cfg.nemesis_mode, cfg.nemesis_interval, cfg.nemesis_duration,
-                                         n_nodes=cfg.nodes)
+                                         n_nodes=len(self.controller.nodes))
             gen = AnyOf([gen, nemesis(schedule)])
             workers["nemesis"] = NemesisWorker(self.controller, self.history)
         interp = Interpreter(TimeLimit(limit, gen), workers, wl.pids.next, cfg.seed,
@@ -289,7 +291,8 @@ class _Run:
         if self.controller is None:     # no nemesis ran: a controller only to find dead nodes
             from nemesis.controller import NemesisController
             self.controller = NemesisController(self.cluster, self.db, lambda: None,
-                                                random.Random(f"{self.config.seed}:heal"))
+                                                random.Random(f"{self.config.seed}:heal"),
+                                                list(self.cluster.nodes))
         held = sorted({n for targets in self.controller.active.values() for n in targets})
         log.info("healing every fault")
         op = self.history.invoke("nemesis", "heal", {"kind": "all"})
@@ -297,6 +300,10 @@ class _Run:
         self.history.complete(op, "info", {"kind": "all", "held": held, **result})
         if result["restarted"]:
             log.warning("nodes found not running after every fault had stopped: %s", result["restarted"])
+
+    def _fault_nodes(self) -> list[str]:
+        """The nodes the nemesis may touch: ``--nemesis-targets`` of the DB."""
+        return self.db.fault_nodes(self.config.nemesis_targets)
 
     def _make_workload(self, topology):
         """The configured workload (by name, workloads/registry.py) on ``topology``."""
@@ -329,9 +336,9 @@ class _Run:
         self.history.close()
         log.info("stopping nodes and collecting their data")
         await self._blocking(self.db.teardown)
-        await self._collect(nodes)
+        await self._collect(list(self.cluster.nodes))
         if self.config.keep_cluster:   # --keep-cluster leaves the quorum running, for inspection
-            for node in nodes:
+            for node in self.cluster.nodes:
                 await self._best_effort(f"restart {node}", lambda n=node: self.db.start(n))
         log.info("checking the history")
         results = await self._blocking(check_run_dir, self.run_dir)

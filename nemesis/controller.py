@@ -17,7 +17,7 @@ from nemesis import packet
 from nemesis.background import Background, Flapper, RollingRestart
 from nemesis.faults import EXPLICIT, Fault, check_kind
 from nemesis.kill import kill_nodes, restart_nodes
-from nemesis.parallel import NodeErrors, on_nodes
+from clusters.parallel import NodeErrors, on_nodes
 from nemesis.partition import Partitioner
 from nemesis.pause import pause_nodes, resume_nodes
 from nemesis.process_db import ProcessDB
@@ -37,15 +37,20 @@ class NemesisController:
 
     ``cluster``: the :class:`~clusters.remote.Cluster` (iptables and tc go
     through its remote); ``db``: the node-process controls
-    (``harness.db.KraftDB``); ``find_leader``: returns the current leader's
+    (a ``targets.base.DB``); ``find_leader``: returns the current leader's
     node name or None (the quorum monitor's view, or a DescribeQuorum probe;
     exceptions count as "unknown"); ``rng``: the seeded source of every
-    target and grudge choice.
+    target and grudge choice; ``nodes``: the nodes faults may touch (default every node
+    of the cluster; e.g. only Kafka's controllers), in order.
     """
 
     def __init__(self, cluster: Cluster, db: ProcessDB, find_leader: Callable[[], str | None],
-                 rng: random.Random):
+                 rng: random.Random, nodes: list[str] | None = None):
         self.cluster = cluster
+        self._nodes = list(cluster.nodes if nodes is None else nodes)
+        unknown = set(self._nodes) - set(cluster.nodes)
+        if unknown or not self._nodes:
+            raise ValueError(f"nemesis nodes {self._nodes} must be nodes of the cluster {list(cluster.nodes)}")
         self.db = db
         self.find_leader = find_leader
         self.rng = rng
@@ -58,8 +63,8 @@ class NemesisController:
 
     @property
     def nodes(self) -> list[str]:
-        """The cluster's node names."""
-        return list(self.cluster.nodes)
+        """The node names faults may touch."""
+        return list(self._nodes)
 
     @property
     def active(self) -> dict[str, list[str]]:
@@ -180,7 +185,7 @@ class NemesisController:
         [nodes]`` when a kill or pause found no process.
 
         Raises ``ValueError`` for an unknown family or kind, or when the
-        fault's slot is already active; ``nemesis.parallel.NodeErrors`` when
+        fault's slot is already active; ``clusters.parallel.NodeErrors`` when
         some node failed (the fault stays active so :meth:`stop` and
         :meth:`heal_all` undo what was applied).
         """
@@ -351,7 +356,7 @@ class NemesisController:
         Returns ``{"kind": K, "targets": [nodes]}`` (with ``"slot"`` when not
         the family's, ``"errors"`` from a background fault, and ``"shaped"``:
         ``{node: the shaper's counts}`` for a shaped packet fault); stopping a
-        slot that is not active does nothing and returns ``"targets": []``. Raises ``nemesis.parallel.NodeErrors``
+        slot that is not active does nothing and returns ``"targets": []``. Raises ``clusters.parallel.NodeErrors``
         if a node could not be healed (the fault then stays active for
         :meth:`heal_all`).
         """

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from nemesis.parallel import on_nodes
+from clusters.parallel import on_nodes
 from nemesis.process_db import ProcessDB
 
 
@@ -11,7 +11,7 @@ def kill_nodes(db: ProcessDB, targets: Sequence[str]) -> dict[str, bool]:
     """SIGKILL the process on each target, in parallel.
 
     Returns ``{node: True if a process was killed}``. Raises
-    ``nemesis.parallel.NodeErrors`` if any node could not be reached.
+    ``clusters.parallel.NodeErrors`` if any node could not be reached.
     """
     return on_nodes(targets, db.kill, what="kill")
 
@@ -20,6 +20,6 @@ def restart_nodes(db: ProcessDB, targets: Sequence[str]) -> dict[str, bool]:
     """Start the process on each target that is not running, in parallel.
 
     Returns ``{node: True if it was started}`` (False: it was already
-    running). Raises ``nemesis.parallel.NodeErrors`` on failure.
+    running). Raises ``clusters.parallel.NodeErrors`` on failure.
     """
     return on_nodes(targets, db.start, what="restart")

@@ -18,7 +18,7 @@ from typing import Callable
 
 from clusters.remote import Cluster
 from nemesis.grudge import Grudge
-from nemesis.parallel import on_nodes
+from clusters.parallel import on_nodes
 
 #: flushes every rule of ours on a node (INPUT, OUTPUT and every KC- chain), for heal_all
 HEAL_ALL_COMMAND = "iptables -w -F"
@@ -87,7 +87,7 @@ class Partitioner:
         (on the senders' OUTPUT with ``outgoing``).
 
         Returns the rules per node (see :func:`drop_commands`); a node with
-        no rules gets no exec. Raises ``nemesis.parallel.NodeErrors`` if the
+        no rules gets no exec. Raises ``clusters.parallel.NodeErrors`` if the
         command failed on any node (the others are still applied).
         """
         commands = drop_commands(grudge, self.cluster.ip, slot, match, outgoing)
@@ -102,7 +102,7 @@ class Partitioner:
     def heal(self, slot: str = "partition", nodes: list[str] | None = None) -> None:
         """Flush ``slot``'s chain on ``nodes`` (default: every node), in parallel.
 
-        Idempotent. Raises ``nemesis.parallel.NodeErrors`` if a flush failed.
+        Idempotent. Raises ``clusters.parallel.NodeErrors`` if a flush failed.
         """
         targets = list(self.cluster.nodes if nodes is None else nodes)
         on_nodes(targets, lambda node: self.cluster.remote.exec(node, heal_command(slot), check=True),

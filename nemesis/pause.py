@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from nemesis.parallel import on_nodes
+from clusters.parallel import on_nodes
 from nemesis.process_db import ProcessDB
 
 
@@ -11,7 +11,7 @@ def pause_nodes(db: ProcessDB, targets: Sequence[str]) -> dict[str, bool]:
     """SIGSTOP the process on each target, in parallel.
 
     Returns ``{node: True if a process was paused}``. Raises
-    ``nemesis.parallel.NodeErrors`` if any node could not be reached.
+    ``clusters.parallel.NodeErrors`` if any node could not be reached.
     """
     return on_nodes(targets, db.pause, what="pause")
 
@@ -20,6 +20,6 @@ def resume_nodes(db: ProcessDB, targets: Sequence[str]) -> dict[str, bool]:
     """SIGCONT the process on each target, in parallel.
 
     Returns ``{node: True if a process was resumed}``. Raises
-    ``nemesis.parallel.NodeErrors`` on failure.
+    ``clusters.parallel.NodeErrors`` on failure.
     """
     return on_nodes(targets, db.resume, what="resume")

@@ -1,4 +1,4 @@
-"""What the process nemeses need from the DB lifecycle (``harness.db.KraftDB``)."""
+"""What the process nemeses need from the DB lifecycle (``targets.kraft_db.KraftDB``)."""
 from __future__ import annotations
 
 from typing import Protocol
@@ -7,7 +7,7 @@ from typing import Protocol
 class ProcessDB(Protocol):
     """The node-process controls used by :mod:`nemesis.kill` and :mod:`nemesis.pause`.
 
-    ``harness.db.KraftDB`` implements it. Each method acts on one node and
+    ``targets.kraft_db.KraftDB`` implements it. Each method acts on one node and
     may raise ``clusters.remote.RemoteError`` when the node is unreachable.
     """
 

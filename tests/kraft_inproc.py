@@ -76,7 +76,7 @@ class Running:
 
 
 class LoopbackDB:
-    """``address``/``node_id`` for in-process nodes, as harness.leader expects."""
+    """What harness.leader and Topology.from_db ask of a ``targets.base.DB``, for in-process nodes."""
 
     def __init__(self, running: dict[str, Running]):
         self.running = running
@@ -86,6 +86,16 @@ class LoopbackDB:
 
     def node_id(self, node):
         return self.running[node].cfg.node_id
+
+    def quorum_nodes(self):
+        return list(self.running)
+
+    def client_nodes(self):
+        return list(self.running)
+
+    def quorum_client_factory(self):
+        from targets.kraft_db import kraft_quorum_client
+        return kraft_quorum_client
 
 
 @contextlib.asynccontextmanager

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from clusters.remote import ExecResult, Remote, RemoteError
-from harness.db import DBError, KraftDB, NodePaths, node_seed
+from targets.kraft_db import DBError, KraftDB, NodePaths, node_seed
 from tests.nemesis_fakes import FakeCluster, FakeRemote
 
 
@@ -57,7 +57,7 @@ def test_node_seed_is_stable_and_distinct():
     assert node_seed(5, 1) == node_seed(5, 1)
     assert len({node_seed(5, i) for i in range(1, 6)} | {node_seed(6, 1)}) == 6
     # fixed value: must not change between Python processes or releases
-    out = subprocess.run([sys.executable, "-c", "from harness.db import node_seed; print(node_seed(5, 1))"],
+    out = subprocess.run([sys.executable, "-c", "from targets.kraft_db import node_seed; print(node_seed(5, 1))"],
                          capture_output=True, text=True, cwd=Path(__file__).parent.parent,
                          env={**os.environ, "PYTHONHASHSEED": "123"})
     assert int(out.stdout) == node_seed(5, 1)

@@ -2,7 +2,7 @@
 import pytest
 
 from nemesis.faults import Fault
-from nemesis.parallel import NodeErrors
+from clusters.parallel import NodeErrors
 from nemesis.partition import HEAL_ALL_COMMAND, heal_command
 from tests.nemesis_fakes import grudge_of, make_controller
 

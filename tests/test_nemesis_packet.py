@@ -8,7 +8,7 @@ from clusters.remote import ExecResult
 
 from nemesis import packet
 from nemesis.faults import Fault
-from nemesis.parallel import NodeErrors
+from clusters.parallel import NodeErrors
 from nemesis.partition import heal_command
 from tests.nemesis_fakes import grudge_of, make_controller, shaper_controller
 

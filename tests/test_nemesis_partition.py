@@ -3,7 +3,7 @@ import pytest
 
 from clusters.remote import ExecResult
 from nemesis import grudge as g
-from nemesis.parallel import NodeErrors
+from clusters.parallel import NodeErrors
 from nemesis.partition import (HEAL_ALL_COMMAND, Partitioner, chain, drop_commands, ensure_chain_command,
                                heal_command)
 from tests.nemesis_fakes import FakeCluster, FakeRemote, grudge_of, sim_cluster

@@ -13,6 +13,10 @@ class FakeDB:
     def address(self, node):
         return (node, 9093)
 
+    def quorum_client_factory(self):
+        from targets.kraft_db import kraft_quorum_client
+        return kraft_quorum_client      # looks kclient.KraftClient up at call time
+
 
 def fake_client_for(answers):
     """A KraftClient stand-in: ``answers[node]`` is a body, or an exception to raise."""

@@ -91,7 +91,7 @@ class ClientWorkload:
         self.monitor = QuorumMonitor(topology, cluster_id, history, self.pids,
                                      interval_ms=self.options.monitor_interval_ms,
                                      timeout_ms=self.options.monitor_timeout_ms,
-                                     client_factory=client_factory)
+                                     client_factory=client_factory or topology.quorum_factory)
 
     def pool(self) -> ClientPool:
         """A fresh client pool (one client per node) for one owner."""

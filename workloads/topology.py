@@ -2,22 +2,29 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
 
 @dataclasses.dataclass(frozen=True)
 class Topology:
     """The client's view of the cluster.
 
-    ``nodes`` are node names in order (``["n1", "n2", ...]``); ``addresses``
-    maps each name to its client endpoint ``(host, port)``; ``ids`` maps each
-    name to its KRaft node id (int). Raises ``ValueError`` when a node lacks an
+    ``nodes`` are the quorum's node names in order (``["n1", "n2", ...]``);
+    ``addresses`` maps each name to its quorum endpoint ``(host, port)``;
+    ``ids`` maps each name to its KRaft node id (int). ``quorum_factory``
+    makes the DescribeQuorum client of a node, ``(host, port, cluster_id,
+    timeout_ms) -> client`` (None: our ``kraft.client.KraftClient``).
+    ``bootstrap`` lists the ``host:port`` endpoints of the nodes a target's
+    own clients connect to (Kafka's brokers; empty for our quorum, whose
+    clients use ``addresses``). Raises ``ValueError`` when a node lacks an
     address or an id, or two nodes share an id.
     """
 
     nodes: tuple[str, ...]
     addresses: Mapping[str, tuple[str, int]]
     ids: Mapping[str, int]
+    quorum_factory: Callable[[str, int, str, int], Any] | None = None
+    bootstrap: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -31,11 +38,15 @@ class Topology:
             raise ValueError(f"topology: node ids are not unique: {dict(self.ids)}")
 
     @classmethod
-    def from_db(cls, db, nodes) -> "Topology":
-        """Build from a ``harness.db.KraftDB`` (``address(node)``, ``node_id(node)``)."""
-        nodes = tuple(nodes)
+    def from_db(cls, db, nodes=None) -> "Topology":
+        """Build from a ``targets.base.DB``: its quorum nodes (or ``nodes``), their
+        ``address``/``node_id``, its ``quorum_client_factory()`` and the endpoints of
+        its client nodes when they are not the quorum's."""
+        nodes = tuple(db.quorum_nodes() if nodes is None else nodes)
+        clients = [n for n in db.client_nodes() if n not in nodes]
         return cls(nodes, {n: tuple(db.address(n)) for n in nodes},
-                   {n: int(db.node_id(n)) for n in nodes})
+                   {n: int(db.node_id(n)) for n in nodes}, db.quorum_client_factory(),
+                   tuple(db.client_endpoint(n) for n in clients) if clients else ())
 
     def node_for_id(self, node_id: int | None) -> str | None:
         """The node name whose KRaft id is ``node_id``; None when unknown or None."""

@@ -54,7 +54,7 @@ def test_failed_run_tears_down(engine, tmp_path):
     """A run whose nodes cannot start (an unknown unsafe switch reaches their
     config) fails with a clear DBError naming the node's complaint, and
     leaves nothing behind."""
-    from harness.db import DBError
+    from targets.kraft_db import DBError
     from harness.runner import RunConfig, run_test
 
     seed = 9191003

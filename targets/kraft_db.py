@@ -1,4 +1,5 @@
-"""The DB lifecycle: configure, format, start, stop, kill, pause and collect KRaft nodes.
+"""Our Python KRaft as a target (``--db kraft``): configure, format, start, stop, kill, pause
+and collect its nodes.
 
 Our ``kraft`` package is in the node image at ``/opt/kraft/kraft`` (with
 ``PYTHONPATH=/opt/kraft``). Every node runs one ``python3 -m kraft.node``
@@ -16,13 +17,17 @@ import tempfile
 import time
 from pathlib import Path
 
+from clusters.parallel import NodeErrors, on_nodes
 from clusters.remote import Cluster, RemoteError
-from nemesis.parallel import NodeErrors, on_nodes
+from kraft import client as kclient
+
+from .base import DB, QuorumClientFactory
+from .errors import TargetError
 
 log = logging.getLogger("kraft_chaos.db")
 
 
-class DBError(RuntimeError):
+class DBError(TargetError):
     """A node could not be set up or started; the message names the node and shows its log tail."""
 
 
@@ -56,7 +61,12 @@ def _positive_ms(name: str, value: int) -> int:
     return value
 
 
-class KraftDB:
+def kraft_quorum_client(host: str, port: int, cluster_id: str, timeout_ms: int) -> "kclient.KraftClient":
+    """Our ``kraft.client.KraftClient`` (looked up at call time, so tests can monkeypatch it)."""
+    return kclient.KraftClient(host, port, cluster_id, timeout_ms=timeout_ms)
+
+
+class KraftDB(DB):
     """The KRaft nodes of ``cluster``: one voter per node, node ids 1..n in ``cluster.nodes`` order.
 
     ``cluster_id``: the cluster id given to ``kraft format`` (non-empty, no
@@ -105,11 +115,6 @@ class KraftDB:
         self.stop_timeout_s = stop_timeout_s
         self.startup_check_s = startup_check_s
 
-    @property
-    def remote(self):
-        """The cluster's :class:`~clusters.remote.Remote`."""
-        return self.cluster.remote
-
     # --- identity ---------------------------------------------------------
 
     def node_id(self, node: str) -> int:
@@ -132,6 +137,10 @@ class KraftDB:
         """``(host, port)`` of the node's controller listener."""
         self.node_id(node)
         return self.cluster.ip(node), self.port
+
+    def quorum_client_factory(self) -> QuorumClientFactory:
+        """:func:`kraft_quorum_client`: DescribeQuorum through our own client."""
+        return kraft_quorum_client
 
     def voters(self) -> str:
         """The ``controller.quorum.voters`` value: ``1@ip1:port,2@ip2:port,...``."""

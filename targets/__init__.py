@@ -1,0 +1,1 @@
+"""Systems under test (``--db``): our Python KRaft and Apache Kafka, each behind one DB interface."""

@@ -1,0 +1,147 @@
+"""The DB interface (Jepsen's ``db``): what the runner, nemeses and workloads may ask of a
+system under test, whichever it is (``--db kraft`` or ``--db kafka``).
+
+A DB drives the system's processes on the nodes of a :class:`clusters.remote.Cluster`
+through its :class:`~clusters.remote.Remote`. Every method that acts on one node may
+raise ``clusters.remote.RemoteError`` when the node cannot be reached.
+"""
+from __future__ import annotations
+
+import abc
+from pathlib import Path
+from typing import Callable, Protocol
+
+from clusters.remote import Cluster
+
+
+class QuorumClient(Protocol):
+    """A DescribeQuorum client for one quorum node (KIP-595 / KIP-836).
+
+    ``describe_quorum()`` returns the leader's answer as a dict with KIP-595's field
+    names: ``LeaderId``, ``LeaderEpoch``, ``HighWatermark``, ``CurrentVoters`` and
+    ``Observers`` (lists of ``{"ReplicaId", "LogEndOffset", ...}``). A node that does
+    not lead raises ``kraft.client.ClientError`` (``NOT_LEADER_OR_FOLLOWER``, with the
+    ``leader_epoch`` and ``leader_id`` it named when it named them); an answer that
+    may not have arrived raises ``kraft.client.IndefiniteError``.
+    """
+
+    async def describe_quorum(self) -> dict: ...
+
+    async def close(self) -> None: ...
+
+
+#: ``(host, port, cluster_id, timeout_ms) -> QuorumClient``
+QuorumClientFactory = Callable[[str, int, str, int], QuorumClient]
+
+
+class DB(abc.ABC):
+    """A system under test on ``cluster``'s nodes.
+
+    Node names are ``cluster.nodes``; each has a numeric node id. The quorum nodes
+    (voters, or Kafka's controllers) are where DescribeQuorum is sampled and what
+    the nemeses target by default; the client nodes are where a workload's clients
+    connect.
+    """
+
+    cluster: Cluster
+
+    @property
+    def remote(self):
+        """The cluster's :class:`~clusters.remote.Remote`."""
+        return self.cluster.remote
+
+    # -- identity and addresses ---------------------------------------------------
+    @abc.abstractmethod
+    def node_id(self, node: str) -> int:
+        """The node id of ``node``; raises ``ValueError`` for a node not in the cluster."""
+
+    @abc.abstractmethod
+    def node_for_id(self, node_id: int) -> str:
+        """The node name with id ``node_id``; raises ``ValueError`` when there is none."""
+
+    @abc.abstractmethod
+    def address(self, node: str) -> tuple[str, int]:
+        """``(host, port)`` of the node's quorum (controller) listener."""
+
+    def quorum_nodes(self) -> list[str]:
+        """The nodes of the KRaft quorum (voters, or controllers), in node-id order."""
+        return list(self.cluster.nodes)
+
+    def client_nodes(self) -> list[str]:
+        """The nodes a workload's clients connect to (by default the quorum nodes)."""
+        return self.quorum_nodes()
+
+    def client_endpoint(self, node: str) -> str:
+        """``host:port`` where a workload's clients reach ``node`` (by default its quorum
+        listener)."""
+        host, port = self.address(node)
+        return f"{host}:{port}"
+
+    def fault_nodes(self, which: str = "quorum") -> list[str]:
+        """The nodes the nemeses may target: ``quorum`` (the default), ``clients`` or
+        ``all``. Raises ``ValueError`` for another choice."""
+        if which == "quorum":
+            return self.quorum_nodes()
+        if which == "clients":
+            return self.client_nodes()
+        if which == "all":
+            return list(self.cluster.nodes)
+        raise ValueError(f"unknown nemesis targets {which!r}: choose from quorum, clients, all")
+
+    @abc.abstractmethod
+    def quorum_client_factory(self) -> QuorumClientFactory:
+        """How to make a :class:`QuorumClient`: ``factory(host, port, cluster_id, timeout_ms)``,
+        each request bounded by ``timeout_ms`` (ms)."""
+
+    # -- lifecycle ----------------------------------------------------------------
+    @abc.abstractmethod
+    def setup(self) -> None:
+        """Configure, format and start every node; raises :class:`targets.errors.TargetError`
+        naming the nodes that failed, with their log tails."""
+
+    @abc.abstractmethod
+    def teardown(self) -> dict[str, str]:
+        """Stop every node; tolerant: returns ``{node: error}`` instead of raising."""
+
+    @abc.abstractmethod
+    def format(self, node: str) -> None:
+        """Wipe the node's data and log and format its storage (cluster id, node id)."""
+
+    @abc.abstractmethod
+    def start(self, node: str) -> bool:
+        """Start the node's process unless it runs; True if it was started."""
+
+    @abc.abstractmethod
+    def stop(self, node: str, timeout_s: float | None = None) -> bool:
+        """SIGTERM, wait up to ``timeout_s`` (s), then SIGKILL; True if a process ran."""
+
+    @abc.abstractmethod
+    def kill(self, node: str) -> bool:
+        """SIGKILL the node's process; True if a process was signalled."""
+
+    @abc.abstractmethod
+    def pause(self, node: str) -> bool:
+        """SIGSTOP the node's process; True if a process was signalled."""
+
+    @abc.abstractmethod
+    def resume(self, node: str) -> bool:
+        """SIGCONT the node's process; True if a process was signalled."""
+
+    @abc.abstractmethod
+    def is_running(self, node: str) -> bool:
+        """True if the node's process exists (a paused one counts)."""
+
+    def wipe(self, node: str) -> dict:
+        """Stop the node, delete its data dir, reformat it and restart it (the disk nemesis).
+
+        Not yet provided by any target: raises ``NotImplementedError``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot wipe {node} yet")
+
+    @abc.abstractmethod
+    def log_tail(self, node: str, lines: int = 20) -> str:
+        """The last ``lines`` lines of the node's log ('' if unreadable)."""
+
+    @abc.abstractmethod
+    def collect(self, node: str, dest: Path) -> dict[str, str]:
+        """Copy the node's logs, config and data dir into ``dest``; returns ``{name: error}``
+        for what could not be copied."""

@@ -1,0 +1,1 @@
+"""Apache Kafka's own KRaft controllers and brokers as a target (``--db kafka``)."""

@@ -1,0 +1,385 @@
+"""DescribeQuorum (api key 55) against Apache Kafka's KRaft controllers, standard library only.
+
+Implements, from Apache Kafka's message schemas in
+``clients/src/main/resources/common/message/``:
+
+* ``DescribeQuorumRequest.json`` / ``DescribeQuorumResponse.json`` versions
+  0-2 (KIP-595 v0; KIP-836 v1 adds LastFetchTimestamp/LastCaughtUpTimestamp;
+  KIP-853 v2 adds ErrorMessage, ReplicaDirectoryId and the voters' Nodes with
+  their listeners). Every version is flexible: request header v2, response
+  header v1.
+* ApiVersions (:mod:`targets.kafka.protocol`, v4 first, falling back to
+  the version an UNSUPPORTED_VERSION answer offers) once per connection, to
+  pick the highest DescribeQuorum version both sides support.
+
+:class:`KafkaQuorumClient` keeps one connection for repeated samples (the
+shape of ``kraft.client.KraftClient.describe_quorum`` so the quorum monitor
+can use it); :func:`describe_quorum` is a blocking one-shot. Both ask about
+``__cluster_metadata`` partition 0. Only the active controller answers; the
+others say NOT_LEADER_OR_FOLLOWER without naming a leader (Kafka's
+``DescribeQuorumResponse.singletonErrorResponse``).
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import socket
+from typing import Callable, Generator, NamedTuple
+
+from .protocol import (API_VERSIONS, API_VERSIONS_VERSIONS, NONE, UNSUPPORTED_VERSION, FrameDecoder,
+                       KafkaProtocolError, Reader, Writer, check_version, decode_api_versions_response,
+                       decode_response_header, encode_api_versions_request, encode_request_header,
+                       error_name, frame, read_frame, uuid_str)
+
+DESCRIBE_QUORUM = 55
+METADATA_TOPIC, METADATA_PARTITION = "__cluster_metadata", 0
+#: DescribeQuorum versions spoken here (inclusive).
+DESCRIBE_QUORUM_VERSIONS = (0, 2)
+
+
+class KafkaClientError(Exception):
+    """A request did not yield a sample. ``code``: a Kafka error name (e.g.
+    "NOT_LEADER_OR_FOLLOWER", "UNSUPPORTED_VERSION") or "timeout" / "connection" /
+    "protocol"; ``error_code``: the numeric Kafka code when the server sent one;
+    ``leader_id`` / ``leader_epoch``: a leader hint (Kafka's controllers send none
+    for DescribeQuorum, so these stay None). Mirrors ``kraft.client.ClientError``."""
+
+    def __init__(self, code: str, message: str = "", error_code: int | None = None,
+                 leader_id: int | None = None, leader_epoch: int | None = None):
+        super().__init__(f"{code}: {message}" if message else code)
+        self.code, self.error_code = code, error_code
+        self.leader_id, self.leader_epoch = leader_id, leader_epoch
+
+
+class KafkaDefiniteError(KafkaClientError):
+    """The node answered with an error code, or no connection was made (Jepsen ``fail``)."""
+
+
+class KafkaIndefiniteError(KafkaClientError):
+    """Timeout, lost connection, or a malformed reply (``protocol``, chained to the
+    :class:`~targets.kafka.protocol.KafkaProtocolError`) after sending (Jepsen ``info``)."""
+
+
+class ReplicaState(NamedTuple):
+    """One voter or observer as the leader sees it (DescribeQuorumResponse ReplicaState).
+
+    ``directory_id``: Kafka's text UUID (v2+, None before v2 or when unset);
+    ``log_end_offset``: records, -1 unknown; ``last_fetch_ms`` /
+    ``last_caught_up_ms``: leader wall-clock ms since the epoch (v1+; -1 unknown
+    or before v1)."""
+
+    replica_id: int
+    directory_id: str | None
+    log_end_offset: int
+    last_fetch_ms: int
+    last_caught_up_ms: int
+
+
+class Listener(NamedTuple):
+    """A controller endpoint from DescribeQuorum v2 Nodes: listener ``name``, ``host``, ``port``."""
+
+    name: str
+    host: str
+    port: int
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionQuorum:
+    """One PartitionData of a DescribeQuorum response, error or not."""
+
+    topic: str
+    partition: int
+    error_code: int
+    error_message: str | None
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[ReplicaState, ...]
+    observers: tuple[ReplicaState, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class QuorumSample:
+    """The active controller's view of the metadata quorum.
+
+    ``leader_id`` (node id), ``leader_epoch``, ``high_watermark`` (offset, -1
+    unknown); ``voters`` / ``observers``: :class:`ReplicaState` tuples;
+    ``nodes``: v2's {node id: (Listener, ...)} for the voters, None before v2;
+    ``version``: the DescribeQuorum version used.
+    """
+
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[ReplicaState, ...]
+    observers: tuple[ReplicaState, ...]
+    nodes: dict[int, tuple[Listener, ...]] | None
+    version: int
+
+    def to_body(self) -> dict:
+        """The sample in the response-body shape ``workloads/monitor.py`` reads
+        (``LeaderId``, ``LeaderEpoch``, ``HighWatermark``, ``CurrentVoters``: [{``ReplicaId``,
+        ``ReplicaDirectoryId``, ``LogEndOffset``, ``LastFetchTimestamp``,
+        ``LastCaughtUpTimestamp``}], ``Observers``, and ``Nodes`` from v2)."""
+        def rs(r: ReplicaState) -> dict:
+            return {"ReplicaId": r.replica_id, "ReplicaDirectoryId": r.directory_id,
+                    "LogEndOffset": r.log_end_offset, "LastFetchTimestamp": r.last_fetch_ms,
+                    "LastCaughtUpTimestamp": r.last_caught_up_ms}
+        body = {"ErrorCode": NONE, "LeaderId": self.leader_id, "LeaderEpoch": self.leader_epoch,
+                "HighWatermark": self.high_watermark, "CurrentVoters": [rs(v) for v in self.voters],
+                "Observers": [rs(o) for o in self.observers]}
+        if self.nodes is not None:
+            body["Nodes"] = [{"NodeId": n, "Listeners": [{"Name": l.name, "Host": l.host, "Port": l.port} for l in ls]}
+                             for n, ls in self.nodes.items()]
+        return body
+
+
+@dataclasses.dataclass(frozen=True)
+class DescribeQuorumResponse:
+    """A decoded DescribeQuorumResponse: top-level ``error_code`` / ``error_message``
+    (v2+), ``partitions``, ``nodes`` (v2+, else None), plus header ``correlation_id``."""
+
+    correlation_id: int
+    version: int
+    error_code: int
+    error_message: str | None
+    partitions: tuple[PartitionQuorum, ...]
+    nodes: dict[int, tuple[Listener, ...]] | None
+
+    def sample(self, topic: str = METADATA_TOPIC, partition: int = METADATA_PARTITION) -> QuorumSample:
+        """The :class:`QuorumSample` for ``topic``/``partition``. Raises
+        :class:`KafkaDefiniteError` for a top-level or partition error code and
+        :class:`KafkaProtocolError` when the partition is absent."""
+        if self.error_code != NONE:
+            raise KafkaDefiniteError(error_name(self.error_code), self.error_message or "", self.error_code)
+        for p in self.partitions:
+            if (p.topic, p.partition) == (topic, partition):
+                if p.error_code != NONE:
+                    raise KafkaDefiniteError(error_name(p.error_code), p.error_message or "", p.error_code)
+                return QuorumSample(p.leader_id, p.leader_epoch, p.high_watermark, p.voters,
+                                    p.observers, self.nodes, self.version)
+        raise KafkaProtocolError(f"DescribeQuorumResponse v{self.version}: no partition {topic}-{partition} "
+                                 f"in the answer ({[(p.topic, p.partition) for p in self.partitions]})")
+
+
+def encode_describe_quorum_request(version: int, correlation_id: int, client_id: str | None = "kraft-chaos",
+                                   topic: str = METADATA_TOPIC, partition: int = METADATA_PARTITION) -> bytes:
+    """DescribeQuorumRequest ``version`` (0-2; the body is the same in all) for one
+    partition, with request header v2, unframed."""
+    check_version("DescribeQuorum", version, DESCRIBE_QUORUM_VERSIONS)
+    w = Writer()
+    w.buf += encode_request_header(DESCRIBE_QUORUM, version, correlation_id, client_id, 2)
+    w.compact_array([topic], lambda w, t: w.compact_string(t).compact_array(
+        [partition], lambda w, p: w.int32(p).tagged_fields()).tagged_fields())
+    return w.tagged_fields().bytes()
+
+
+def decode_describe_quorum_response(payload: bytes, version: int) -> DescribeQuorumResponse:
+    """Decode a DescribeQuorumResponse frame payload (header v1 + body) of ``version``
+    (0-2). Raises :class:`KafkaProtocolError` naming the field when malformed."""
+    check_version("DescribeQuorum", version, DESCRIBE_QUORUM_VERSIONS)
+    r = Reader(payload, context=f"DescribeQuorumResponse v{version}")
+    cid = decode_response_header(r, 1)
+
+    def replica(rr: Reader) -> ReplicaState:
+        rid = rr.int32("ReplicaId")
+        did = uuid_str(rr.uuid("ReplicaDirectoryId")) if version >= 2 else None
+        leo = rr.int64("LogEndOffset")
+        fetch, caught = (rr.int64("LastFetchTimestamp"), rr.int64("LastCaughtUpTimestamp")) \
+            if version >= 1 else (-1, -1)
+        rr.tagged_fields("ReplicaState tagged fields")
+        return ReplicaState(rid, did, leo, fetch, caught)
+
+    def partition(rr: Reader, topic: str) -> PartitionQuorum:
+        idx, err = rr.int32("PartitionIndex"), rr.int16("partition ErrorCode")
+        msg = rr.compact_string("partition ErrorMessage", nullable=True) if version >= 2 else None
+        leader, epoch, hw = rr.int32("LeaderId"), rr.int32("LeaderEpoch"), rr.int64("HighWatermark")
+        voters = rr.compact_array(replica, "CurrentVoters")
+        observers = rr.compact_array(replica, "Observers")
+        rr.tagged_fields("PartitionData tagged fields")
+        return PartitionQuorum(topic, idx, err, msg, leader, epoch, hw, tuple(voters), tuple(observers))
+
+    def topic(rr: Reader) -> list[PartitionQuorum]:
+        name = rr.compact_string("TopicName")
+        parts = rr.compact_array(lambda r2: partition(r2, name), "Partitions")
+        rr.tagged_fields("TopicData tagged fields")
+        return parts
+
+    def listener(rr: Reader) -> Listener:
+        out = Listener(rr.compact_string("Listener Name"), rr.compact_string("Listener Host"),
+                       rr.uint16("Listener Port"))
+        rr.tagged_fields("Listener tagged fields")
+        return out
+
+    def node(rr: Reader) -> tuple[int, tuple[Listener, ...]]:
+        nid, ls = rr.int32("NodeId"), tuple(rr.compact_array(listener, "Listeners"))
+        rr.tagged_fields("Node tagged fields")
+        return nid, ls
+
+    err = r.int16("ErrorCode")
+    msg = r.compact_string("ErrorMessage", nullable=True) if version >= 2 else None
+    parts = tuple(p for t in r.compact_array(topic, "Topics") for p in t)
+    nodes = dict(r.compact_array(node, "Nodes")) if version >= 2 else None
+    r.tagged_fields()
+    r.expect_end()
+    return DescribeQuorumResponse(cid, version, err, msg, parts, nodes)
+
+
+def pick_version(ours: tuple[int, int], theirs: tuple[int, int] | None, api: str) -> int:
+    """The highest version in both inclusive ranges; :class:`KafkaDefiniteError`
+    UNSUPPORTED_VERSION when they do not overlap or ``theirs`` is None (not offered)."""
+    if theirs is None or max(ours[0], theirs[0]) > min(ours[1], theirs[1]):
+        raise KafkaDefiniteError("UNSUPPORTED_VERSION", f"{api}: we speak {ours[0]}-{ours[1]}, "
+                                 f"the node offers {theirs or 'nothing'}", UNSUPPORTED_VERSION)
+    return min(ours[1], theirs[1])
+
+
+#: A conversation step: yields an unframed request payload, receives the response payload.
+_Steps = Generator[bytes, bytes, QuorumSample]
+
+
+def _conversation(versions: dict[int, int], next_cid: Callable[[], int], client_id: str | None,
+                  topic: str, partition: int) -> _Steps:
+    """Sans-IO: negotiate (unless ``versions`` already holds DescribeQuorum's) and sample.
+    Fills ``versions`` {api key: version} on success of ApiVersions."""
+    if DESCRIBE_QUORUM not in versions:
+        av = API_VERSIONS_VERSIONS[1]
+        for attempt in range(2):
+            cid = next_cid()
+            resp = decode_api_versions_response((yield encode_api_versions_request(av, cid, client_id)), av)
+            _same_cid(cid, resp.correlation_id, "ApiVersions")
+            if resp.error_code == UNSUPPORTED_VERSION and attempt == 0:
+                av = pick_version(API_VERSIONS_VERSIONS, resp.api_keys.get(API_VERSIONS), "ApiVersions")
+                continue
+            if resp.error_code != NONE:
+                raise KafkaDefiniteError(error_name(resp.error_code), f"ApiVersions v{av}", resp.error_code)
+            break
+        dq = pick_version(DESCRIBE_QUORUM_VERSIONS, resp.api_keys.get(DESCRIBE_QUORUM), "DescribeQuorum")
+        versions.update({API_VERSIONS: av, DESCRIBE_QUORUM: dq})
+    v, cid = versions[DESCRIBE_QUORUM], next_cid()
+    resp = decode_describe_quorum_response((yield encode_describe_quorum_request(v, cid, client_id, topic,
+                                                                                 partition)), v)
+    _same_cid(cid, resp.correlation_id, "DescribeQuorum")
+    return resp.sample(topic, partition)
+
+
+def _step(steps: _Steps, response: bytes | None) -> tuple[bytes | None, QuorumSample | None]:
+    """Feed ``response`` to the conversation: (next request, None) or (None, the sample)."""
+    try:
+        return steps.send(response), None
+    except StopIteration as done:
+        return None, done.value
+
+
+def _same_cid(sent: int, got: int, api: str) -> None:
+    if sent != got:
+        raise KafkaProtocolError(f"{api} response has correlation id {got}, expected {sent}")
+
+
+class KafkaQuorumClient:
+    """A reusable connection to one Kafka controller (or broker) for DescribeQuorum samples.
+
+    Constructed as ``kraft.client.KraftClient`` is, ``(host, port, cluster_id,
+    timeout_ms)`` (``cluster_id`` unused: DescribeQuorum carries none), so it
+    fits ``workloads.clients.ClientFactory``. The connection opens lazily,
+    negotiates versions with ApiVersions once per connection (``versions``:
+    {18: v, 55: v}); it is kept after an error-code answer and dropped after a
+    timeout, I/O or protocol failure or a cancellation. ``timeout_ms`` bounds
+    each sample, connect included (ms). One request in flight at a time.
+    """
+
+    def __init__(self, host: str, port: int, cluster_id: str | None = None, timeout_ms: int = 3000,
+                 client_id: str = "kraft-chaos", topic: str = METADATA_TOPIC,
+                 partition: int = METADATA_PARTITION):
+        self.host, self.port, self.cluster_id = host, port, cluster_id
+        self.timeout_s, self.client_id = timeout_ms / 1000.0, client_id
+        self.topic, self.partition = topic, partition
+        self.versions: dict[int, int] = {}
+        self._ids = itertools.count(1)
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+
+    def _drop(self) -> asyncio.StreamWriter | None:
+        w, self._reader, self._writer, self.versions = self._writer, None, None, {}
+        if w is not None:
+            w.close()
+        return w
+
+    async def close(self) -> None:
+        """Close the connection (idempotent); the next sample reconnects and renegotiates."""
+        w = self._drop()
+        if w is not None:
+            try:
+                await w.wait_closed()
+            except (OSError, asyncio.CancelledError):
+                pass
+
+    async def sample(self) -> QuorumSample:
+        """One DescribeQuorum of ``topic``/``partition``. Raises :class:`KafkaDefiniteError`
+        (an error code, e.g. NOT_LEADER_OR_FOLLOWER from a non-leader; or no
+        connection) or :class:`KafkaIndefiniteError` (timeout, lost connection, protocol)."""
+        where, sent = f"{self.host}:{self.port}", False
+        steps = _conversation(self.versions, lambda: next(self._ids), self.client_id, self.topic, self.partition)
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                if self._writer is None:
+                    self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+                req, done = _step(steps, None)
+                while req is not None:
+                    sent = True
+                    self._writer.write(frame(req))
+                    await self._writer.drain()
+                    req, done = _step(steps, await read_frame(self._reader))
+                return done
+        except KafkaDefiniteError:
+            raise                       # the node answered: the connection stays usable
+        except asyncio.CancelledError:
+            self._drop()                # an answer may still come: the stream is out of step
+            raise
+        except (KafkaProtocolError, OSError) as e:        # TimeoutError is an OSError
+            await self.close()
+            raise _failure(e, sent, where, self.timeout_s) from e
+
+    async def describe_quorum(self) -> dict:
+        """:meth:`sample` as a response body dict (:meth:`QuorumSample.to_body`), the
+        shape ``KraftClient.describe_quorum`` returns; raises as :meth:`sample`."""
+        return (await self.sample()).to_body()
+
+
+def describe_quorum(host: str, port: int, timeout_s: float = 3.0, client_id: str = "kraft-chaos",
+                    topic: str = METADATA_TOPIC, partition: int = METADATA_PARTITION) -> QuorumSample:
+    """Blocking one-shot: connect to ``host:port``, negotiate with ApiVersions, send
+    DescribeQuorum and return the :class:`QuorumSample`. ``timeout_s`` (s) bounds
+    each socket operation. Raises as :meth:`KafkaQuorumClient.sample`."""
+    where, sent, ids = f"{host}:{port}", False, itertools.count(1)
+    steps, dec = _conversation({}, lambda: next(ids), client_id, topic, partition), FrameDecoder()
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as s:
+            req, done = _step(steps, None)
+            while req is not None:
+                sent = True
+                s.sendall(frame(req))
+                frames: list[bytes] = []
+                while not frames:
+                    chunk = s.recv(65536)
+                    if not chunk and dec.pending():
+                        raise KafkaProtocolError(f"truncated frame: connection closed after "
+                                                 f"{dec.pending()} bytes")
+                    if not chunk:
+                        raise ConnectionResetError("connection closed by the peer")
+                    frames = dec.feed(chunk)
+                req, done = _step(steps, frames[0])
+            return done
+    except (KafkaProtocolError, OSError) as e:            # socket.timeout is an OSError
+        raise _failure(e, sent, where, timeout_s) from e
+
+
+def _failure(e: Exception, sent: bool, where: str, timeout_s: float) -> KafkaClientError:
+    """The client error for a protocol or I/O failure; ``sent``: whether a request may have left."""
+    if isinstance(e, KafkaProtocolError):
+        return KafkaIndefiniteError("protocol", f"{where}: {e}")
+    detail = str(e) if str(e) and str(e) != "timed out" else f"no answer within {timeout_s:g}s"
+    if not sent:
+        return KafkaDefiniteError("connection", f"{where}: {detail}; nothing was sent")
+    return KafkaIndefiniteError("timeout" if isinstance(e, TimeoutError) else "connection", f"{where}: {detail}")

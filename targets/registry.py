@@ -1,0 +1,79 @@
+"""The targets (``--db``), chosen by name: how to build a target's node image, how many
+nodes it needs, and its :class:`targets.base.DB` on a cluster.
+
+A target reads what it needs from the run's options: any object with the
+attributes it names (``harness.run_config.RunConfig`` has them all):
+``seed``, ``nodes``, ``base_image``, ``unsafe``, ``fetch_max_records`` for
+``kraft``; ``nodes``, ``kafka_version``, ``kafka_topology``, ``kraft_version``
+for ``kafka``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Callable
+
+from clusters.remote import Cluster
+
+from .base import DB
+
+#: ``log(line)`` receives progress lines while an image is built
+Log = Callable[[str], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetSpec:
+    """One target. ``node_count(options)``: how many nodes (containers) it needs.
+    ``image(engine, options, log)``: the tag of its node image, built if missing (raises
+    ``clusters.errors.ClusterError`` or :class:`targets.errors.TargetError`).
+    ``make_db(cluster, cluster_id, options)``: its DB on ``cluster`` (raises
+    ``ValueError`` for bad options)."""
+
+    name: str
+    summary: str
+    node_count: Callable[[Any], int]
+    image: Callable[[Any, Any, Log], str]
+    make_db: Callable[[Cluster, str, Any], DB]
+
+
+def _kraft_image(engine, options, log: Log) -> str:
+    import kraft
+    from clusters.image import ensure_node_image
+    return ensure_node_image(engine, Path(kraft.__file__).parent, options.base_image, log=log)
+
+
+def _kraft_db(cluster: Cluster, cluster_id: str, options) -> DB:
+    from .kraft_db import KraftDB
+    return KraftDB(cluster, cluster_id, options.seed, unsafe=list(options.unsafe),
+                   fetch_max_records=options.fetch_max_records)
+
+
+def _kafka_count(options) -> int:
+    from .kafka.db import node_count
+    return node_count(options.kafka_topology, options.nodes)
+
+
+def _kafka_image(engine, options, log: Log) -> str:
+    from .kafka.image import ensure_kafka_image
+    return ensure_kafka_image(engine, options.kafka_version, log=log)
+
+
+def _kafka_db(cluster: Cluster, cluster_id: str, options) -> DB:
+    from .kafka.db import KafkaDB
+    return KafkaDB.for_run(cluster, cluster_id, options)
+
+
+TARGETS: dict[str, TargetSpec] = {t.name: t for t in (
+    TargetSpec("kraft", "our Python KRaft quorum (kraft/), one voter per node",
+               lambda options: options.nodes, _kraft_image, _kraft_db),
+    TargetSpec("kafka", "Apache Kafka's controllers and brokers (jars from Maven Central)",
+               _kafka_count, _kafka_image, _kafka_db),
+)}
+
+
+def target_spec(name: str) -> TargetSpec:
+    """The target called ``name``; raises ``ValueError`` naming the choices."""
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise ValueError(f"unknown --db {name!r}: choose from {', '.join(TARGETS)}") from None
