@@ -10,12 +10,17 @@ STAMP  := $(VENV)/.installed
 
 # empty: `kraft-chaos run`'s defaults, the catalogue's default schedule (harness/bug_catalogue.py)
 RUN_ARGS ?=
+# the system under test: kraft (our quorum) or kafka (Apache Kafka: 5 controllers, 3 brokers)
+DB ?= kraft
+# `make run DB=kafka`: topic creations through the brokers for 120 s of partitions, kills and pauses
+KAFKA_RUN_ARGS := --db kafka --workload metadata --time-limit 120 --nemesis partition,kill,pause \
+	--nemesis-mode serial --nemesis-interval 10 --nemesis-duration 10
 ANALYZE_ARGS ?= store
 
 .PHONY: run test test-slow unit bench analyze engine spark venv image clean teardown
 
 run: venv engine spark
-	$(VENV)/bin/kraft-chaos run $(RUN_ARGS)
+	$(VENV)/bin/kraft-chaos run $(if $(filter kafka,$(DB)),$(KAFKA_RUN_ARGS)) $(RUN_ARGS)
 
 # The default suite: unit tests and short Docker runs (a few minutes).
 test: venv engine spark

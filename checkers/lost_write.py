@@ -12,13 +12,23 @@ from .reads import DATA, is_int
 
 def ack_value(op: dict) -> dict | None:
     """The value of an ok append that is ``{"value": V, "offset": int, ...}`` (``reads.acks``), else None."""
-    if op["type"] != "ok" or op["f"] != "append":
-        return None
-    v = op.get("value")
-    if isinstance(v, dict) and "value" in v:
+    v = offsetless_ack_value(op, any_offset=True)
+    if v is not None:
         o = v.get("offset")
         if isinstance(o, int) and o is not True and o is not False:
             return v
+    return None
+
+
+def offsetless_ack_value(op: dict, any_offset: bool = False) -> dict | None:
+    """The value of an ok append that is ``{"value": V}`` with no ``offset`` (a system that
+    acknowledges without saying where, such as Kafka's CreateTopics), else None.
+    ``any_offset``: any ``{"value": V, ...}`` ok append."""
+    if op["type"] != "ok" or op["f"] != "append":
+        return None
+    v = op.get("value")
+    if isinstance(v, dict) and "value" in v and (any_offset or "offset" not in v):
+        return v
     return None
 
 
@@ -42,6 +52,10 @@ class LostWrite(Checker):
     ``valid`` is "unknown" when there are acks but no final committed read.
     ``nodes`` is unused.
 
+    An ack without an offset (``{"value": V}``) is lost if no data record of the final
+    log has payload V; it is judged only when the final log starts at offset 0
+    (else it counts in ``unjudged``). Its anomaly has ``offset`` None.
+
     Two passes: the first keeps the final log (its records, compactly), the
     second judges each ack against it as it comes, keeping only the lost ones.
     """
@@ -53,6 +67,7 @@ class LostWrite(Checker):
         self.log = None
         self.acked = self.unjudged = 0
         self.anomalies: list[dict] = []
+        self.offsetless: list[tuple[int, object, str | None]] = []   # (op index, value, node)
 
     def begin(self, pass_no: int) -> None:
         super().begin(pass_no)
@@ -73,6 +88,10 @@ class LostWrite(Checker):
     def _judge(self, op: dict) -> None:
         v = ack_value(op)
         if v is None:
+            v = offsetless_ack_value(op)
+            if v is not None:
+                self.acked += 1
+                self.offsetless.append((op["index"], v["value"], op.get("node")))
             return
         self.acked += 1
         if self.log is None:
@@ -91,12 +110,36 @@ class LostWrite(Checker):
                                "epoch": v.get("epoch"), "node": op.get("node"),
                                "found": list(rec) if rec is not None else None, "found_at": []})
 
+    def _judge_offsetless(self, log) -> None:
+        """Acks without an offset: lost when their value is no data record of the final log."""
+        if not self.offsetless:
+            return
+        if min((p.start for p in log.pages if is_int(p.start)), default=None) != 0:
+            self.unjudged += len(self.offsetless)
+            return
+        values = set()
+        for _i, value, _n in self.offsetless:
+            try:
+                values.add(value)
+            except TypeError:
+                pass
+        where = log.table.data_offsets_of(values)
+        for index, value, node in self.offsetless:
+            try:
+                present = value in where
+            except TypeError:
+                present = False
+            if not present:
+                self.anomalies.append({"op": index, "value": value, "offset": None, "epoch": None,
+                                       "node": node, "found": None, "found_at": []})
+
     def result(self, nodes) -> dict:
         log, acked = self.log, self.acked
         if log is None:
             return {"valid": True if not acked else "unknown", "anomalies": [], "acked": acked,
                     "final_read": None, "final_pages": 0, "unjudged": acked,
                     "note": None if not acked else "no ok read with final and linearizable true"}
+        self._judge_offsetless(log)
         wanted = set()
         for a in self.anomalies:
             try:

@@ -401,3 +401,19 @@ class _Quorum:
     async def wait_for_catch_up(self, timeout_s: float) -> bool:
         from .leader import wait_for_catch_up
         return await wait_for_catch_up(self.db, self.nodes, self.cluster_id, timeout_s)
+
+    async def describe_leader(self) -> tuple[str | None, dict | None]:
+        from .leader import describe_all, pick_leader
+        bodies = await describe_all(self.db, self.nodes, self.cluster_id)
+        leader = pick_leader(bodies)
+        return leader, bodies.get(leader) if leader else None
+
+    async def read_logs(self) -> dict[str, list | None]:
+        async def one(node: str) -> list | None:
+            try:
+                return await asyncio.to_thread(self.db.read_log, node)
+            except Exception as e:
+                log.error("could not read the log of %s: %s", node, e)
+                return None
+        logs = await asyncio.gather(*(one(n) for n in self.nodes))
+        return dict(zip(self.nodes, logs))

@@ -137,6 +137,12 @@ class DB(abc.ABC):
         Not yet provided by any target: raises ``NotImplementedError``."""
         raise NotImplementedError(f"{type(self).__name__} cannot wipe {node} yet")
 
+    def read_log(self, node: str) -> list[tuple[int, int, str, object]]:
+        """The node's replicated log as found in its data dir now, ``[(offset, epoch, type,
+        payload)]`` in offset order. Raises ``NotImplementedError`` where a target does not
+        provide it, ``clusters.remote.RemoteError`` when the node cannot be reached."""
+        raise NotImplementedError(f"{type(self).__name__} cannot read {node}'s log")
+
     @abc.abstractmethod
     def log_tail(self, node: str, lines: int = 20) -> str:
         """The last ``lines`` lines of the node's log ('' if unreadable)."""

@@ -93,6 +93,9 @@ class LoopbackDB:
     def client_nodes(self):
         return list(self.running)
 
+    def client_endpoint(self, node):
+        return f"127.0.0.1:{self.running[node].cfg.listen_port}"
+
     def quorum_client_factory(self):
         from targets.kraft_db import kraft_quorum_client
         return kraft_quorum_client

@@ -73,3 +73,39 @@ def test_uses_last_final_read_and_skips_acks_below_its_from():
     h.read(0, [data(2, 1, 11)], frm=2, final=True)
     r = check_lost_write(h.ops, None)
     assert r["valid"] is True and r["unjudged"] == 1
+
+
+# -- acks without an offset (Kafka's CreateTopics: the write is acknowledged, not placed) ----
+
+def offsetless_ack(h, process, v, node="b1"):
+    inv = h.invoke(process, "append", v, node=node)
+    return h.complete(inv, "ok", {"value": v})
+
+
+def test_offsetless_ack_present_anywhere_in_the_final_log_is_not_lost():
+    h = H()
+    offsetless_ack(h, 0, 10)
+    offsetless_ack(h, 1, 11)
+    h.read(0, [lc(0, 1, 1), data(1, 1, 11), [2, 1, "TopicRecord", {"name": "other"}], data(3, 1, 10)],
+           final=True)
+    r = check_lost_write(h.ops, None)
+    assert r["valid"] is True and r["acked"] == 2 and r["unjudged"] == 0
+
+
+def test_offsetless_ack_missing_from_the_final_log_is_lost():
+    h = H()
+    offsetless_ack(h, 0, 10)
+    lost = offsetless_ack(h, 1, 11, node="b2")
+    h.read(0, [lc(0, 1, 1), data(1, 1, 10)], final=True)
+    r = check_lost_write(h.ops, None)
+    assert r["valid"] is False
+    [a] = r["anomalies"]
+    assert a["op"] == lost["index"] and a["value"] == 11 and a["offset"] is None and a["node"] == "b2"
+
+
+def test_offsetless_ack_cannot_be_judged_when_the_final_log_does_not_start_at_zero():
+    h = H()
+    offsetless_ack(h, 0, 11)
+    h.read(0, [data(5, 1, 10)], frm=5, final=True)
+    r = check_lost_write(h.ops, None)
+    assert r["valid"] is True and r["unjudged"] == 1

@@ -15,6 +15,7 @@ from typing import Awaitable, Callable, Protocol
 from .append import AppendWorkload, final_reads
 from .base import ClientWorkload
 from .kv import KvWorkload
+from .metadata import MetadataWorkload, metadata_final_reads
 
 log = logging.getLogger("kraft_chaos.workloads")
 
@@ -41,6 +42,13 @@ class Quorum(Protocol):
     async def wait_for_catch_up(self, timeout_s: float) -> bool:
         """True once every voter has reached the leader's log end offset within ``timeout_s``."""
 
+    async def describe_leader(self) -> tuple[str | None, dict | None]:
+        """``(leader node, its DescribeQuorum body)``, or ``(None, None)`` when none leads."""
+
+    async def read_logs(self) -> dict[str, list | None]:
+        """Each quorum node's log read from its data dir, ``[(offset, epoch, type, payload)]``
+        (None for a node whose log could not be read)."""
+
 
 async def append_final_phase(wl: AppendWorkload, quorum: Quorum) -> None:
     """The append workload's end: a leader, caught-up voters, then the final reads
@@ -53,6 +61,21 @@ async def append_final_phase(wl: AppendWorkload, quorum: Quorum) -> None:
                     CATCH_UP_TIMEOUT_S)
     log.info("final reads (leader %s)", leader)
     await final_reads(wl, leader, FINAL_READ_TIMEOUT_S if leader else LEADERLESS_READ_TIMEOUT_S)
+
+
+async def metadata_final_phase(wl: MetadataWorkload, quorum: Quorum) -> None:
+    """The metadata workload's end: a leader, caught-up controllers, then the controllers'
+    committed metadata logs, read from their data dirs, as final reads."""
+    leader = await quorum.wait_for_leader(HEALED_LEADER_TIMEOUT_S)
+    if leader is None:
+        log.warning("no leader within %.0f s after healing", HEALED_LEADER_TIMEOUT_S)
+    elif not await quorum.wait_for_catch_up(CATCH_UP_TIMEOUT_S):
+        log.warning("controllers did not all reach the leader's log end offset within %.0f s",
+                    CATCH_UP_TIMEOUT_S)
+    leader, body = await quorum.describe_leader()
+    log.info("final reads of the controllers' metadata logs (leader %s, high watermark %s)",
+             leader, body.get("HighWatermark") if body else None)
+    await metadata_final_reads(wl, leader, body, await quorum.read_logs())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +109,12 @@ WORKLOAD_SPECS: dict[str, WorkloadSpec] = {
         "kv", "read/write/cas on 5 keys; linearizability by key",
         KvWorkload,
         ("linearizability", *QUORUM_CHECKERS)),
+    "metadata": WorkloadSpec(
+        "metadata", "Kafka topic creations (and deletions) via the brokers; the controllers' "
+        "metadata logs read from their data dirs; the log-safety checkers",
+        MetadataWorkload,
+        ("lost-write", "phantom", "duplicate", *QUORUM_CHECKERS),
+        final=metadata_final_phase, dbs=("kafka",)),
 }
 
 

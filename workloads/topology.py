@@ -15,8 +15,8 @@ class Topology:
     makes the DescribeQuorum client of a node, ``(host, port, cluster_id,
     timeout_ms) -> client`` (None: our ``kraft.client.KraftClient``).
     ``bootstrap`` lists the ``host:port`` endpoints of the nodes a target's
-    own clients connect to (Kafka's brokers; empty for our quorum, whose
-    clients use ``addresses``). Raises ``ValueError`` when a node lacks an
+    own clients connect to (Kafka's brokers; our quorum's clients use
+    ``addresses``). Raises ``ValueError`` when a node lacks an
     address or an id, or two nodes share an id.
     """
 
@@ -41,12 +41,11 @@ class Topology:
     def from_db(cls, db, nodes=None) -> "Topology":
         """Build from a ``targets.base.DB``: its quorum nodes (or ``nodes``), their
         ``address``/``node_id``, its ``quorum_client_factory()`` and the endpoints of
-        its client nodes when they are not the quorum's."""
+        its client nodes."""
         nodes = tuple(db.quorum_nodes() if nodes is None else nodes)
-        clients = [n for n in db.client_nodes() if n not in nodes]
         return cls(nodes, {n: tuple(db.address(n)) for n in nodes},
                    {n: int(db.node_id(n)) for n in nodes}, db.quorum_client_factory(),
-                   tuple(db.client_endpoint(n) for n in clients) if clients else ())
+                   tuple(db.client_endpoint(n) for n in db.client_nodes()))
 
     def node_for_id(self, node_id: int | None) -> str | None:
         """The node name whose KRaft id is ``node_id``; None when unknown or None."""

@@ -27,6 +27,8 @@ import itertools
 import socket
 from typing import Callable, Generator, NamedTuple
 
+from kraft import client as kclient
+
 from .protocol import (API_VERSIONS, API_VERSIONS_VERSIONS, NONE, UNSUPPORTED_VERSION, FrameDecoder,
                        KafkaProtocolError, Reader, Writer, check_version, decode_api_versions_response,
                        decode_response_header, encode_api_versions_request, encode_request_header,
@@ -38,7 +40,7 @@ METADATA_TOPIC, METADATA_PARTITION = "__cluster_metadata", 0
 DESCRIBE_QUORUM_VERSIONS = (0, 2)
 
 
-class KafkaClientError(Exception):
+class KafkaClientError(kclient.ClientError):
     """A request did not yield a sample. ``code``: a Kafka error name (e.g.
     "NOT_LEADER_OR_FOLLOWER", "UNSUPPORTED_VERSION") or "timeout" / "connection" /
     "protocol"; ``error_code``: the numeric Kafka code when the server sent one;
@@ -47,16 +49,15 @@ class KafkaClientError(Exception):
 
     def __init__(self, code: str, message: str = "", error_code: int | None = None,
                  leader_id: int | None = None, leader_epoch: int | None = None):
-        super().__init__(f"{code}: {message}" if message else code)
-        self.code, self.error_code = code, error_code
-        self.leader_id, self.leader_epoch = leader_id, leader_epoch
+        super().__init__(code, message, leader_id, leader_epoch)
+        self.error_code = error_code
 
 
-class KafkaDefiniteError(KafkaClientError):
+class KafkaDefiniteError(KafkaClientError, kclient.DefiniteError):
     """The node answered with an error code, or no connection was made (Jepsen ``fail``)."""
 
 
-class KafkaIndefiniteError(KafkaClientError):
+class KafkaIndefiniteError(KafkaClientError, kclient.IndefiniteError):
     """Timeout, lost connection, or a malformed reply (``protocol``, chained to the
     :class:`~targets.kafka.protocol.KafkaProtocolError`) after sending (Jepsen ``info``)."""
 

@@ -1,0 +1,103 @@
+"""The metadata workload's pure parts: topic names, error mapping, the final reads' shape."""
+import json
+import random
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from generator import Context
+from history import HistoryWriter
+from kraft import client as kclient
+from workloads.metadata import (MetadataGenerator, MetadataOptions, _error, as_final_records,
+                                caught_up_nodes, metadata_final_reads, topic_name, topic_value)
+from workloads.topology import Topology
+
+
+def test_topic_names_round_trip_and_other_names_are_not_ours():
+    assert topic_name(17) == "t-17" and topic_value("t-17") == 17
+    for other in ("__consumer_offsets", "t-", "t-1x", "x-1", None, 5, "t--1"):
+        assert topic_value(other) is None
+
+
+@pytest.mark.parametrize("code,kind", [
+    (KafkaError.INVALID_REPLICATION_FACTOR, kclient.DefiniteError),
+    (KafkaError.NOT_CONTROLLER, kclient.DefiniteError),
+    (KafkaError.REQUEST_TIMED_OUT, kclient.IndefiniteError),
+    (KafkaError._TIMED_OUT, kclient.IndefiniteError),
+    (KafkaError._TRANSPORT, kclient.IndefiniteError),
+    # only we create t-V, once: "already exists" means an earlier attempt (a retried forward) landed
+    (KafkaError.TOPIC_ALREADY_EXISTS, kclient.IndefiniteError),
+])
+def test_errors_are_definite_only_when_kafka_refused(code, kind):
+    err = _error(KafkaException(KafkaError(code)))
+    assert type(err) is kind and err.code == KafkaError(code).name()
+
+
+def test_generator_deletes_only_acknowledged_topics_each_once():
+    gen = MetadataGenerator(MetadataOptions(delete_fraction=0.5))
+    ctx = Context(time=0.0, thread=0, process=0, rng=random.Random(3))
+    created, deleted = set(), []
+    for _ in range(200):
+        op = gen.op(ctx)
+        if op["f"] == "append":
+            if op["value"] % 3:             # two in three creations are acknowledged
+                gen.update(ctx, op, {"type": "ok", "f": "append", "value": {"value": op["value"]}})
+                created.add(op["value"])
+        else:
+            deleted.append(op["value"])
+    assert deleted and set(deleted) <= created and len(deleted) == len(set(deleted))
+
+
+RECORDS = [(0, 1, "LeaderChange", {"LeaderId": 1, "Voters": [1, 2, 3], "GrantingVoters": [1, 2]}),
+           (1, 1, "TopicRecord", {"name": "t-4", "topicId": "abc"}),
+           (2, 1, "TopicRecord", {"name": "__consumer_offsets", "topicId": "def"}),
+           (3, 1, "PartitionRecord", {"partitionId": 0}),
+           (4, 2, "TopicRecord", {"name": "t-9", "topicId": "ghi"})]
+
+
+def test_final_records_turn_our_topics_into_data_and_stop_at_the_high_watermark():
+    assert as_final_records(RECORDS, 4) == [
+        [0, 1, "LeaderChange", {"LeaderId": 1, "Voters": [1, 2, 3], "GrantingVoters": [1, 2]}],
+        [1, 1, "data", 4],
+        [2, 1, "TopicRecord", {"name": "__consumer_offsets", "topicId": "def"}],
+        [3, 1, "PartitionRecord", {"partitionId": 0}]]
+
+
+TOPO = Topology(("c1", "c2", "c3"), {n: ("10.0.0.1", 9093) for n in ("c1", "c2", "c3")},
+                {"c1": 1, "c2": 2, "c3": 3}, bootstrap=("10.0.0.9:9092",))
+BODY = {"LeaderId": 2, "LeaderEpoch": 3, "HighWatermark": 5,
+        "CurrentVoters": [{"ReplicaId": 1, "LogEndOffset": 5}, {"ReplicaId": 2, "LogEndOffset": 5},
+                          {"ReplicaId": 3, "LogEndOffset": 3}]}
+
+
+def test_caught_up_nodes_are_those_at_the_leaders_log_end():
+    assert caught_up_nodes(BODY, TOPO) == ["c1", "c2"]
+
+
+class _Wl:
+    def __init__(self, path):
+        from workloads.counters import Sequence
+        self.history, self.pids, self.topology = HistoryWriter(path), Sequence(0), TOPO
+
+
+async def _final(tmp_path, leader, body, logs):
+    wl = _Wl(tmp_path / "h.jsonl")
+    await metadata_final_reads(wl, leader, body, logs)
+    wl.history.close()
+    return [json.loads(line) for line in (tmp_path / "h.jsonl").read_text().splitlines()]
+
+
+def test_final_reads_record_the_leaders_log_and_each_caught_up_controllers(tmp_path):
+    import asyncio
+    ops = asyncio.run(_final(tmp_path, "c2", BODY, {"c1": RECORDS, "c2": RECORDS, "c3": RECORDS[:3]}))
+    oks = [o for o in ops if o["type"] == "ok"]
+    assert [(o["node"], o["value"]["linearizable"]) for o in oks] == [("c2", True), ("c1", False), ("c2", False)]
+    for o in oks:
+        assert o["value"]["final"] is True and o["value"]["high_watermark"] == 5
+        assert o["value"]["records"][-1] == [4, 2, "data", 9]
+
+
+def test_final_read_without_a_leader_is_a_fail(tmp_path):
+    import asyncio
+    ops = asyncio.run(_final(tmp_path, None, None, {}))
+    assert [o["type"] for o in ops] == ["invoke", "fail"]
