@@ -24,7 +24,7 @@ import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 import docker
 import docker.errors
@@ -146,11 +146,14 @@ def _unmount_below(root: Path) -> None:
         subprocess.run(["umount", "-l", point], check=False, capture_output=True)
 
 
-def build_base_image(client: docker.DockerClient, tag: str = BASE_TAG, log: Log = print) -> str:
+def build_base_image(client: docker.DockerClient, tag: str = BASE_TAG, log: Log = print,
+                     packages: Sequence[str] = BASE_PACKAGES) -> str:
     """Make the Debian bookworm base with debootstrap and import it as ``tag``.
 
-    Runs ``debootstrap --variant=minbase --include=python3,iproute2,iptables,procps
-    bookworm <tmp> <mirror>`` (about 40 s) then imports the rootfs tarball.
+    Runs ``debootstrap --variant=minbase --include=<packages>
+    bookworm <tmp> <mirror>`` (about 40 s with the default
+    :data:`BASE_PACKAGES`: python3, iproute2, iptables, procps; debootstrap
+    pulls in their dependencies) then imports the rootfs tarball.
     The temp dir is removed afterwards, also on failure. Returns the image id.
     Raises :class:`ClusterError` when not root, debootstrap is missing or fails,
     or the import fails.
@@ -170,7 +173,7 @@ def build_base_image(client: docker.DockerClient, tag: str = BASE_TAG, log: Log 
     tarball = work / "rootfs.tar"
     try:
         log(f"building base image {tag}: debootstrap {DEBIAN_SUITE} from {DEBIAN_MIRROR} ...")
-        cmd = [debootstrap, "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
+        cmd = [debootstrap, "--variant=minbase", f"--include={','.join(packages)}",
                DEBIAN_SUITE, str(rootfs), DEBIAN_MIRROR]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:

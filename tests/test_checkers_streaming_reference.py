@@ -20,13 +20,21 @@ NodeData = object
 
 # ---- checkers/lost_write.py --------------------------------------------------
 
+def _offsetless_acks(history: list[dict]) -> list[dict]:
+    # issue 14: ok appends acknowledged without an offset ({"value": V}, Kafka's CreateTopics)
+    return [op for op in history if op["type"] == "ok" and op["f"] == "append"
+            and isinstance(op.get("value"), dict) and "value" in op["value"] and "offset" not in op["value"]]
+
+
 def check_lost_write(history: list[dict], nodes: dict[str, NodeData] | None = None) -> dict:
+    offsetless = _offsetless_acks(history)
     acked = list(acks(history))
+    n_acked = len(acked) + len(offsetless)
     pages = final_committed_pages(history)
     if not pages:
-        return {"valid": True if not acked else "unknown", "anomalies": [], "acked": len(acked),
-                "final_read": None, "final_pages": 0, "unjudged": len(acked),
-                "note": None if not acked else "no ok read with final and linearizable true"}
+        return {"valid": True if not n_acked else "unknown", "anomalies": [], "acked": n_acked,
+                "final_read": None, "final_pages": 0, "unjudged": n_acked,
+                "note": None if not n_acked else "no ok read with final and linearizable true"}
     hw = pages[-1]["value"].get("high_watermark")
     ranges = [(p["value"].get("from"), read_end(p["value"])) for p in pages]
     ranges = sorted((a, b) for a, b in ranges if is_int(a) and is_int(b))
@@ -65,7 +73,14 @@ def check_lost_write(history: list[dict], nodes: dict[str, NodeData] | None = No
                           "epoch": v.get("epoch"), "node": op.get("node"),
                           "found": list(rec) if rec is not None else None,
                           "found_at": found_at})
-    return {"valid": not anomalies, "anomalies": anomalies, "acked": len(acked),
+    if offsetless and (not starts or starts[0] != 0):
+        unjudged += len(offsetless)
+    elif offsetless:
+        lost = [op for op in offsetless if not isinstance(op["value"]["value"], (int, str))
+                or op["value"]["value"] not in where]
+        anomalies += [{"op": op["index"], "value": op["value"]["value"], "offset": None, "epoch": None,
+                       "node": op.get("node"), "found": None, "found_at": []} for op in lost]
+    return {"valid": not anomalies, "anomalies": anomalies, "acked": n_acked,
             "final_read": pages[-1]["index"], "final_pages": len(pages), "unjudged": unjudged}
 
 # ---- checkers/phantom.py -----------------------------------------------------

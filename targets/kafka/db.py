@@ -1,0 +1,396 @@
+"""The DB lifecycle of Apache Kafka nodes: configure, format, start, stop, kill, pause, collect.
+
+The same surface as ``harness/db.py``'s ``KraftDB``, for a cluster whose image
+is :func:`targets.kafka.image.ensure_kafka_image`'s. Every node runs one JVM,
+``java ... kafka.Kafka /etc/kafka/server.properties``, detached, its pid in a
+pid file; kill, pause and resume are signals to it (a process counts as ours
+when its command line matches ``kafka[.]Kafka``). All node access goes
+through the cluster's :class:`clusters.remote.Remote`.
+
+Node order in ``cluster.nodes``: the controllers first (KRaft node ids
+1..C), then the brokers (ids C+1..C+B). With ``topology="combined"`` the
+controllers are combined ``broker,controller`` servers.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import posixpath
+import shlex
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from clusters.remote import Cluster, RemoteError
+from targets.base import DB, QuorumClientFactory
+from targets.errors import TargetError
+from targets.kafka import server_config as sc
+from targets.kafka.jars import DEFAULT_VERSION, validate_version
+from targets.kafka.server_config import KafkaPaths
+
+log = logging.getLogger("kraft_chaos.targets.kafka")
+
+TOPOLOGIES = ("dedicated", "combined")
+#: brokers added to ``--nodes`` controllers in the dedicated topology
+DEFAULT_BROKERS = 3
+
+
+def node_count(topology: str, nodes: int) -> int:
+    """How many containers a run needs: ``nodes`` controllers plus :data:`DEFAULT_BROKERS`
+    brokers (dedicated), or ``nodes`` combined servers. Raises ``ValueError``."""
+    if topology not in TOPOLOGIES:
+        raise ValueError(f"topology must be one of {TOPOLOGIES}, got {topology!r}")
+    return nodes + DEFAULT_BROKERS if topology == "dedicated" else nodes
+
+
+class NodesError(TargetError):
+    """A step failed on some nodes; ``errors`` is ``{node: exception}``."""
+
+    def __init__(self, message: str, errors: dict[str, BaseException]):
+        super().__init__(message)
+        self.errors = errors
+
+
+def _on_nodes(nodes: Sequence[str], fn: Callable[[str], object], what: str) -> None:
+    """Run ``fn(node)`` for every node at once and wait for all. Raises :class:`NodesError`
+    (a :class:`TargetError`) naming every node whose call raised, with its error."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+        futures = {n: pool.submit(fn, n) for n in nodes}
+    errors = {n: f.exception() for n, f in futures.items() if f.exception() is not None}
+    if errors:
+        detail = "\n".join(f"  {n}: {e}" for n, e in errors.items())
+        raise NodesError(f"{what} failed on {', '.join(errors)}:\n{detail}", errors)
+
+
+class KafkaDB(DB):
+    """Apache Kafka on the nodes of ``cluster``: controllers first, then brokers.
+
+    ``cluster_id``/``seed``: the run's; the Kafka cluster id
+    (:attr:`kafka_cluster_id`, 22-char base64url) and the controllers'
+    directory ids derive from them (:func:`server_config.cluster_uuid`,
+    :func:`server_config.directory_id`). ``version``: the Kafka version in the
+    image (checked for shape only). ``topology``: ``"dedicated"`` (separate
+    controller and broker processes) or ``"combined"`` (the controllers are
+    also brokers). ``n_controllers``/``n_brokers``: default 5 and 3 for
+    dedicated and every node a combined controller for combined; when one is
+    given the other is the rest of ``cluster.nodes``. ``kraft_version``: 1
+    (dynamic quorum, the default) or 0 (static ``controller.quorum.voters``).
+    ``timeouts`` (ms), ``release_version`` (``--release-version`` of the
+    format), ``extra_properties`` (added to every server.properties) and
+    ``heap`` (JVM heap flags for every node) are optional.
+
+    Raises ``ValueError`` for bad arguments (including counts that do not add
+    up to the cluster's nodes) and :class:`TargetError` for a bad version.
+    """
+
+    def __init__(self, cluster: Cluster, cluster_id: str, seed: int, *, version: str = DEFAULT_VERSION,
+                 topology: str = "dedicated", n_controllers: int | None = None, n_brokers: int | None = None,
+                 kraft_version: int = sc.DEFAULT_KRAFT_VERSION, timeouts: sc.Timeouts = sc.Timeouts(),
+                 release_version: str | None = None, extra_properties: Mapping[str, object] | None = None,
+                 heap: Sequence[str] | None = None, paths: KafkaPaths = KafkaPaths(),
+                 stop_timeout_s: float = 10.0, startup_check_s: float = 3.0):
+        if not isinstance(cluster_id, str) or not cluster_id or any(c.isspace() for c in cluster_id):
+            raise ValueError(f"cluster_id must be a non-empty string without whitespace, got {cluster_id!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"seed must be an int, got {seed!r}")
+        if topology not in TOPOLOGIES:
+            raise ValueError(f"topology must be one of {TOPOLOGIES}, got {topology!r}")
+        if kraft_version not in sc.KRAFT_VERSIONS or isinstance(kraft_version, bool):
+            raise ValueError(f"kraft_version must be 0 or 1, got {kraft_version!r}")
+        total = len(cluster.nodes)
+        if n_controllers is None and n_brokers is None:
+            n_controllers, n_brokers = (5, 3) if topology == "dedicated" else (total, 0)
+        elif n_controllers is None:
+            n_controllers = total - n_brokers
+        elif n_brokers is None:
+            n_brokers = total - n_controllers
+        if n_controllers < 1 or n_brokers < 0 or n_controllers + n_brokers != total:
+            raise ValueError(f"{n_controllers} controllers + {n_brokers} brokers do not fit the cluster's "
+                             f"{total} nodes {cluster.nodes}")
+        if topology == "dedicated" and n_brokers < 1:
+            raise ValueError("a dedicated topology needs at least one broker")
+        self.cluster = cluster
+        self.cluster_id = cluster_id
+        self.seed = seed
+        self.version = validate_version(version)
+        self.topology = topology
+        self.n_controllers = n_controllers
+        self.n_brokers = n_brokers
+        self.kraft_version = kraft_version
+        self.kafka_cluster_id = sc.cluster_uuid(cluster_id, seed)
+        self.timeouts = timeouts
+        self.release_version = release_version
+        self.extra_properties = dict(extra_properties or {})
+        self.heap = list(heap) if heap is not None else None
+        self.paths = paths
+        self.stop_timeout_s = stop_timeout_s
+        self.startup_check_s = startup_check_s
+
+    @classmethod
+    def for_run(cls, cluster: Cluster, cluster_id: str, options) -> "KafkaDB":
+        """The DB of a run: ``options`` has ``seed``, ``nodes`` (controllers),
+        ``kafka_version``, ``kafka_topology`` and ``kraft_version`` (as
+        ``harness.run_config.RunConfig``); the brokers are the rest of the cluster."""
+        return cls(cluster, cluster_id, options.seed, version=options.kafka_version,
+                   topology=options.kafka_topology, n_controllers=options.nodes,
+                   kraft_version=options.kraft_version)
+
+    # --- identity and roles ---------------------------------------------------
+
+    def node_id(self, node: str) -> int:
+        """The Kafka ``node.id`` of ``node``: its 1-based position in ``cluster.nodes``.
+
+        Raises ``ValueError`` for a node not in the cluster.
+        """
+        try:
+            return self.cluster.nodes.index(node) + 1
+        except ValueError:
+            raise ValueError(f"unknown node {node!r}: nodes are {self.cluster.nodes}") from None
+
+    def node_for_id(self, node_id: int) -> str:
+        """The node name for a Kafka node id; raises ``ValueError`` if out of range."""
+        if not 1 <= node_id <= len(self.cluster.nodes):
+            raise ValueError(f"no node with id {node_id}: ids are 1..{len(self.cluster.nodes)}")
+        return self.cluster.nodes[node_id - 1]
+
+    def role(self, node: str) -> str:
+        """``"controller"``, ``"broker"`` or ``"broker,controller"`` (combined)."""
+        if self.node_id(node) > self.n_controllers:
+            return sc.ROLE_BROKER
+        return sc.ROLE_COMBINED if self.topology == "combined" else sc.ROLE_CONTROLLER
+
+    def quorum_nodes(self) -> list[str]:
+        """The KRaft voters: :meth:`controllers`."""
+        return self.controllers()
+
+    def client_nodes(self) -> list[str]:
+        """Where clients connect: :meth:`brokers`."""
+        return self.brokers()
+
+    def client_endpoint(self, node: str) -> str:
+        """``host:9092``, the broker listener of ``node`` (``host:9093`` for a controller-only one)."""
+        port = sc.CONTROLLER_PORT if self.role(node) == sc.ROLE_CONTROLLER else sc.BROKER_PORT
+        return f"{self.cluster.ip(node)}:{port}"
+
+    def quorum_client_factory(self) -> QuorumClientFactory:
+        """DescribeQuorum (api key 55) over Kafka's wire protocol:
+        :class:`targets.kafka.describe_quorum.KafkaQuorumClient`."""
+        from targets.kafka.describe_quorum import KafkaQuorumClient
+        return lambda host, port, cluster_id, timeout_ms: KafkaQuorumClient(host, port, cluster_id, timeout_ms)
+
+    def controllers(self) -> list[str]:
+        """The nodes that are KRaft voters (controller or combined), in id order."""
+        return list(self.cluster.nodes[:self.n_controllers])
+
+    def brokers(self) -> list[str]:
+        """The nodes that run a broker (combined ones included), in id order."""
+        return [n for n in self.cluster.nodes if self.role(n) != sc.ROLE_CONTROLLER]
+
+    def address(self, node: str) -> tuple[str, int]:
+        """``(host, port)`` of the node's controller listener (9093), or for a
+        broker-only node its broker listener (9092)."""
+        port = sc.BROKER_PORT if self.role(node) == sc.ROLE_BROKER else sc.CONTROLLER_PORT
+        return self.cluster.ip(node), port
+
+    def controller_addresses(self) -> list[tuple[str, int]]:
+        """``[(host, 9093), ...]`` of every controller, in id order."""
+        return [(self.cluster.ip(n), sc.CONTROLLER_PORT) for n in self.controllers()]
+
+    def bootstrap_servers(self) -> str:
+        """The clients' ``bootstrap.servers``: ``host:9092,...`` of every broker."""
+        return ",".join(f"{self.cluster.ip(n)}:{sc.BROKER_PORT}" for n in self.brokers())
+
+    def voters(self) -> list[sc.Controller]:
+        """The voter set: node id, host and metadata directory id of every controller."""
+        return [sc.Controller(self.node_id(n), self.cluster.ip(n), sc.directory_id(self.seed, self.node_id(n)))
+                for n in self.controllers()]
+
+    def config_text(self, node: str) -> str:
+        """The node's ``server.properties`` (see :func:`server_config.render_server_properties`)."""
+        p = self.paths
+        return sc.render_server_properties(
+            role=self.role(node), node_id=self.node_id(node), host=self.cluster.ip(node),
+            controllers=self.voters(), kraft_version=self.kraft_version, log_dirs=p.data_dir,
+            metadata_log_dir=p.metadata_dir, n_brokers=len(self.brokers()), timeouts=self.timeouts,
+            extra=self.extra_properties)
+
+    def format_argv(self, node: str) -> list[str]:
+        """The node's ``kafka.tools.StorageTool format`` command line."""
+        return sc.format_argv(
+            role=self.role(node), node_id=self.node_id(node), cluster_id=self.kafka_cluster_id,
+            config_path=self.paths.config, controllers=self.voters(), kraft_version=self.kraft_version,
+            release_version=self.release_version, java=self.paths.java)
+
+    def java_argv(self, node: str) -> list[str]:
+        """The server's command line (:func:`server_config.server_argv`)."""
+        return sc.server_argv(self.role(node), self.paths, self.heap)
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    def install_config(self, node: str) -> None:
+        """Create the node's directories and write its ``server.properties``. Raises ``RemoteError``."""
+        p = self.paths
+        dirs = sorted({posixpath.dirname(p.config), posixpath.dirname(p.pid), p.log_dir})
+        self.remote.exec(node, "mkdir -p " + " ".join(shlex.quote(d) for d in dirs), check=True)
+        with tempfile.TemporaryDirectory(prefix="kafka-conf-") as tmp:
+            local = Path(tmp) / "server.properties"
+            local.write_text(self.config_text(node))
+            self.remote.put(node, local, p.config)
+
+    def format(self, node: str) -> None:
+        """Wipe the node's data, metadata and log dirs and its pid file, then run
+        ``StorageTool format`` (:meth:`format_argv`; for a new cluster: with kraft.version 1 a
+        controller gets ``--initial-controllers``). Raises ``RemoteError`` if it fails."""
+        p = self.paths
+        wipe = " ".join(shlex.quote(x) for x in (p.data_dir, p.metadata_dir, p.log_dir, p.pid))
+        script = (f"rm -rf {wipe} && mkdir -p {shlex.quote(p.log_dir)} && cd / && "
+                  + shlex.join(self.format_argv(node)))
+        self.remote.exec(node, script, check=True, timeout_s=180.0)
+
+    def start(self, node: str) -> bool:
+        """Start the node's JVM, detached, unless it runs. True if started, False if it was
+        running. Raises ``RemoteError`` when the node cannot be reached."""
+        script = sc.start_script(self.paths, self.java_argv(node))
+        started = "started" in self.remote.exec(node, script, check=True).stdout
+        log.info("%s: %s", node, "started" if started else "already running")
+        return started
+
+    def is_running(self, node: str) -> bool:
+        """True if the node's ``kafka.Kafka`` JVM exists (a paused one counts)."""
+        return self.remote.exec(node, sc.running_test(self.paths), check=False).exit_code == 0
+
+    def kill(self, node: str) -> bool:
+        """SIGKILL the node's JVM (pid file, then any ``kafka.Kafka`` with our config), waiting
+        up to 5 s for it to be gone. True if one was killed. Raises ``RemoteError``."""
+        return "signalled" in self.remote.exec(node, sc.kill_script(self.paths), check=True).stdout
+
+    def stop(self, node: str, timeout_s: float | None = None) -> bool:
+        """SIGTERM the JVM (a broker then shuts down in a controlled way), wait up to
+        ``timeout_s`` (default ``stop_timeout_s``) seconds, then SIGKILL.
+        True if one was running. Raises ``RemoteError``."""
+        timeout_s = self.stop_timeout_s if timeout_s is None else timeout_s
+        result = self.remote.exec(node, sc.stop_script(self.paths, timeout_s), check=True,
+                                  timeout_s=timeout_s + 30.0)
+        if "sigkill" in result.stdout:
+            log.warning("%s: Kafka did not exit within %.1f s of SIGTERM; killing it", node, timeout_s)
+            self.kill(node)
+        return "signalled" in result.stdout
+
+    def pause(self, node: str) -> bool:
+        """SIGSTOP the JVM; True if there was one. Raises ``RemoteError``."""
+        return "signalled" in self.remote.exec(node, sc.signal_script(self.paths, "STOP"), check=True).stdout
+
+    def resume(self, node: str) -> bool:
+        """SIGCONT the JVM; True if there was one. Raises ``RemoteError``."""
+        return "signalled" in self.remote.exec(node, sc.signal_script(self.paths, "CONT"), check=True).stdout
+
+    def log_tail(self, node: str, lines: int = 20) -> str:
+        """The last ``lines`` lines of ``server.log``, then of ``kafka.out`` when it is not
+        empty (JVM errors before logging starts). '' if unreadable."""
+        n, p = int(lines), self.paths
+        script = (f"tail -n {n} {shlex.quote(p.log_file('server.log'))} 2>/dev/null; "
+                  f"if [ -s {shlex.quote(p.out)} ]; then echo '--- kafka.out:'; "
+                  f"tail -n {n} {shlex.quote(p.out)}; fi; true")
+        res = self.remote.exec(node, script, check=False)
+        return res.stdout if res.exit_code == 0 else ""
+
+    def setup_node(self, node: str) -> None:
+        """Config, format and start one node. Raises ``RemoteError``."""
+        self.install_config(node)
+        self.format(node)
+        self.start(node)
+
+    def setup(self) -> None:
+        """Install every node's config and format it, then start them all (each step in
+        parallel), then check every JVM still runs after ``startup_check_s`` seconds.
+
+        Raises :class:`TargetError` naming the failed nodes (with the log tails
+        of those whose JVM exited).
+        """
+        nodes = list(self.cluster.nodes)
+        _on_nodes(nodes, lambda n: (self.install_config(n), self.format(n)), "kafka format")
+        _on_nodes(nodes, self.start, "kafka start")
+        time.sleep(self.startup_check_s)
+        dead = [n for n in nodes if not self.is_running(n)]
+        if dead:
+            tails = "\n".join(f"--- {n} ({self.role(n)}) {self.paths.log_dir}:\n{self.log_tail(n)}" for n in dead)
+            raise TargetError(f"Kafka exited right after start on {', '.join(dead)}\n{tails}")
+
+    def teardown(self) -> dict[str, str]:
+        """Stop every node: broker-only nodes first (their controlled shutdown needs the
+        controllers), then the controllers, each group in parallel. Tolerant: returns
+        ``{node: error}`` instead of raising."""
+        errors: dict[str, str] = {}
+        for group in ([n for n in self.cluster.nodes if self.role(n) == sc.ROLE_BROKER], self.controllers()):
+            try:
+                _on_nodes(group, self.stop, "kafka teardown")
+            except NodesError as err:
+                log.warning("%s", err)
+                errors.update({n: str(e) for n, e in err.errors.items()})
+        return errors
+
+    def collect(self, node: str, dest: Path) -> dict[str, str]:
+        """Copy the node's logs, config and metadata dir into ``dest``.
+
+        Produces ``server.log``, ``controller.log``, ``kafka.out``,
+        ``server.properties`` and ``metadata/`` (``meta.properties``,
+        ``bootstrap.checkpoint``, ``__cluster_metadata-0/`` with its segments,
+        snapshots and ``quorum-state``). Missing files are not fatal: returns
+        ``{local name: error}`` for what could not be copied.
+        """
+        dest = Path(dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        p = self.paths
+        missing: dict[str, str] = {}
+        for remote_path, name in ((p.log_file("server.log"), "server.log"),
+                                  (p.log_file("controller.log"), "controller.log"), (p.out, "kafka.out"),
+                                  (p.config, "server.properties"), (p.metadata_dir, "metadata")):
+            try:
+                self.remote.get(node, remote_path, dest / name)
+            except (RemoteError, OSError) as err:
+                missing[name] = str(err)
+                log.warning("%s: could not collect %s: %s", node, remote_path, err)
+        return missing
+
+    def read_log(self, node: str) -> list[tuple[int, int, str, object]]:
+        """The node's ``__cluster_metadata`` log as found now, ``[(offset, epoch, type,
+        payload)]`` in offset order (copied, then read with
+        :func:`targets.kafka.metadata_log.read_metadata_dir`, up to a torn tail).
+        Raises ``RemoteError`` when the node or its metadata dir cannot be reached."""
+        from targets.kafka.metadata_log import read_metadata_dir
+        with tempfile.TemporaryDirectory(prefix="kafka-meta-") as tmp:
+            self.remote.get(node, self.paths.metadata_dir, Path(tmp) / "metadata")
+            parsed = read_metadata_dir(Path(tmp) / "metadata", strict=False)
+        return [(e.offset, e.epoch, e.type, e.payload) for e in parsed.entries]
+
+    # --- quorum status (a JVM per call: seconds, not for hot paths) ----------------
+
+    def quorum_status(self, via: str | None = None, timeout_s: float = 60.0) -> dict[str, str]:
+        """``MetadataQuorumCommand describe --status`` run on ``via`` (default: the first
+        controller) against every controller: ``{"LeaderId": "1", "LeaderEpoch": ..., ...}``.
+
+        Raises ``RemoteError`` when the tool fails (no quorum, unreachable).
+        """
+        argv = sc.quorum_status_argv(",".join(f"{h}:{p}" for h, p in self.controller_addresses()),
+                                     java=self.paths.java)
+        out = self.remote.exec(via or self.controllers()[0], argv, check=True, timeout_s=timeout_s).stdout
+        return sc.parse_quorum_status(out)
+
+    def wait_for_leader(self, timeout_s: float = 60.0, via: str | None = None) -> int:
+        """Poll :meth:`quorum_status` until it names a leader; returns its node id.
+
+        Raises :class:`TargetError` after ``timeout_s`` seconds (with the last error).
+        """
+        deadline, last = time.monotonic() + timeout_s, ""
+        while True:
+            try:
+                status = self.quorum_status(via, timeout_s=max(5.0, deadline - time.monotonic()))
+                if int(status.get("LeaderId", -1)) >= 0:
+                    return int(status["LeaderId"])
+                last = "no leader yet"
+            except (RemoteError, ValueError) as e:
+                last = str(e)
+            if time.monotonic() >= deadline:
+                raise TargetError(f"no KRaft leader within {timeout_s:.0f} s: {last}")
+            time.sleep(0.5)

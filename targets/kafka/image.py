@@ -1,0 +1,247 @@
+"""The Apache Kafka node image, built offline: a Debian base with a JRE, plus Kafka's jars.
+
+Two layers, like ``clusters/image.py``'s:
+
+* the base, ``kraft-chaos-kafka-base:bookworm``: debootstrap's minimal
+  bookworm with python3, iproute2, iptables, procps (what the nemeses use)
+  and ``openjdk-17-jre-headless`` (debootstrap pulls in its dependencies),
+  imported with the engine's image import. Built once (about 2 min), then
+  cached by tag. Needs root, ``debootstrap`` and a Debian mirror; no registry.
+* the node image, ``kraft-chaos-kafka:<digest>``: the jars Maven resolved
+  (:mod:`targets.kafka.jars`) in ``/opt/kafka/libs/`` and two log4j2 configs
+  in ``/opt/kafka/config/``: ``log4j2.properties`` for the server (it writes
+  ``server.log`` and ``controller.log`` into ``${sys:kafka.logs.dir}``, as
+  Kafka's own ``config/log4j2.yaml`` does, but as properties so that no
+  jackson-yaml is needed at startup) and ``tools-log4j2.properties`` (warnings
+  to stderr) for the command-line tools. ``<digest>`` covers the Kafka
+  version, the pom, the jars' names and sizes, both configs and the
+  Dockerfile (so the base's image id): the image is rebuilt exactly when one
+  of them changes.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import IO, Callable
+
+import docker
+import docker.errors
+
+from clusters.errors import ClusterError
+from clusters.image import BASE_PACKAGES, build_base_image
+from targets.kafka.jars import DEFAULT_VERSION, POM, jar_listing, pom_digest, resolve_jars
+from targets.kafka.server_config import KAFKA_HOME, LIBS_DIR
+
+KAFKA_BASE_TAG = "kraft-chaos-kafka-base:bookworm"
+KAFKA_BASE_PACKAGES = (*BASE_PACKAGES, "openjdk-17-jre-headless")
+KAFKA_REPO = "kraft-chaos-kafka"
+IMAGE_LABEL = "kraft-chaos.image"
+VERSION_LABEL = "kraft-chaos.kafka-version"
+DIGEST_LEN = 16
+
+
+#: the server's log4j2 config: server.log (everything but the controller) and
+#: controller.log (org.apache.kafka.controller, kafka.controller), each rolled at 100 MB
+LOG4J2_PROPERTIES = """\
+# kraft-chaos: Kafka server logging (log4j2 properties format)
+status = warn
+name = kraft-chaos-kafka
+property.logDir = ${sys:kafka.logs.dir:-/var/lib/kafka/logs}
+property.pattern = [%d] %p %m (%c)%n
+
+appender.server.type = RollingFile
+appender.server.name = ServerAppender
+appender.server.fileName = ${logDir}/server.log
+appender.server.filePattern = ${logDir}/server.log.%i
+appender.server.layout.type = PatternLayout
+appender.server.layout.pattern = ${pattern}
+appender.server.policies.type = Policies
+appender.server.policies.size.type = SizeBasedTriggeringPolicy
+appender.server.policies.size.size = 100MB
+appender.server.strategy.type = DefaultRolloverStrategy
+appender.server.strategy.max = 2
+
+appender.controller.type = RollingFile
+appender.controller.name = ControllerAppender
+appender.controller.fileName = ${logDir}/controller.log
+appender.controller.filePattern = ${logDir}/controller.log.%i
+appender.controller.layout.type = PatternLayout
+appender.controller.layout.pattern = ${pattern}
+appender.controller.policies.type = Policies
+appender.controller.policies.size.type = SizeBasedTriggeringPolicy
+appender.controller.policies.size.size = 100MB
+appender.controller.strategy.type = DefaultRolloverStrategy
+appender.controller.strategy.max = 2
+
+rootLogger.level = INFO
+rootLogger.appenderRef.server.ref = ServerAppender
+
+logger.controller.name = org.apache.kafka.controller
+logger.controller.level = INFO
+logger.controller.additivity = false
+logger.controller.appenderRef.controller.ref = ControllerAppender
+
+logger.oldcontroller.name = kafka.controller
+logger.oldcontroller.level = INFO
+logger.oldcontroller.additivity = false
+logger.oldcontroller.appenderRef.controller.ref = ControllerAppender
+
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+"""
+
+#: the tools' log4j2 config: warnings and errors to stderr
+TOOLS_LOG4J2_PROPERTIES = """\
+# kraft-chaos: Kafka command-line tools logging
+status = warn
+name = kraft-chaos-kafka-tools
+appender.stderr.type = Console
+appender.stderr.name = Stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.stderr.ref = Stderr
+"""
+
+Log = Callable[[str], None]
+
+
+def kafka_dockerfile(base_image: str, base_id: str, version: str) -> str:
+    """The Dockerfile of the node layer: ``libs/`` and ``config/`` copied to
+    ``/opt/kafka``; the base's image id as a label (a rebuilt base changes the
+    digest), ``KAFKA_HOME`` and ``KAFKA_VERSION`` in the environment."""
+    return "\n".join([
+        f"FROM {base_image}",
+        f'LABEL kraft-chaos.base-id="{base_id}"',
+        f"COPY libs {LIBS_DIR}",
+        f"COPY config {KAFKA_HOME}/config",
+        f"ENV KAFKA_HOME={KAFKA_HOME} KAFKA_VERSION={version}",
+        'CMD ["sleep","infinity"]',
+    ]) + "\n"
+
+
+def config_files() -> dict[str, bytes]:
+    """``{path in the build context: bytes}`` of the configs baked into the image."""
+    return {"config/log4j2.properties": LOG4J2_PROPERTIES.encode(),
+            "config/tools-log4j2.properties": TOOLS_LOG4J2_PROPERTIES.encode()}
+
+
+def image_digest(version: str, pom_sha256: str, jars: list[tuple[str, int]], dockerfile: str,
+                 files: dict[str, bytes]) -> str:
+    """SHA-256 (hex, first 16 digits) over the version, the pom's digest, the
+    jars' ``(name, size)``, the Dockerfile and the config files (path and bytes)."""
+    h = hashlib.sha256()
+    head = json.dumps({"version": version, "pom": pom_sha256, "jars": [list(j) for j in jars],
+                       "dockerfile": dockerfile}, sort_keys=True).encode()
+    h.update(len(head).to_bytes(8, "big") + head)
+    for name in sorted(files):
+        for part in (name.encode(), files[name]):
+            h.update(len(part).to_bytes(8, "big") + part)
+    return h.hexdigest()[:DIGEST_LEN]
+
+
+def write_build_context(out: IO[bytes], libs: Path, dockerfile: str, files: dict[str, bytes]) -> None:
+    """Write a tar build context into ``out``: ``Dockerfile``, ``libs/<jar>`` for every
+    ``*.jar`` in ``libs`` (sorted) and ``files``; everything owned by root, mode 0644."""
+    def add(tar: tarfile.TarFile, name: str, data: IO[bytes], size: int) -> None:
+        info = tarfile.TarInfo(name)
+        info.size, info.mode, info.uid, info.gid = size, 0o644, 0, 0
+        info.uname = info.gname = "root"
+        tar.addfile(info, data)
+
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for name, data in {"Dockerfile": dockerfile.encode(), **files}.items():
+            add(tar, name, io.BytesIO(data), len(data))
+        for name, size in jar_listing(libs):
+            with open(Path(libs) / name, "rb") as f:
+                add(tar, f"libs/{name}", f, size)
+
+
+def _image_id(client: docker.DockerClient, name: str) -> str | None:
+    try:
+        return client.images.get(name).id
+    except docker.errors.ImageNotFound:
+        return None
+
+
+def ensure_kafka_base(client: docker.DockerClient, log: Log = print) -> tuple[str, str]:
+    """``(tag, image id)`` of :data:`KAFKA_BASE_TAG`, built with debootstrap if absent.
+
+    Raises :class:`~clusters.errors.ClusterError` as
+    :func:`clusters.image.build_base_image` does (not root, no debootstrap,
+    unreachable mirror, failed import).
+    """
+    image_id = _image_id(client, KAFKA_BASE_TAG)
+    if image_id is None:
+        image_id = build_base_image(client, KAFKA_BASE_TAG, log, packages=KAFKA_BASE_PACKAGES)
+    return KAFKA_BASE_TAG, image_id
+
+
+def ensure_kafka_image(client: docker.DockerClient, version: str = DEFAULT_VERSION, log: Log = print,
+                       *, cache_root: Path | None = None) -> str:
+    """Return the tag of a node image holding Kafka ``version``, building what is missing.
+
+    Resolves the jars (:func:`targets.kafka.jars.resolve_jars`, cached in
+    ``cache_root``), makes the JRE base if absent (:func:`ensure_kafka_base`),
+    then builds ``kraft-chaos-kafka:<digest>`` (see :func:`image_digest`)
+    unless an image with that tag exists. Older images of the same version
+    are removed when not in use. ``log`` receives progress lines.
+
+    Raises :class:`targets.errors.TargetError` for a bad version or a failed
+    Maven run, and :class:`~clusters.errors.ClusterError` for a failed base
+    build or layer build (with the end of the build log).
+    """
+    libs = resolve_jars(version, cache_root, log=log)
+    base, base_id = ensure_kafka_base(client, log)
+    dockerfile = kafka_dockerfile(base, base_id, version)
+    files = config_files()
+    tag = f"{KAFKA_REPO}:{image_digest(version, pom_digest(POM), jar_listing(libs), dockerfile, files)}"
+    if _image_id(client, tag) is not None:
+        return tag
+    log(f"building Kafka {version} node image {tag} on {base} ...")
+    with tempfile.TemporaryFile() as ctx:
+        write_build_context(ctx, libs, dockerfile, files)
+        ctx.seek(0)
+        try:
+            client.images.build(fileobj=ctx, custom_context=True, tag=tag, pull=False, rm=True,
+                                forcerm=True, labels={IMAGE_LABEL: "kafka", VERSION_LABEL: version})
+        except docker.errors.BuildError as e:
+            lines = [str(chunk.get("stream") or chunk.get("error") or "").rstrip()
+                     for chunk in (e.build_log or [])]
+            tail = "\n".join([ln for ln in lines if ln][-15:])
+            raise ClusterError(f"building Kafka image {tag} on {base} failed: {e.msg}\n{tail}") from e
+        except docker.errors.DockerException as e:
+            raise ClusterError(f"building Kafka image {tag} on {base} failed: {e}") from e
+    prune_kafka_images(client, tag, version, log)
+    return tag
+
+
+def prune_kafka_images(client: docker.DockerClient, keep: str, version: str, log: Log = print) -> list[str]:
+    """Remove the other Kafka node images of ``version`` (labelled ``kraft-chaos.image=kafka``
+    and ``kraft-chaos.kafka-version=<version>``) but ``keep``; returns the tags removed.
+
+    Best effort: images still used by a container are kept; never raises.
+    Images of other Kafka versions are left alone.
+    """
+    removed: list[str] = []
+    try:
+        images = client.images.list(filters={"label": [f"{IMAGE_LABEL}=kafka", f"{VERSION_LABEL}={version}"]})
+    except docker.errors.DockerException:
+        return removed
+    for image in images:
+        if keep in image.tags:
+            continue
+        for t in image.tags:
+            try:
+                client.images.remove(t)
+                removed.append(t)
+            except docker.errors.DockerException:
+                pass
+    if removed:
+        log(f"removed older Kafka {version} node images: {', '.join(removed)}")
+    return removed

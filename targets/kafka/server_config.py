@@ -1,0 +1,389 @@
+"""Apache Kafka node configuration as pure functions: ``server.properties``, the
+``StorageTool format`` command line, the JVM options, and the ids Kafka wants
+as base64url UUIDs.
+
+Quorum styles (``kraft_version``):
+
+* ``1``, the dynamic quorum of KIP-853 (default). Every server finds the
+  controllers through ``controller.quorum.bootstrap.servers=ip:9093,...``; the
+  voter set lives in the metadata log, written at format time from
+  ``--initial-controllers id@host:port:directory-id,...`` (the same value on
+  every controller; brokers are formatted with ``--no-initial-controllers``).
+  This is how Kafka 4.x's operations guide provisions a new cluster (KRaft >
+  Provisioning Nodes > "Bootstrap with Multiple Controllers"; its other way
+  is one ``--standalone`` controller plus AddVoter). Its "Static versus
+  Dynamic KRaft Quorums" calls the static style the old way: it cannot add
+  or remove controllers nor replace a lost disk. Caveat (Kafka dev list): a
+  controller re-formatted after the quorum formed (a wiped disk) must use
+  ``--no-initial-controllers`` and be added back with AddVoter; formatting it
+  with ``--initial-controllers`` again risks a second quorum (split brain).
+* ``0``, the static quorum: ``controller.quorum.voters=1@ip:9093,...`` in
+  every node's properties, formatted without any quorum flag.
+
+The settings are Kafka's names (``KafkaConfig``, ``QuorumConfig``); the
+timeouts are small so that a chaos run sees elections within seconds.
+
+Also here, as pure functions of :class:`KafkaPaths`: the server's command
+line and the ``sh`` snippets that start, signal and stop it (a process is
+ours when its command line matches ``kafka[.]Kafka``).
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import posixpath
+import re
+import shlex
+from typing import Mapping, Sequence
+
+KAFKA_HOME = "/opt/kafka"
+LIBS_DIR = f"{KAFKA_HOME}/libs"
+LOG4J2_CONFIG = f"{KAFKA_HOME}/config/log4j2.properties"
+TOOLS_LOG4J2_CONFIG = f"{KAFKA_HOME}/config/tools-log4j2.properties"
+
+ROLE_CONTROLLER = "controller"
+ROLE_BROKER = "broker"
+ROLE_COMBINED = "broker,controller"
+ROLES = (ROLE_CONTROLLER, ROLE_BROKER, ROLE_COMBINED)
+
+CONTROLLER_PORT = 9093
+BROKER_PORT = 9092
+CONTROLLER_LISTENER = "CONTROLLER"
+BROKER_LISTENER = "PLAINTEXT"
+KRAFT_VERSIONS = (0, 1)
+#: what Kafka 4.x's docs recommend for a new cluster (dynamic quorum, KIP-853)
+DEFAULT_KRAFT_VERSION = 1
+
+#: JVM options per role: heap, a serial collector and C1 only (2 small cores, fast start)
+COMMON_JVM_OPTS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:+ExitOnOutOfMemoryError",
+                   "-Djava.awt.headless=true")
+HEAPS = {ROLE_CONTROLLER: ("-Xmx256m", "-Xms256m"), ROLE_BROKER: ("-Xmx512m",),
+         ROLE_COMBINED: ("-Xmx512m",)}
+#: the command-line tools (StorageTool, MetadataQuorumCommand) are short-lived JVMs
+TOOL_JVM_OPTS = ("-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                 f"-Dlog4j2.configurationFile={TOOLS_LOG4J2_CONFIG}")
+
+_UUID_TEXT = re.compile(r"[A-Za-z0-9_-]{22}")
+_SAFE_VALUE = re.compile(r"[^\s\\]*")
+_SAFE_KEY = re.compile(r"[^\s\\#!=:]+")
+
+
+@dataclasses.dataclass(frozen=True)
+class Controller:
+    """One voter: KRaft node id, the host its controller listener binds, and (for
+    kraft.version 1) its metadata log directory id (22-char base64url UUID)."""
+
+    node_id: int
+    host: str
+    directory_id: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Timeouts:
+    """Small timeouts for chaos (ms). Kafka's defaults in brackets.
+
+    ``election_ms`` controller.quorum.election.timeout.ms [1000];
+    ``fetch_ms`` controller.quorum.fetch.timeout.ms [2000];
+    ``request_ms`` controller.quorum.request.timeout.ms [2000];
+    ``heartbeat_ms`` broker.heartbeat.interval.ms [2000];
+    ``session_ms`` broker.session.timeout.ms [9000].
+    """
+
+    election_ms: int = 1000
+    fetch_ms: int = 2000
+    request_ms: int = 2000
+    heartbeat_ms: int = 500
+    session_ms: int = 4000
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise ValueError(f"{f.name} must be a positive int (ms), got {v!r}")
+        if self.heartbeat_ms >= self.session_ms:
+            raise ValueError("heartbeat_ms must be below session_ms")
+
+
+def kafka_uuid(material: str) -> str:
+    """A Kafka ``Uuid`` in its text form (22 chars, base64url, no padding) derived
+    from SHA-256 of ``material``. Deterministic across processes.
+
+    Like ``Uuid.randomUuid()``, never one that starts with ``-`` (command
+    lines would take it for a flag) nor one of the reserved ids (all-zero
+    high 64 bits: ZERO, ONE, the metadata topic's and the directory markers).
+    """
+    counter = 0
+    while True:
+        raw = hashlib.sha256(f"{material}#{counter}".encode()).digest()[:16]
+        text = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        if not text.startswith("-") and raw[:8] != bytes(8):
+            return text
+        counter += 1
+
+
+def is_kafka_uuid(text: str) -> bool:
+    """True if ``text`` is the canonical text of a Kafka ``Uuid`` (16 bytes, 22 chars)."""
+    if not isinstance(text, str) or not _UUID_TEXT.fullmatch(text):
+        return False
+    raw = base64.urlsafe_b64decode(text + "==")
+    return len(raw) == 16 and base64.urlsafe_b64encode(raw).decode().rstrip("=") == text
+
+
+def cluster_uuid(cluster_id: str, seed: int) -> str:
+    """The Kafka cluster id for a run: ``cluster_id`` itself if it already is a
+    canonical Kafka ``Uuid`` text (see :func:`is_kafka_uuid`), else one derived
+    from ``cluster_id`` and ``seed`` (:func:`kafka_uuid`)."""
+    if is_kafka_uuid(cluster_id) and not cluster_id.startswith("-"):
+        return cluster_id
+    return kafka_uuid(f"kraft-chaos/cluster-id/{cluster_id}/{seed}")
+
+
+def directory_id(seed: int, node_id: int) -> str:
+    """The metadata log directory id of controller ``node_id`` in the run with ``seed``."""
+    return kafka_uuid(f"kraft-chaos/directory-id/{seed}/{node_id}")
+
+
+def quorum_voters(controllers: Sequence[Controller], port: int = CONTROLLER_PORT) -> str:
+    """``controller.quorum.voters`` (kraft.version 0): ``1@ip:9093,2@ip:9093,...``."""
+    return ",".join(f"{c.node_id}@{c.host}:{port}" for c in controllers)
+
+
+def quorum_bootstrap_servers(controllers: Sequence[Controller], port: int = CONTROLLER_PORT) -> str:
+    """``controller.quorum.bootstrap.servers`` (kraft.version 1): ``ip:9093,...``."""
+    return ",".join(f"{c.host}:{port}" for c in controllers)
+
+
+def initial_controllers(controllers: Sequence[Controller], port: int = CONTROLLER_PORT) -> str:
+    """StorageTool's ``--initial-controllers`` value: ``id@host:port:directory-id,...``.
+
+    Raises ``ValueError`` when a controller has no valid directory id.
+    """
+    for c in controllers:
+        if not is_kafka_uuid(c.directory_id):
+            raise ValueError(f"controller {c.node_id} needs a 22-char base64url directory id, "
+                             f"got {c.directory_id!r}")
+    return ",".join(f"{c.node_id}@{c.host}:{port}:{c.directory_id}" for c in controllers)
+
+
+def _check_common(role: str, node_id: int, controllers: Sequence[Controller], kraft_version: int) -> None:
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+    if isinstance(node_id, bool) or not isinstance(node_id, int) or node_id < 0:
+        raise ValueError(f"node_id must be an int >= 0, got {node_id!r}")
+    if kraft_version not in KRAFT_VERSIONS or isinstance(kraft_version, bool):
+        raise ValueError(f"kraft_version must be 0 or 1, got {kraft_version!r}")
+    if not controllers:
+        raise ValueError("the controller set is empty")
+    ids = [c.node_id for c in controllers]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"duplicate controller ids in {ids}")
+    if (role != ROLE_BROKER) != (node_id in ids):
+        raise ValueError(f"node {node_id} with role {role!r} must {'' if role != ROLE_BROKER else 'not '}"
+                         f"be in the controller set {ids}")
+
+
+def render_server_properties(*, role: str, node_id: int, host: str, controllers: Sequence[Controller],
+                             kraft_version: int = DEFAULT_KRAFT_VERSION, log_dirs: str,
+                             metadata_log_dir: str, n_brokers: int,
+                             controller_port: int = CONTROLLER_PORT, broker_port: int = BROKER_PORT,
+                             timeouts: Timeouts = Timeouts(),
+                             extra: Mapping[str, object] | None = None) -> str:
+    """The text of one node's ``server.properties`` (``key=value`` lines, a trailing newline).
+
+    ``role``: ``"controller"``, ``"broker"`` or ``"broker,controller"``;
+    ``host``: the address its listeners bind and advertise; ``controllers``:
+    the whole voter set; ``n_brokers``: how many brokers the cluster has (the
+    internal topics' replication factor is ``min(3, n_brokers)``, their
+    min.insync.replicas ``min(2, that)``). Listeners: ``CONTROLLER`` on
+    ``controller_port`` and ``PLAINTEXT`` on ``broker_port``, both plaintext.
+    ``extra`` adds or overrides properties (values are str()-ed).
+
+    Raises ``ValueError`` for a bad role, node id, kraft version, an empty or
+    inconsistent controller set, or a value with whitespace or a backslash.
+    """
+    _check_common(role, node_id, controllers, kraft_version)
+    if isinstance(n_brokers, bool) or not isinstance(n_brokers, int) or n_brokers < 1:
+        raise ValueError(f"n_brokers must be an int >= 1, got {n_brokers!r}")
+    rf = min(3, n_brokers)
+    min_isr = min(2, rf)
+    listeners = []
+    if role != ROLE_CONTROLLER:
+        listeners.append(f"{BROKER_LISTENER}://{host}:{broker_port}")
+    if role != ROLE_BROKER:
+        listeners.append(f"{CONTROLLER_LISTENER}://{host}:{controller_port}")
+    props: dict[str, object] = {
+        "process.roles": role,
+        "node.id": node_id,
+        "listeners": ",".join(listeners),
+        "advertised.listeners": ",".join(listeners),
+        "listener.security.protocol.map": f"{CONTROLLER_LISTENER}:PLAINTEXT,{BROKER_LISTENER}:PLAINTEXT",
+        "controller.listener.names": CONTROLLER_LISTENER,
+    }
+    if role != ROLE_CONTROLLER:
+        props["inter.broker.listener.name"] = BROKER_LISTENER
+    if kraft_version == 0:
+        props["controller.quorum.voters"] = quorum_voters(controllers, controller_port)
+    else:
+        props["controller.quorum.bootstrap.servers"] = quorum_bootstrap_servers(controllers, controller_port)
+    props.update({
+        "log.dirs": log_dirs,
+        "metadata.log.dir": metadata_log_dir,
+        "controller.quorum.election.timeout.ms": timeouts.election_ms,
+        "controller.quorum.fetch.timeout.ms": timeouts.fetch_ms,
+        "controller.quorum.request.timeout.ms": timeouts.request_ms,
+        "broker.heartbeat.interval.ms": timeouts.heartbeat_ms,
+        "broker.session.timeout.ms": timeouts.session_ms,
+        "offsets.topic.replication.factor": rf,
+        "offsets.topic.num.partitions": 3,
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": min_isr,
+        "share.coordinator.state.topic.replication.factor": rf,
+        "share.coordinator.state.topic.min.isr": min_isr,
+        "default.replication.factor": rf,
+        "min.insync.replicas": min_isr,
+        "num.partitions": 1,
+        "group.initial.rebalance.delay.ms": 0,
+        "unclean.leader.election.enable": "false",
+    })
+    props.update(extra or {})
+    lines = [f"# kraft-chaos: node {node_id}, role {role}, kraft.version {kraft_version}"]
+    for key, value in props.items():
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        if not _SAFE_KEY.fullmatch(key):
+            raise ValueError(f"bad property name {key!r}")
+        if not _SAFE_VALUE.fullmatch(text):
+            raise ValueError(f"property {key}: value {text!r} has whitespace or a backslash")
+        lines.append(f"{key}={text}")
+    return "\n".join(lines) + "\n"
+
+
+def format_argv(*, role: str, node_id: int, cluster_id: str, config_path: str,
+                controllers: Sequence[Controller], kraft_version: int = DEFAULT_KRAFT_VERSION,
+                controller_port: int = CONTROLLER_PORT, release_version: str | None = None,
+                java: str = "java", classpath: str = f"{LIBS_DIR}/*",
+                jvm_opts: Sequence[str] = TOOL_JVM_OPTS) -> list[str]:
+    """The argv that formats one node's log dirs with ``kafka.tools.StorageTool format``.
+
+    Flags as in Kafka 4.3's ``kafka-storage format --help``: ``--config``,
+    ``--cluster-id`` (a 22-char Kafka Uuid, see :func:`cluster_uuid`), and for
+    kraft.version 1 ``--initial-controllers id@host:port:dir,...`` on a
+    controller or combined node, ``--no-initial-controllers`` on a broker.
+    kraft.version 0 takes no quorum flag (the voters are in the properties).
+    ``release_version`` (e.g. ``"4.3-IV0"``) is passed as ``--release-version``;
+    None: the tool's default, the latest. Raises ``ValueError`` as
+    :func:`render_server_properties` does, or for a bad cluster id.
+    """
+    _check_common(role, node_id, controllers, kraft_version)
+    if not is_kafka_uuid(cluster_id):
+        raise ValueError(f"cluster_id must be a 22-char base64url Kafka Uuid, got {cluster_id!r}")
+    argv = [java, *jvm_opts, "-cp", classpath, "kafka.tools.StorageTool", "format",
+            "--config", config_path, f"--cluster-id={cluster_id}"]
+    if release_version is not None:
+        argv += ["--release-version", release_version]
+    if kraft_version == 1:
+        if role == ROLE_BROKER:
+            argv.append("--no-initial-controllers")
+        else:
+            argv += ["--initial-controllers", initial_controllers(controllers, controller_port)]
+    return argv
+
+
+def quorum_status_argv(bootstrap_controllers: str, java: str = "java") -> list[str]:
+    """``MetadataQuorumCommand --bootstrap-controller <host:port,...> describe --status``
+    (kafka-metadata-quorum.sh) as a java argv."""
+    return [java, *TOOL_JVM_OPTS, "-cp", f"{LIBS_DIR}/*", "org.apache.kafka.tools.MetadataQuorumCommand",
+            "--bootstrap-controller", bootstrap_controllers, "describe", "--status"]
+
+
+def parse_quorum_status(text: str) -> dict[str, str]:
+    """``{"ClusterId": ..., "LeaderId": "1", "LeaderEpoch": ..., "CurrentVoters": "[...]", ...}``
+    from ``describe --status`` output (``Key:   value`` lines; others ignored)."""
+    status = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() and not any(c.isspace() for c in key.strip()):
+            status[key.strip()] = value.strip()
+    return status
+
+
+def jvm_opts(role: str, heap: Sequence[str] | None = None) -> list[str]:
+    """The JVM options for a node of ``role``: its heap (``heap``, or
+    :data:`HEAPS`: controllers ``-Xmx256m -Xms256m``, brokers and combined
+    ``-Xmx512m``) plus :data:`COMMON_JVM_OPTS`. Raises ``ValueError`` on a bad role."""
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+    return [*(HEAPS[role] if heap is None else heap), *COMMON_JVM_OPTS]
+
+
+@dataclasses.dataclass(frozen=True)
+class KafkaPaths:
+    """Where things live on a node (absolute POSIX paths)."""
+
+    config: str = "/etc/kafka/server.properties"
+    data_dir: str = "/var/lib/kafka/data"          # log.dirs
+    metadata_dir: str = "/var/lib/kafka/metadata"  # metadata.log.dir: __cluster_metadata-0/, meta.properties
+    log_dir: str = "/var/lib/kafka/logs"           # server.log, controller.log, kafka.out
+    pid: str = "/var/lib/kafka/kafka.pid"
+    java: str = "java"
+
+    @property
+    def out(self) -> str:
+        """The JVM's stdout and stderr (errors before log4j starts land here)."""
+        return posixpath.join(self.log_dir, "kafka.out")
+
+    def log_file(self, name: str) -> str:
+        """``<log_dir>/<name>``, e.g. ``server.log``."""
+        return posixpath.join(self.log_dir, name)
+
+
+def server_argv(role: str, paths: KafkaPaths = KafkaPaths(), heap: Sequence[str] | None = None) -> list[str]:
+    """``java <jvm_opts(role)> -Dkafka.logs.dir=... -Dlog4j2.configurationFile=... -cp
+    '/opt/kafka/libs/*' kafka.Kafka <config>``. Raises ``ValueError`` on a bad role."""
+    return [paths.java, *jvm_opts(role, heap), f"-Dkafka.logs.dir={paths.log_dir}",
+            f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}", "-cp", f"{LIBS_DIR}/*", "kafka.Kafka", paths.config]
+
+
+def running_test(paths: KafkaPaths) -> str:
+    """sh condition: the pid file names a live ``kafka.Kafka`` JVM (sets ``$pid``;
+    zombies have no cmdline)."""
+    return (f'pid=$(cat {shlex.quote(paths.pid)} 2>/dev/null) && [ -n "$pid" ] && '
+            'tr "\\000" " " < /proc/$pid/cmdline 2>/dev/null | grep -q "kafka[.]Kafka"')
+
+
+def signal_script(paths: KafkaPaths, sig: str) -> str:
+    """sh: send ``sig`` to the JVM; prints ``signalled`` if there was one."""
+    return f'if {running_test(paths)}; then kill -{sig} "$pid" && echo signalled; fi'
+
+
+def kill_script(paths: KafkaPaths) -> str:
+    """sh: SIGKILL the pid-file JVM, then any ``kafka.Kafka <our config>`` (not this
+    shell), then wait up to 5 s for it to be gone. Prints ``signalled`` per kill."""
+    return (f"{signal_script(paths, '9')}\n"
+            "for p in /proc/[0-9]*; do\n"
+            '  n=${p#/proc/}; [ "$n" = "$$" ] && continue\n'
+            '  c=$(tr "\\000" " " < $p/cmdline 2>/dev/null) || continue\n'
+            f'  case "$c" in *kafka[.]Kafka\\ {shlex.quote(paths.config)}*) '
+            'kill -9 "$n" 2>/dev/null && echo signalled;; esac\n'
+            "done\n"
+            f"i=0; while {running_test(paths)} && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n"
+            "true")
+
+
+def stop_script(paths: KafkaPaths, timeout_s: float) -> str:
+    """sh: SIGTERM (and SIGCONT, in case it is paused), wait up to ``timeout_s``;
+    prints ``signalled`` if a JVM got SIGTERM and ``sigkill`` if it still runs."""
+    ticks = max(1, int(timeout_s * 10))
+    return (f'if {running_test(paths)}; then kill -TERM "$pid"; kill -CONT "$pid"; echo signalled; fi\n'
+            f"i=0; while {running_test(paths)} && [ $i -lt {ticks} ]; do sleep 0.1; i=$((i+1)); done\n"
+            f"if {running_test(paths)}; then echo sigkill; fi\n")
+
+
+def start_script(paths: KafkaPaths, argv: Sequence[str]) -> str:
+    """sh: unless the JVM runs, start ``argv`` detached (``nohup``, stdout and
+    stderr appended to ``kafka.out``), write its pid; prints ``started`` or ``running``."""
+    return (f"if {running_test(paths)}; then echo running; exit 0; fi\n"
+            f"cd / && mkdir -p {shlex.quote(paths.log_dir)} || exit 1\n"
+            f"nohup {shlex.join(argv)} </dev/null >>{shlex.quote(paths.out)} 2>&1 &\n"
+            f"echo $! > {shlex.quote(paths.pid)}\n"
+            "echo started")
