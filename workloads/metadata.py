@@ -34,6 +34,20 @@ from .worker import ClientWorker
 
 log = logging.getLogger(__name__)
 
+
+class _RdkafkaLog:
+    """Where librdkafka's log lines go: ``kraft_chaos.rdkafka`` at DEBUG (a broker that is down
+    makes every client log a connection error per retry; the history has the ops' errors)."""
+
+    def __init__(self) -> None:
+        self.logger = logging.getLogger("kraft_chaos.rdkafka")
+
+    def log(self, _level: int, msg: str, *args) -> None:
+        self.logger.debug(msg, *args)
+
+
+RDKAFKA_LOG = _RdkafkaLog()
+
 #: the name of the topic that carries value V
 TOPIC_FORMAT = "t-{}"
 _TOPIC_RE = re.compile(r"t-(\d+)")
@@ -109,9 +123,11 @@ class KafkaAdmin:
     def __init__(self, bootstrap: str, timeout_ms: int):
         from confluent_kafka.admin import AdminClient
         self.timeout_s = timeout_ms / 1000.0
+        # librdkafka's own log lines (connection refused while a broker is down, ...) go to
+        # Python logging at DEBUG, not to stderr
         self.admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": timeout_ms,
                                   "request.timeout.ms": timeout_ms, "retries": 0,
-                                  "reconnect.backoff.max.ms": 1000, "log_level": 3})
+                                  "reconnect.backoff.max.ms": 1000}, logger=RDKAFKA_LOG)
 
     async def _one(self, futures: dict) -> None:
         (fut,) = futures.values()
@@ -121,6 +137,8 @@ class KafkaAdmin:
             raise kclient.IndefiniteError("timeout", f"no answer within {self.timeout_s:g} s") from None
         except Exception as e:  # confluent_kafka.KafkaException
             raise _error(e) from None
+        finally:
+            self.admin.poll(0)      # hands librdkafka's queued log lines to RDKAFKA_LOG
 
     async def create(self, name: str) -> None:
         """CreateTopics ``name`` (1 partition, replication factor 1)."""
