@@ -33,11 +33,16 @@ test-slow: venv engine
 unit: venv
 	$(PY) -m pytest -q -m "not docker"
 
+# DB=kafka: Apache Kafka's quorum beside ours (first leader, CreateTopics vs appends, failover)
 bench: venv engine spark
+ifeq ($(DB),kafka)
+	$(PY) -m harness.bench_targets
+else
 	$(PY) -m harness.bench_linearizability
 	$(PY) -m harness.bench
 	$(PY) -m harness.bench_check_memory
 	$(PY) -m harness.bench_spark
+endif
 
 # Every stored run under the store root in ANALYZE_ARGS checked as Spark jobs
 # (local[*]; add --master to use a cluster), with a summary and trend plots.
