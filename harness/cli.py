@@ -144,9 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "--nemesis-duration s (the old schedule: serial 10/10); overlap: every "
                         f"fault on its own timeline at once, with those as mean calm and mean "
                         f"duration (default {D.mode})")
-    r.add_argument("--workload", type=_workload, default=D.workload,
-                   help="append (unique appends, log reads; the log-safety checkers) or kv "
-                        "(read/write/cas on 5 keys; linearizability by key) (default append)")
+    r.add_argument("--workload", type=_workload, default=None,
+                   help="append (unique appends, log reads; the log-safety checkers), kv "
+                        "(read/write/cas on 5 keys; linearizability by key) or metadata (--db kafka: "
+                        "topic creations) (default: append on kraft, metadata on kafka)")
     r.add_argument("--concurrency", type=_positive_int("--concurrency"), default=D.concurrency,
                    help=f"client workers (default {D.concurrency})")
     r.add_argument("--rate", type=_number("--rate"), default=D.rate, help=f"total ops/s (default {D.rate:g})")
@@ -307,7 +308,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``kraft-chaos run``: run one test and print its verdict."""
     from harness import runner
 
+    from targets.registry import target_spec
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2 ** 31)
+    if args.workload is None:
+        args.workload = target_spec(args.db).default_workload
     config = runner.RunConfig(
         seed=seed, nodes=args.nodes, time_limit=args.time_limit, nemesis=args.nemesis,
         workload=args.workload, concurrency=args.concurrency, rate=args.rate, cluster=args.cluster,

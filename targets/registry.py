@@ -27,13 +27,15 @@ class TargetSpec:
     ``image(engine, options, log)``: the tag of its node image, built if missing (raises
     ``clusters.errors.ClusterError`` or :class:`targets.errors.TargetError`).
     ``make_db(cluster, cluster_id, options)``: its DB on ``cluster`` (raises
-    ``ValueError`` for bad options)."""
+    ``ValueError`` for bad options). ``default_workload``: the workload a run on it
+    gets when none is named."""
 
     name: str
     summary: str
     node_count: Callable[[Any], int]
     image: Callable[[Any, Any, Log], str]
     make_db: Callable[[Cluster, str, Any], DB]
+    default_workload: str
 
 
 def _kraft_image(engine, options, log: Log) -> str:
@@ -65,9 +67,9 @@ def _kafka_db(cluster: Cluster, cluster_id: str, options) -> DB:
 
 TARGETS: dict[str, TargetSpec] = {t.name: t for t in (
     TargetSpec("kraft", "our Python KRaft quorum (kraft/), one voter per node",
-               lambda options: options.nodes, _kraft_image, _kraft_db),
+               lambda options: options.nodes, _kraft_image, _kraft_db, "append"),
     TargetSpec("kafka", "Apache Kafka's controllers and brokers (jars from Maven Central)",
-               _kafka_count, _kafka_image, _kafka_db),
+               _kafka_count, _kafka_image, _kafka_db, "metadata"),
 )}
 
 

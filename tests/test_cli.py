@@ -23,6 +23,9 @@ pytest_plugins = ["pytester"]
     (["run", "--subnet", "10.77.0.1/24"], "bad --subnet '10.77.0.1/24'"),
     (["run", "--unsafe", "no-fsync,yolo"], "unknown unsafe switch yolo: choose from"),
     (["run", "--cluster", "ssh"], "invalid choice: 'ssh'"),
+    (["run", "--db", "mysql"], "unknown --db 'mysql': choose from kraft, kafka"),
+    (["run", "--db", "kafka", "--kafka-version", "4.3"], "--kafka-version must look like 4.3.1, got '4.3'"),
+    (["run", "--db", "kafka", "--kraft-version", "2"], "invalid choice: 2"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
     ([], "the following arguments are required: command"),
 ])
@@ -36,9 +39,12 @@ def test_run_defaults_parse():
     """The defaults are the catalogue's default schedule, and RunConfig's too."""
     from harness.bug_catalogue import DEFAULT_SCHEDULE as D
     from harness.runner import RunConfig
+    from targets.registry import target_spec
     args = cli.build_parser().parse_args(["run"])
-    got = (args.nodes, args.time_limit, args.nemesis, args.workload, args.concurrency, args.rate,
-           args.nemesis_mode, args.nemesis_interval, args.nemesis_duration)
+    assert args.workload is None and args.db == "kraft"     # None: the target's default workload
+    assert target_spec("kafka").default_workload == "metadata"
+    got = (args.nodes, args.time_limit, args.nemesis, target_spec(args.db).default_workload,
+           args.concurrency, args.rate, args.nemesis_mode, args.nemesis_interval, args.nemesis_duration)
     want = (D.nodes, D.time_limit, list(D.nemesis), D.workload, D.concurrency, D.rate, D.mode,
             D.interval, D.duration)
     assert got == want
@@ -213,3 +219,10 @@ def test_pytest_plugin_fixture_and_marker(pytester, monkeypatch, tmp_path):
     (config, progress), = calls
     assert (config.nodes, config.nemesis, config.seed, config.store, progress) == \
         (3, ["kill"], 0, str(tmp_path / "s"), False)
+
+
+def test_a_workload_on_a_target_it_does_not_support_exits_3_naming_both(tmp_path, capsys):
+    assert cli.main(["run", "--db", "kafka", "--workload", "kv", "--store", str(tmp_path)]) == 3
+    assert "workload 'kv' does not run on --db kafka: it supports kraft" in capsys.readouterr().err
+    assert cli.main(["run", "--workload", "metadata", "--store", str(tmp_path)]) == 3
+    assert "workload 'metadata' does not run on --db kraft: it supports kafka" in capsys.readouterr().err
