@@ -5,8 +5,9 @@ Two clusters, each started once per module and always killed in the fixture's te
 one combined broker+controller formatted ``--standalone`` (KIP-853 dynamic quorum:
 DescribeQuorum v2 with directory ids), and three controllers with a static
 ``controller.quorum.voters`` plus one broker (an observer). Ports are picked free in
-19000-19999. Needs Java 17+ and Kafka's jars: ``$KRAFT_CHAOS_KAFKA_LIBS``, else
-``~/.cache/kraft-chaos/kafka/4.3.1/libs``, else ``/tmp/kpom/libs``; skipped otherwise.
+19000-19999. Needs Java 17+ and Kafka's jars: ``$KRAFT_CHAOS_KAFKA_LIBS``, else the default
+version resolved with Maven into ``~/.cache/kraft-chaos/kafka`` (as ``--db kafka`` does);
+skipped, with the reason, otherwise.
 """
 from __future__ import annotations
 
@@ -31,27 +32,43 @@ START_TIMEOUT_S = 120.0
 
 
 def _libs() -> tuple[Path | None, str]:
-    """The jar folder to use, or None and why not."""
+    """The jar folder to use (``$KRAFT_CHAOS_KAFKA_LIBS``, else Kafka's default version
+    resolved into the cache as ``--db kafka`` does), or None and why not."""
     env = os.environ.get("KRAFT_CHAOS_KAFKA_LIBS")
-    candidates = [Path(env)] if env else [Path.home() / ".cache/kraft-chaos/kafka/4.3.1/libs",
-                                           Path("/tmp/kpom/libs")]
-    for d in candidates:
+    if env:
+        d = Path(env)
         if any(d.glob("kafka-clients-*.jar")) and any(d.glob("kafka_2.13-*.jar")):
             return d, ""
-    return None, f"no Kafka jars (kafka-clients-*.jar, kafka_2.13-*.jar) in {', '.join(map(str, candidates))}" + \
-        ("" if env else "; set KRAFT_CHAOS_KAFKA_LIBS")
+        return None, f"no Kafka jars (kafka-clients-*.jar, kafka_2.13-*.jar) in {env}"
+    from targets.errors import TargetError
+    from targets.kafka.jars import resolve_jars
+    try:
+        return resolve_jars(), ""
+    except TargetError as e:
+        return None, f"Kafka's jars could not be resolved: {e}"
 
 
-LIBS, _WHY = _libs()
+_RESOLVED: list = []
+
+
+def _jars() -> Path:
+    """:func:`_libs`, resolved once, when a test first needs it (skips the test without jars)."""
+    if not _RESOLVED:
+        _RESOLVED.append(_libs())
+    libs, why = _RESOLVED[0]
+    if libs is None:
+        pytest.skip(why)
+    return libs
+
+
 pytestmark = [
     pytest.mark.kafka,
     pytest.mark.skipif(shutil.which("java") is None, reason="no `java` on PATH (Kafka needs Java 17+)"),
-    pytest.mark.skipif(LIBS is None, reason=_WHY),
 ]
 
 
 def _java(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(["java", "-XX:TieredStopAtLevel=1", "-cp", f"{LIBS}/*", *args],
+    return subprocess.run(["java", "-XX:TieredStopAtLevel=1", "-cp", f"{_jars()}/*", *args],
                           capture_output=True, text=True, **kw)
 
 
@@ -83,7 +100,7 @@ class Cluster:
             path = self.root / f"{name}.properties"
             path.write_text(props + f"log.dirs={self.root / name}-data\n")
             formats[name] = subprocess.Popen(
-                ["java", "-XX:TieredStopAtLevel=1", "-cp", f"{LIBS}/*", "kafka.tools.StorageTool", "format",
+                ["java", "-XX:TieredStopAtLevel=1", "-cp", f"{_jars()}/*", "kafka.tools.StorageTool", "format",
                  "--cluster-id", cid, "--config", str(path), *(["--standalone"] if standalone else [])],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for name, f in formats.items():
@@ -92,7 +109,7 @@ class Cluster:
         for name in configs:
             log = open(self.root / f"{name}.log", "w")
             self.procs[name] = subprocess.Popen(
-                ["java", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", f"{LIBS}/*",
+                ["java", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", f"{_jars()}/*",
                  "kafka.Kafka", str(self.root / f"{name}.properties")],
                 stdout=log, stderr=subprocess.STDOUT, cwd=self.root, start_new_session=True)
             log.close()
