@@ -276,9 +276,17 @@ def prune_node_images(client: docker.DockerClient, keep: str, log: Log = print) 
     Best effort: an image still used by a container (for example a cluster
     kept with ``--keep-cluster``) is left alone, and no error is raised.
     """
-    removed = []
+    return prune_images(client, keep, ["kraft-chaos.image=node"], "node images", log)
+
+
+def prune_images(client: docker.DockerClient, keep: str, labels: list[str], what: str,
+                 log: Log = print) -> list[str]:
+    """Remove every image carrying all of ``labels`` (``key=value``) but the one tagged
+    ``keep``; returns the tags removed and logs them as "older ``what``". Best effort:
+    images still used by a container stay, and no error is raised."""
+    removed: list[str] = []
     try:
-        images = client.images.list(filters={"label": "kraft-chaos.image=node"})
+        images = client.images.list(filters={"label": labels})
     except docker.errors.DockerException:
         return removed
     for image in images:
@@ -291,5 +299,5 @@ def prune_node_images(client: docker.DockerClient, keep: str, log: Log = print) 
             except docker.errors.DockerException:
                 pass
     if removed:
-        log(f"removed older node images: {', '.join(removed)}")
+        log(f"removed older {what}: {', '.join(removed)}")
     return removed

@@ -51,13 +51,21 @@ class DB(abc.ABC):
         return self.cluster.remote
 
     # -- identity and addresses ---------------------------------------------------
-    @abc.abstractmethod
     def node_id(self, node: str) -> int:
-        """The node id of ``node``; raises ``ValueError`` for a node not in the cluster."""
+        """The node id of ``node``: its 1-based position in ``cluster.nodes`` (n1 -> 1).
 
-    @abc.abstractmethod
+        Raises ``ValueError`` for a node not in the cluster.
+        """
+        try:
+            return self.cluster.nodes.index(node) + 1
+        except ValueError:
+            raise ValueError(f"unknown node {node!r}: nodes are {self.cluster.nodes}") from None
+
     def node_for_id(self, node_id: int) -> str:
-        """The node name with id ``node_id``; raises ``ValueError`` when there is none."""
+        """The node name with id ``node_id``; raises ``ValueError`` if out of range."""
+        if not 1 <= node_id <= len(self.cluster.nodes):
+            raise ValueError(f"no node with id {node_id}: ids are 1..{len(self.cluster.nodes)}")
+        return self.cluster.nodes[node_id - 1]
 
     @abc.abstractmethod
     def address(self, node: str) -> tuple[str, int]:

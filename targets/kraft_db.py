@@ -117,22 +117,6 @@ class KraftDB(DB):
 
     # --- identity ---------------------------------------------------------
 
-    def node_id(self, node: str) -> int:
-        """The KRaft node id of ``node``: its 1-based position in ``cluster.nodes`` (n1 -> 1).
-
-        Raises ``ValueError`` for a node not in the cluster.
-        """
-        try:
-            return self.cluster.nodes.index(node) + 1
-        except ValueError:
-            raise ValueError(f"unknown node {node!r}: nodes are {self.cluster.nodes}") from None
-
-    def node_for_id(self, node_id: int) -> str:
-        """The node name for a KRaft node id; raises ``ValueError`` if out of range."""
-        if not 1 <= node_id <= len(self.cluster.nodes):
-            raise ValueError(f"no node with id {node_id}: ids are 1..{len(self.cluster.nodes)}")
-        return self.cluster.nodes[node_id - 1]
-
     def address(self, node: str) -> tuple[str, int]:
         """``(host, port)`` of the node's controller listener."""
         self.node_id(node)

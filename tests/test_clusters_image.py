@@ -94,7 +94,7 @@ class _Images:
         self.removed = []
 
     def list(self, filters=None):
-        assert filters == {"label": "kraft-chaos.image=node"}
+        assert filters == {"label": ["kraft-chaos.image=node"]}
         return [i for i in self.images if i.tags[0] not in self.removed]
 
     def remove(self, tag):

@@ -32,7 +32,7 @@ import docker
 import docker.errors
 
 from clusters.errors import ClusterError
-from clusters.image import BASE_PACKAGES, build_base_image
+from clusters.image import BASE_PACKAGES, build_base_image, prune_images
 from targets.kafka.jars import DEFAULT_VERSION, POM, jar_listing, pom_digest, resolve_jars
 from targets.kafka.server_config import KAFKA_HOME, LIBS_DIR
 
@@ -228,20 +228,5 @@ def prune_kafka_images(client: docker.DockerClient, keep: str, version: str, log
     Best effort: images still used by a container are kept; never raises.
     Images of other Kafka versions are left alone.
     """
-    removed: list[str] = []
-    try:
-        images = client.images.list(filters={"label": [f"{IMAGE_LABEL}=kafka", f"{VERSION_LABEL}={version}"]})
-    except docker.errors.DockerException:
-        return removed
-    for image in images:
-        if keep in image.tags:
-            continue
-        for t in image.tags:
-            try:
-                client.images.remove(t)
-                removed.append(t)
-            except docker.errors.DockerException:
-                pass
-    if removed:
-        log(f"removed older Kafka {version} node images: {', '.join(removed)}")
-    return removed
+    return prune_images(client, keep, [f"{IMAGE_LABEL}=kafka", f"{VERSION_LABEL}={version}"],
+                        f"Kafka {version} node images", log)
