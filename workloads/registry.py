@@ -50,15 +50,22 @@ class Quorum(Protocol):
         (None for a node whose log could not be read)."""
 
 
-async def append_final_phase(wl: AppendWorkload, quorum: Quorum) -> None:
-    """The append workload's end: a leader, caught-up voters, then the final reads
-    (the whole log linearizably via the leader, and each node's own committed prefix)."""
+async def healed_leader(quorum: Quorum) -> str | None:
+    """After healing: wait for a leader, then for every voter to reach its log end offset
+    (a warning for either that does not come in time); returns the leader or None."""
     leader = await quorum.wait_for_leader(HEALED_LEADER_TIMEOUT_S)
     if leader is None:
         log.warning("no leader within %.0f s after healing", HEALED_LEADER_TIMEOUT_S)
     elif not await quorum.wait_for_catch_up(CATCH_UP_TIMEOUT_S):
         log.warning("voters did not all reach the leader's log end offset within %.0f s",
                     CATCH_UP_TIMEOUT_S)
+    return leader
+
+
+async def append_final_phase(wl: AppendWorkload, quorum: Quorum) -> None:
+    """The append workload's end: a leader, caught-up voters, then the final reads
+    (the whole log linearizably via the leader, and each node's own committed prefix)."""
+    leader = await healed_leader(quorum)
     log.info("final reads (leader %s)", leader)
     await final_reads(wl, leader, FINAL_READ_TIMEOUT_S if leader else LEADERLESS_READ_TIMEOUT_S)
 
@@ -66,12 +73,7 @@ async def append_final_phase(wl: AppendWorkload, quorum: Quorum) -> None:
 async def metadata_final_phase(wl: MetadataWorkload, quorum: Quorum) -> None:
     """The metadata workload's end: a leader, caught-up controllers, then the controllers'
     committed metadata logs, read from their data dirs, as final reads."""
-    leader = await quorum.wait_for_leader(HEALED_LEADER_TIMEOUT_S)
-    if leader is None:
-        log.warning("no leader within %.0f s after healing", HEALED_LEADER_TIMEOUT_S)
-    elif not await quorum.wait_for_catch_up(CATCH_UP_TIMEOUT_S):
-        log.warning("controllers did not all reach the leader's log end offset within %.0f s",
-                    CATCH_UP_TIMEOUT_S)
+    await healed_leader(quorum)
     leader, body = await quorum.describe_leader()
     log.info("final reads of the controllers' metadata logs (leader %s, high watermark %s)",
              leader, body.get("HighWatermark") if body else None)
