@@ -227,10 +227,11 @@ def sim_cluster(n: int = 5, netem: bool = True) -> tuple[FakeCluster, NetSim]:
     return FakeCluster(n, FakeRemote(sim)), sim
 
 
-def make_controller(n: int = 5, leader=None, seed: int = 1, netem: bool = True):
+def make_controller(n: int = 5, leader=None, seed: int = 1, netem: bool = True, nodes=None):
     """``(cluster, sim, db, controller)``: a NemesisController on a simulated cluster.
 
-    ``leader``: a node name, None, or a callable giving the leader.
+    ``leader``: a node name, None, or a callable giving the leader. ``nodes``: the nodes
+    faults may touch (default all).
     """
     import random
 
@@ -238,7 +239,7 @@ def make_controller(n: int = 5, leader=None, seed: int = 1, netem: bool = True):
     cluster, sim = sim_cluster(n, netem)
     db = FakeDB(cluster.nodes)
     find = leader if callable(leader) else (lambda: leader)
-    return cluster, sim, db, NemesisController(cluster, db, find, random.Random(seed))
+    return cluster, sim, db, NemesisController(cluster, db, find, random.Random(seed), nodes)
 
 
 def grudge_of(cluster: FakeCluster, sim: NetSim, chain: str | None = None) -> dict[str, set[str]]:

@@ -46,6 +46,15 @@ def test_dedicated_roles_ids_and_addresses():
         db.node_for_id(9)
 
 
+def test_nemesis_targets_are_the_controllers_by_default_and_the_brokers_on_request():
+    db = KafkaDB(FakeCluster(8), "CID", seed=7)
+    assert db.fault_nodes() == db.fault_nodes("quorum") == ["n1", "n2", "n3", "n4", "n5"]
+    assert db.fault_nodes("clients") == ["n6", "n7", "n8"]
+    assert db.fault_nodes("all") == [f"n{i}" for i in range(1, 9)]
+    with pytest.raises(ValueError, match="unknown nemesis targets 'brokers'"):
+        db.fault_nodes("brokers")
+
+
 def test_combined_topology_and_configs():
     db = KafkaDB(FakeCluster(3), "CID", seed=7, topology="combined", kraft_version=0)
     assert db.controllers() == db.brokers() == ["n1", "n2", "n3"] and db.role("n2") == "broker,controller"

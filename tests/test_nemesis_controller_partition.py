@@ -4,7 +4,7 @@ import pytest
 
 from nemesis.faults import PARTITION_KINDS, Fault, kinds_for
 from nemesis.grudge import sees
-from tests.nemesis_fakes import grudge_of, make_controller
+from tests.nemesis_fakes import FakeDB, grudge_of, make_controller, sim_cluster
 
 NONE = {f"n{i}": set() for i in range(1, 6)}
 
@@ -172,3 +172,26 @@ def test_bad_explicit_grudges_are_refused(grudge):
     with pytest.raises(ValueError, match="grudge"):
         c.start(Fault("partition", "nodes", params={"grudge": grudge}))
     assert c.active == {} and cluster.remote.calls == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_faults_touch_only_the_given_nodes(seed):
+    # Kafka: 5 controllers and 3 brokers; faults aimed at the controllers leave the brokers be
+    controllers = [f"n{i}" for i in range(1, 6)]
+    cluster, sim, db, c = make_controller(n=8, leader="n2", seed=seed, nodes=controllers)
+    value = c.start(Fault("partition", "random-halves"))
+    assert set(value["grudge"]) == set(controllers)
+    for broker in ("n6", "n7", "n8"):
+        assert sim.rules(broker) == [] and sim.drops(broker) == set()
+    c.stop(Fault("partition", "random-halves"))
+    value = c.start(Fault("kill", "minority"))
+    assert set(value["targets"]) <= set(controllers) and len(value["targets"]) == 2
+
+
+def test_nodes_outside_the_cluster_are_refused():
+    import random
+
+    from nemesis.controller import NemesisController
+    cluster, _sim = sim_cluster(3, True)
+    with pytest.raises(ValueError, match="must be nodes of the cluster"):
+        NemesisController(cluster, FakeDB(cluster.nodes), lambda: None, random.Random(1), ["n1", "n9"])
