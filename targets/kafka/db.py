@@ -13,7 +13,6 @@ controllers are combined ``broker,controller`` servers.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import posixpath
 import shlex
@@ -22,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from clusters.parallel import NodeErrors, on_nodes
 from clusters.remote import Cluster, RemoteError
 from targets.base import DB, QuorumClientFactory
 from targets.errors import TargetError
@@ -44,23 +44,16 @@ def node_count(topology: str, nodes: int) -> int:
     return nodes + DEFAULT_BROKERS if topology == "dedicated" else nodes
 
 
-class NodesError(TargetError):
-    """A step failed on some nodes; ``errors`` is ``{node: exception}``."""
-
-    def __init__(self, message: str, errors: dict[str, BaseException]):
-        super().__init__(message)
-        self.errors = errors
-
-
 def _on_nodes(nodes: Sequence[str], fn: Callable[[str], object], what: str) -> None:
-    """Run ``fn(node)`` for every node at once and wait for all. Raises :class:`NodesError`
-    (a :class:`TargetError`) naming every node whose call raised, with its error."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
-        futures = {n: pool.submit(fn, n) for n in nodes}
-    errors = {n: f.exception() for n, f in futures.items() if f.exception() is not None}
-    if errors:
-        detail = "\n".join(f"  {n}: {e}" for n, e in errors.items())
-        raise NodesError(f"{what} failed on {', '.join(errors)}:\n{detail}", errors)
+    """:func:`clusters.parallel.on_nodes`, its failure as a :class:`TargetError` naming every
+    node whose call raised, with its error (``errors``: ``{node: exception}``)."""
+    try:
+        on_nodes(nodes, fn, what)
+    except NodeErrors as err:
+        detail = "\n".join(f"  {n}: {e}" for n, e in err.errors.items())
+        failed = TargetError(f"{what} failed on {', '.join(err.errors)}:\n{detail}")
+        failed.errors = err.errors
+        raise failed from err
 
 
 class KafkaDB(DB):
@@ -309,9 +302,9 @@ class KafkaDB(DB):
         for group in ([n for n in self.cluster.nodes if self.role(n) == sc.ROLE_BROKER], self.controllers()):
             try:
                 _on_nodes(group, self.stop, "kafka teardown")
-            except NodesError as err:
+            except TargetError as err:
                 log.warning("%s", err)
-                errors.update({n: str(e) for n, e in err.errors.items()})
+                errors.update({n: str(e) for n, e in getattr(err, "errors", {}).items()})
         return errors
 
     def collect(self, node: str, dest: Path) -> dict[str, str]:
