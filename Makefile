@@ -1,7 +1,8 @@
 # kraft-chaos: the two commands a user needs are `make run` and `make test`.
 # Both set up everything themselves: the venv and packages, the Docker engine
-# (scripts/ensure-docker.sh), a Java >= 17 runtime for Spark
-# (scripts/ensure-java.sh) and the node image (built on first use, cached).
+# (scripts/ensure-docker.sh), a Java >= 17 runtime for Spark and Kafka
+# (scripts/ensure-java.sh), Maven for Kafka's jars (scripts/ensure-maven.sh) and
+# the node images (built on first use, cached).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -17,13 +18,13 @@ KAFKA_RUN_ARGS := --db kafka --workload metadata --time-limit 120 --nemesis part
 	--nemesis-mode serial --nemesis-interval 10 --nemesis-duration 10
 ANALYZE_ARGS ?= store
 
-.PHONY: run test test-slow unit bench analyze engine spark venv image clean teardown
+.PHONY: run test test-slow unit bench analyze engine spark maven venv image clean teardown
 
-run: venv engine spark
+run: venv engine spark $(if $(filter kafka,$(DB)),maven)
 	$(VENV)/bin/kraft-chaos run $(if $(filter kafka,$(DB)),$(KAFKA_RUN_ARGS)) $(RUN_ARGS)
 
 # The default suite: unit tests and short Docker runs (a few minutes).
-test: venv engine spark
+test: venv engine spark maven
 	$(PY) -m pytest -q -ra -m "not slow"
 
 # Long real runs: every catalogued --unsafe bug caught under its schedule (about 15 minutes).
@@ -34,7 +35,7 @@ unit: venv
 	$(PY) -m pytest -q -m "not docker"
 
 # DB=kafka: Apache Kafka's quorum beside ours (first leader, CreateTopics vs appends, failover)
-bench: venv engine spark
+bench: venv engine spark $(if $(filter kafka,$(DB)),maven)
 ifeq ($(DB),kafka)
 	$(PY) -m harness.bench_targets
 else
@@ -61,6 +62,10 @@ $(STAMP): pyproject.toml checkers/linearizability/_wgl.c
 
 engine:
 	@bash scripts/ensure-docker.sh
+
+# Maven resolves Apache Kafka's jars (--db kafka; targets/kafka/pom.xml).
+maven:
+	@bash scripts/ensure-maven.sh
 
 # PySpark 4 needs a Java >= 17 runtime.
 spark:
