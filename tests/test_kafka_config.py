@@ -46,6 +46,8 @@ def test_broker_kraft0_uses_static_voters():
     assert p["controller.quorum.voters"] == "1@10.0.0.11:9093,2@10.0.0.12:9093,3@10.0.0.13:9093"
     assert "controller.quorum.bootstrap.servers" not in p
     assert p["listener.security.protocol.map"] == "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+    # only the workload makes topics; no unclean leaders
+    assert p["auto.create.topics.enable"] == "false" and p["unclean.leader.election.enable"] == "false"
 
 
 def test_combined_has_both_listeners():

@@ -245,6 +245,8 @@ def render_server_properties(*, role: str, node_id: int, host: str, controllers:
         "num.partitions": 1,
         "group.initial.rebalance.delay.ms": 0,
         "unclean.leader.election.enable": "false",
+        # only the workload creates topics: a client's metadata request must not make one
+        "auto.create.topics.enable": "false",
     })
     props.update(extra or {})
     lines = [f"# kraft-chaos: node {node_id}, role {role}, kraft.version {kraft_version}"]
