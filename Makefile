@@ -13,9 +13,11 @@ STAMP  := $(VENV)/.installed
 RUN_ARGS ?=
 # the system under test: kraft (our quorum) or kafka (Apache Kafka: 5 controllers, 3 brokers)
 DB ?= kraft
-# `make run DB=kafka`: topic creations through the brokers for 120 s of partitions, kills and pauses
-KAFKA_RUN_ARGS := --db kafka --workload metadata --time-limit 120 --nemesis partition,kill,pause \
-	--nemesis-mode serial --nemesis-interval 10 --nemesis-duration 10
+# `make run DB=kafka`: topic creations through the brokers for 120 s of partitions, kills and
+# pauses of the controllers, one at a time, half of them aimed at the active controller
+KAFKA_RUN_ARGS := --db kafka --workload metadata --time-limit 120 \
+	--nemesis partition:isolate-leader+leader-minority+random-halves+bridge,kill:leader+one+minority,pause:leader+one \
+	--nemesis-mode serial --nemesis-interval 6 --nemesis-duration 8
 ANALYZE_ARGS ?= store
 
 .PHONY: run test test-slow unit bench analyze engine spark maven venv image clean teardown
