@@ -8,10 +8,13 @@ raise ``clusters.remote.RemoteError`` when the node cannot be reached.
 from __future__ import annotations
 
 import abc
+import logging
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable, Iterable, Protocol
 
-from clusters.remote import Cluster
+from clusters.remote import Cluster, RemoteError
+
+log = logging.getLogger("kraft_chaos.targets")
 
 
 class QuorumClient(Protocol):
@@ -103,6 +106,16 @@ class DB(abc.ABC):
 
     # -- lifecycle ----------------------------------------------------------------
     @abc.abstractmethod
+    def install_config(self, node: str) -> None:
+        """Create the node's directories and write its configuration."""
+
+    def setup_node(self, node: str) -> None:
+        """Config, format and start one node. Raises ``RemoteError``."""
+        self.install_config(node)
+        self.format(node)
+        self.start(node)
+
+    @abc.abstractmethod
     def setup(self) -> None:
         """Configure, format and start every node; raises :class:`targets.errors.TargetError`
         naming the nodes that failed, with their log tails."""
@@ -159,3 +172,18 @@ class DB(abc.ABC):
     def collect(self, node: str, dest: Path) -> dict[str, str]:
         """Copy the node's logs, config and data dir into ``dest``; returns ``{name: error}``
         for what could not be copied."""
+
+    def copy_from(self, node: str, dest: Path, files: Iterable[tuple[str, str]]) -> dict[str, str]:
+        """Copy each ``(remote path, local name)`` of ``files`` from ``node`` into the folder
+        ``dest`` (made if missing). Tolerant: returns ``{local name: error}`` for what could
+        not be copied, and logs it."""
+        dest = Path(dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        missing: dict[str, str] = {}
+        for remote_path, name in files:
+            try:
+                self.remote.get(node, remote_path, dest / name)
+            except (RemoteError, OSError) as err:
+                missing[name] = str(err)
+                log.warning("%s: could not collect %s: %s", node, remote_path, err)
+        return missing

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from clusters.parallel import NodeErrors, on_nodes
-from clusters.remote import Cluster, RemoteError
+from clusters.remote import Cluster
 from kraft import client as kclient
 
 from .base import DB, QuorumClientFactory
@@ -279,12 +279,6 @@ class KraftDB(DB):
         res = self.remote.exec(node, f"tail -n {int(lines)} {shlex.quote(self.paths.log)}", check=False)
         return res.stdout if res.exit_code == 0 else ""
 
-    def setup_node(self, node: str) -> None:
-        """Config, format and start one node. Raises ``RemoteError``."""
-        self.install_config(node)
-        self.format(node)
-        self.start(node)
-
     def setup(self) -> None:
         """Install config, format and start every node (in parallel), then check they still run
         after ``startup_check_s`` seconds.
@@ -318,14 +312,5 @@ class KraftDB(DB):
         (so ``dest/data/meta.properties`` etc.). Missing files are not fatal:
         returns ``{local name: error}`` for what could not be copied.
         """
-        dest = Path(dest)
-        dest.mkdir(parents=True, exist_ok=True)
-        missing: dict[str, str] = {}
-        for remote_path, name in ((self.paths.log, "node.log"), (self.paths.config, "node.properties"),
-                                  (self.paths.data_dir, "data")):
-            try:
-                self.remote.get(node, remote_path, dest / name)
-            except (RemoteError, OSError) as err:
-                missing[name] = str(err)
-                log.warning("%s: could not collect %s: %s", node, remote_path, err)
-        return missing
+        return self.copy_from(node, dest, ((self.paths.log, "node.log"), (self.paths.config, "node.properties"),
+                                           (self.paths.data_dir, "data")))

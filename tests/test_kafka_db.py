@@ -227,6 +227,16 @@ def local_db(tmp_path):
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
 
 
+def _state_becomes(pid: int, states: str, timeout_s: float = 5.0) -> bool:
+    """True once /proc/<pid>/stat shows a state in ``states`` within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if Path(f"/proc/{pid}/stat").read_text().split()[2] in states:
+            return True
+        time.sleep(0.02)
+    return False
+
+
 def test_local_setup_signals_kill_restart_collect(local_db, tmp_path):
     db = local_db()
     db.setup()
@@ -234,7 +244,7 @@ def test_local_setup_signals_kill_restart_collect(local_db, tmp_path):
     assert db.is_running("n1") and _alive(pid)
     assert Path(db.paths.metadata_dir, "meta.properties").read_text() == "node.id=1"
     assert db.start("n1") is False                             # already running
-    assert db.pause("n1") and Path(f"/proc/{pid}/stat").read_text().split()[2] in "Tt"
+    assert db.pause("n1") and _state_becomes(pid, "Tt")         # SIGSTOP lands asynchronously
     assert db.resume("n1") and db.is_running("n1")
     assert db.kill("n1") and not db.is_running("n1") and not db.kill("n1")
     assert db.start("n1") and db.is_running("n1")

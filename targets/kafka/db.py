@@ -272,12 +272,6 @@ class KafkaDB(DB):
         res = self.remote.exec(node, script, check=False)
         return res.stdout if res.exit_code == 0 else ""
 
-    def setup_node(self, node: str) -> None:
-        """Config, format and start one node. Raises ``RemoteError``."""
-        self.install_config(node)
-        self.format(node)
-        self.start(node)
-
     def setup(self) -> None:
         """Install every node's config and format it, then start them all (each step in
         parallel), then check every JVM still runs after ``startup_check_s`` seconds.
@@ -316,19 +310,11 @@ class KafkaDB(DB):
         snapshots and ``quorum-state``). Missing files are not fatal: returns
         ``{local name: error}`` for what could not be copied.
         """
-        dest = Path(dest)
-        dest.mkdir(parents=True, exist_ok=True)
         p = self.paths
-        missing: dict[str, str] = {}
-        for remote_path, name in ((p.log_file("server.log"), "server.log"),
-                                  (p.log_file("controller.log"), "controller.log"), (p.out, "kafka.out"),
-                                  (p.config, "server.properties"), (p.metadata_dir, "metadata")):
-            try:
-                self.remote.get(node, remote_path, dest / name)
-            except (RemoteError, OSError) as err:
-                missing[name] = str(err)
-                log.warning("%s: could not collect %s: %s", node, remote_path, err)
-        return missing
+        return self.copy_from(node, dest, ((p.log_file("server.log"), "server.log"),
+                                           (p.log_file("controller.log"), "controller.log"),
+                                           (p.out, "kafka.out"), (p.config, "server.properties"),
+                                           (p.metadata_dir, "metadata")))
 
     def read_log(self, node: str) -> list[tuple[int, int, str, object]]:
         """The node's ``__cluster_metadata`` log as found now, ``[(offset, epoch, type,
