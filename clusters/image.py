@@ -254,19 +254,26 @@ def ensure_node_image(client: docker.DockerClient, kraft_dir: Path, base_image: 
     if _image_id(client, tag) is not None:
         return tag
     log(f"building node image {tag} on {base} ...")
+    build_image(client, build_context(kraft_dir, dockerfile), tag, {"kraft-chaos.image": "node"},
+                f"node image {tag} on {base}")
+    prune_node_images(client, tag, log)
+    return tag
+
+
+def build_image(client: docker.DockerClient, context, tag: str, labels: dict[str, str], what: str) -> None:
+    """Build ``tag`` from the tar build context ``context`` (a binary file object holding a
+    Dockerfile) with ``labels``. Raises :class:`ClusterError` naming ``what``, with the end of
+    the build log when the build failed."""
     try:
-        client.images.build(fileobj=build_context(kraft_dir, dockerfile), custom_context=True,
-                            tag=tag, pull=False, rm=True, forcerm=True,
-                            labels={"kraft-chaos.image": "node"})
+        client.images.build(fileobj=context, custom_context=True, tag=tag, pull=False, rm=True,
+                            forcerm=True, labels=labels)
     except docker.errors.BuildError as e:
         lines = [str(chunk.get("stream") or chunk.get("error") or "").rstrip()
                  for chunk in (e.build_log or [])]
         tail = "\n".join([ln for ln in lines if ln][-15:])
-        raise ClusterError(f"building node image {tag} on {base} failed: {e.msg}\n{tail}") from e
+        raise ClusterError(f"building {what} failed: {e.msg}\n{tail}") from e
     except docker.errors.DockerException as e:
-        raise ClusterError(f"building node image {tag} on {base} failed: {e}") from e
-    prune_node_images(client, tag, log)
-    return tag
+        raise ClusterError(f"building {what} failed: {e}") from e
 
 
 def prune_node_images(client: docker.DockerClient, keep: str, log: Log = print) -> list[str]:

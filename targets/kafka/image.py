@@ -31,8 +31,7 @@ from typing import IO, Callable
 import docker
 import docker.errors
 
-from clusters.errors import ClusterError
-from clusters.image import BASE_PACKAGES, build_base_image, prune_images
+from clusters.image import BASE_PACKAGES, build_base_image, build_image, prune_images
 from targets.kafka.jars import DEFAULT_VERSION, POM, jar_listing, pom_digest, resolve_jars
 from targets.kafka.server_config import KAFKA_HOME, LIBS_DIR
 
@@ -207,16 +206,8 @@ def ensure_kafka_image(client: docker.DockerClient, version: str = DEFAULT_VERSI
     with tempfile.TemporaryFile() as ctx:
         write_build_context(ctx, libs, dockerfile, files)
         ctx.seek(0)
-        try:
-            client.images.build(fileobj=ctx, custom_context=True, tag=tag, pull=False, rm=True,
-                                forcerm=True, labels={IMAGE_LABEL: "kafka", VERSION_LABEL: version})
-        except docker.errors.BuildError as e:
-            lines = [str(chunk.get("stream") or chunk.get("error") or "").rstrip()
-                     for chunk in (e.build_log or [])]
-            tail = "\n".join([ln for ln in lines if ln][-15:])
-            raise ClusterError(f"building Kafka image {tag} on {base} failed: {e.msg}\n{tail}") from e
-        except docker.errors.DockerException as e:
-            raise ClusterError(f"building Kafka image {tag} on {base} failed: {e}") from e
+        build_image(client, ctx, tag, {IMAGE_LABEL: "kafka", VERSION_LABEL: version},
+                    f"Kafka image {tag} on {base}")
     prune_kafka_images(client, tag, version, log)
     return tag
 
