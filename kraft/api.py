@@ -5,6 +5,10 @@ VOTE = 52
 BEGIN_QUORUM_EPOCH = 53
 END_QUORUM_EPOCH = 54
 DESCRIBE_QUORUM = 55
+#: KIP-853 voter changes (kraft.version 1; kraft/membership.py).
+ADD_RAFT_VOTER = 80
+REMOVE_RAFT_VOTER = 81
+UPDATE_RAFT_VOTER = 82
 
 #: Client API (not Kafka's; see kraft/README.md): append one value, read the log,
 #: and the key-value state machine (kraft/kv.py): put or cas, linearizable get.
@@ -15,5 +19,7 @@ KV_GET = 1003
 
 NAMES = {FETCH: "Fetch", VOTE: "Vote", BEGIN_QUORUM_EPOCH: "BeginQuorumEpoch",
          END_QUORUM_EPOCH: "EndQuorumEpoch", DESCRIBE_QUORUM: "DescribeQuorum",
+         ADD_RAFT_VOTER: "AddRaftVoter", REMOVE_RAFT_VOTER: "RemoveRaftVoter",
+         UPDATE_RAFT_VOTER: "UpdateRaftVoter",
          APPEND: "Append", READ: "Read",
          KV_WRITE: "KvWrite", KV_GET: "KvGet"}

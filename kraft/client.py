@@ -1,5 +1,7 @@
-"""A client for a kraft node: Append, Read, DescribeQuorum and the key-value API
-(KvWrite: put and cas, KvGet: get; kraft/kv_service.py) over the wire format.
+"""A client for a kraft node: Append, Read, DescribeQuorum, the key-value API
+(KvWrite: put and cas, KvGet: get; kraft/kv_service.py) and the KIP-853 voter
+changes (AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter; kraft/membership.py)
+over the wire format.
 
 Standard library asyncio; one request in flight per :class:`KraftClient`.
 Errors split the way Jepsen needs them: :class:`DefiniteError` means the
@@ -17,6 +19,11 @@ from . import api, errors, wire
 _DEFINITE = {errors.NOT_LEADER_OR_FOLLOWER, errors.INCONSISTENT_CLUSTER_ID,
              errors.INVALID_REQUEST, errors.FENCED_LEADER_EPOCH,
              errors.UNKNOWN_LEADER_EPOCH}
+#: Codes after which a voter change certainly was not appended. REQUEST_TIMED_OUT is
+#: left indefinite: Kafka (and we) also answer it when the new VotersRecord was
+#: appended but did not commit in time.
+_DEFINITE_VOTER_CHANGE = _DEFINITE | {errors.UNSUPPORTED_VERSION, errors.DUPLICATE_VOTER,
+                                      errors.VOTER_NOT_FOUND}
 
 
 class ClientError(Exception):
@@ -179,10 +186,63 @@ class KraftClient:
         return {"value": body["Value"], "applied_offset": body["AppliedOffset"]}
 
     async def describe_quorum(self) -> dict:
-        """The leader's DescribeQuorum response body (KIP-595).
+        """The leader's DescribeQuorum response body (KIP-595): ``HighWatermark``,
+        ``CurrentVoters`` and ``Observers`` (KIP-853: replicas fetching that are not voters),
+        each entry ``{"ReplicaId", "ReplicaDirectoryId", "LogEndOffset",
+        "LastFetchTimestamp", "LastCaughtUpTimestamp"}``.
 
         Raises :class:`DefiniteError` NOT_LEADER_OR_FOLLOWER on a non-leader.
         """
         body = await self.request(api.DESCRIBE_QUORUM, {})
         self._raise_for(body, _DEFINITE)
         return body
+
+    @staticmethod
+    def _listeners(host: str, port: int) -> list[dict]:
+        return [{"Name": "CONTROLLER", "Host": host, "Port": port}]
+
+    async def add_voter(self, voter_id: int, voter_directory_id: str, host: str, port: int,
+                        timeout_ms: int | None = None) -> dict:
+        """AddRaftVoter (KIP-853): make the observer (``voter_id``, ``voter_directory_id``),
+        listening on ``host``:``port``, a voter. Sent to the leader; answers once the new
+        voter set is committed (within ``timeout_ms``, default the node's request timeout).
+
+        Returns the response body (``{"ErrorCode": 0, "LeaderId", "LeaderEpoch", ...}``).
+        Raises :class:`DefiniteError` (nothing appended) with NOT_LEADER_OR_FOLLOWER (a
+        leader hint in ``leader_id``), UNSUPPORTED_VERSION (kraft.version 0),
+        DUPLICATE_VOTER, INVALID_REQUEST, or :class:`IndefiniteError` with
+        REQUEST_TIMED_OUT (a change still uncommitted, the replica not caught up, or the
+        new set not committed in time: check with :meth:`describe_quorum`), "timeout",
+        "connection".
+        """
+        body = {"VoterId": voter_id, "VoterDirectoryId": voter_directory_id,
+                "Listeners": self._listeners(host, port)}
+        if timeout_ms is not None:
+            body["TimeoutMs"] = timeout_ms
+        resp = await self.request(api.ADD_RAFT_VOTER, body)
+        self._raise_for(resp, _DEFINITE_VOTER_CHANGE)
+        return resp
+
+    async def remove_voter(self, voter_id: int, voter_directory_id: str) -> dict:
+        """RemoveRaftVoter (KIP-853): remove the voter (``voter_id``, ``voter_directory_id``);
+        the leader may remove itself (it resigns once the removal commits). Answers once
+        the new voter set is committed. Returns the response body. Raises as
+        :meth:`add_voter`, with VOTER_NOT_FOUND instead of DUPLICATE_VOTER (definite)."""
+        resp = await self.request(api.REMOVE_RAFT_VOTER, {"VoterId": voter_id,
+                                                          "VoterDirectoryId": voter_directory_id})
+        self._raise_for(resp, _DEFINITE_VOTER_CHANGE)
+        return resp
+
+    async def update_voter(self, voter_id: int, voter_directory_id: str, host: str, port: int,
+                           current_leader_epoch: int) -> dict:
+        """UpdateRaftVoter (KIP-853): replace voter (``voter_id``, ``voter_directory_id``)'s
+        endpoint with ``host``:``port``; ``current_leader_epoch`` must be the leader's
+        epoch. Answered once appended (not committed), as Kafka's. Returns the response
+        body (with ``CurrentLeader``). Raises as :meth:`remove_voter`, and
+        FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (definite)."""
+        resp = await self.request(api.UPDATE_RAFT_VOTER, {
+            "CurrentLeaderEpoch": current_leader_epoch, "VoterId": voter_id,
+            "VoterDirectoryId": voter_directory_id, "Listeners": self._listeners(host, port),
+            "KRaftVersionFeature": {"MinSupportedVersion": 0, "MaxSupportedVersion": 1}})
+        self._raise_for(resp, _DEFINITE_VOTER_CHANGE)
+        return resp

@@ -1,7 +1,10 @@
 """Node configuration: a Kafka-style properties file (see kraft/README.md).
 
 Keys: ``node.id``, ``listeners`` (host:port to listen on),
-``controller.quorum.voters`` (``id@host:port,...``), ``log.dir``,
+``controller.quorum.voters`` (``id@host:port,...``: the static voters of
+kraft.version 0), ``controller.quorum.bootstrap.servers`` (``host:port,...``:
+where a kraft.version 1 replica looks for the leader; KIP-853; one of the
+two is required), ``log.dir``,
 ``controller.quorum.election.timeout.ms`` (1000),
 ``controller.quorum.fetch.timeout.ms`` (2000),
 ``controller.quorum.request.timeout.ms`` (2000),
@@ -56,6 +59,8 @@ class NodeConfig:
     cluster_id: str | None = None
     unsafe: frozenset[str] = frozenset()
     seed: int | None = None
+    #: KIP-853 ``controller.quorum.bootstrap.servers``: ``((host, port), ...)``.
+    bootstrap_servers: tuple[tuple[str, int], ...] = ()
 
     @property
     def voter_ids(self) -> list[int]:
@@ -81,6 +86,19 @@ def parse_voters(text: str) -> tuple[Voter, ...]:
         raise ConfigError("controller.quorum.voters is empty")
     if len({v.id for v in out}) != len(out):
         raise ConfigError(f"controller.quorum.voters has a duplicate id: {text!r}")
+    return tuple(out)
+
+
+def parse_bootstrap_servers(text: str) -> tuple[tuple[str, int], ...]:
+    """Parse ``host:9093,host2:9093``; raises ConfigError on a malformed entry."""
+    out = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        try:
+            host, port = item.rsplit(":", 1)
+            out.append((host, int(port)))
+        except ValueError:
+            raise ConfigError(f"controller.quorum.bootstrap.servers: malformed entry {item!r}, "
+                              f"expected host:port") from None
     return tuple(out)
 
 
@@ -125,12 +143,17 @@ def parse_config(text: str) -> NodeConfig:
     fetch_max_records = num("fetch.max.records", 2000)
     if fetch_max_records < 1:
         raise ConfigError(f"fetch.max.records: must be at least 1, got {fetch_max_records}")
+    bootstrap = parse_bootstrap_servers(p.get("controller.quorum.bootstrap.servers", ""))
+    if not bootstrap and "controller.quorum.voters" not in p:
+        raise ConfigError("missing required key controller.quorum.voters "
+                          "(or controller.quorum.bootstrap.servers)")
+    voters = parse_voters(p["controller.quorum.voters"]) if "controller.quorum.voters" in p else ()
     node_id = num("node.id", None)
     if node_id is None:
         raise ConfigError("missing required key node.id")
     return NodeConfig(
         node_id=node_id, listen_host=host, listen_port=port_n,
-        voters=parse_voters(need("controller.quorum.voters")),
+        voters=voters, bootstrap_servers=bootstrap,
         data_dir=Path(need("log.dir")),
         election_timeout_ms=num("controller.quorum.election.timeout.ms", 1000),
         fetch_timeout_ms=num("controller.quorum.fetch.timeout.ms", 2000),

@@ -51,6 +51,9 @@ class Log:
         self._epochs: list[int] = []                   # epoch cache: epochs, ascending
         self._epoch_starts: list[int] = []             # start offset of each epoch
         self.recovered_bytes = 0
+        #: Observers of the log's content (e.g. :class:`kraft.voter_set.VoterHistory`):
+        #: ``on_append(record)`` for every record loaded or appended, ``on_truncate(offset)``.
+        self.listeners: list = []
 
     # -- opening and recovery ------------------------------------------------
     def open(self) -> None:
@@ -126,6 +129,8 @@ class Log:
             self._epoch_starts.append(r.offset)
         elif r.epoch < self._epochs[-1]:
             raise LogError(f"record at offset {r.offset} has epoch {r.epoch} below {self._epochs[-1]}")
+        for listener in self.listeners:
+            listener.on_append(r)
 
     # -- queries --------------------------------------------------------------
     @property
@@ -237,4 +242,6 @@ class Log:
             self._epoch_starts.pop()
         self._open_active()
         self.flushed_end = min(self.flushed_end, offset)
+        for listener in self.listeners:
+            listener.on_truncate(offset)
         return removed

@@ -37,11 +37,14 @@ def parse_properties(text: str) -> dict[str, str]:
     return out
 
 
-def format_dir(data_dir: Path, cluster_id: str, node_id: int) -> Meta:
-    """Create ``data_dir`` and write a fresh meta.properties with a new directory id.
+def format_dir(data_dir: Path, cluster_id: str, node_id: int, directory_id: str | None = None) -> Meta:
+    """Create ``data_dir`` and write a fresh meta.properties with ``directory_id`` (default: a
+    new random UUID; KIP-853 ``format --initial-controllers`` passes this node's).
 
-    Raises MetaError if it is already formatted, or the cluster id is empty.
+    Raises MetaError if it is already formatted, or the cluster id or directory id is bad.
     """
+    if directory_id is not None and (not directory_id or any(c.isspace() for c in directory_id)):
+        raise MetaError(f"invalid directory id {directory_id!r}")
     if not cluster_id or any(c.isspace() for c in cluster_id):
         raise MetaError(f"invalid cluster id {cluster_id!r}")
     data_dir = Path(data_dir)
@@ -50,7 +53,7 @@ def format_dir(data_dir: Path, cluster_id: str, node_id: int) -> Meta:
     if path.exists():
         raise MetaError(f"{path} already exists: the data dir is already formatted "
                         f"({read_meta(data_dir)})")
-    meta = Meta(node_id, cluster_id, str(uuid.uuid4()))
+    meta = Meta(node_id, cluster_id, directory_id or str(uuid.uuid4()))
     write_atomic(path, (f"version=1\nnode.id={node_id}\ncluster.id={cluster_id}\n"
                         f"directory.id={meta.directory_id}\n").encode())
     return meta

@@ -2,7 +2,10 @@
 
 Implements KIP-595 (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
 DescribeQuorum; pull-based replication; LeaderChange), KIP-996 (Prospective
-state, Pre-Vote, Check Quorum) and the directory ids of KIP-853. One asyncio
+state, Pre-Vote, Check Quorum) and KIP-853 (directory ids; at kraft.version 1
+the voter set of the log, kraft/voter_set.py, observers, kraft/observer.py,
+and voter changes, kraft/membership.py; the leader's per-replica progress is
+in kraft/replicas.py). One asyncio
 event loop drives everything: request handlers are coroutines, timers are
 checked by :meth:`RaftNode.tick` every ``TICK_S``.
 
@@ -23,15 +26,22 @@ import random
 import time
 
 from . import api, errors
+from .bootstrap import load_history
 from .client import ClientError, KraftClient
 from .config import NodeConfig
-from .high_watermark import end_quorum_backoff_ms, next_high_watermark
+from .high_watermark import end_quorum_backoff_ms, majority_position, next_high_watermark
 from .kv import KvStateMachine
 from .log import Log
+from .log_service import LogService
+from .membership import should_resign
 from .meta import Meta
+from .observer import Discovery, NoRoute, discovery_targets, learn_endpoints, learn_leader_endpoint
 from .quorum_state import ElectionState, read_state, write_state
 from .records import DATA, LEADER_CHANGE, Record
+from .replicas import ReplicaTracker
+from .rpc import InvalidRequest, Refused, field  # noqa: F401 - re-exported (server, kv_service, tests)
 from .states import StateKind
+from .voter_set import ReplicaKey, VoterSet, addressed_to
 from .voting import grant_pre_vote, grant_vote, is_up_to_date
 
 log = logging.getLogger("kraft.raft")
@@ -44,48 +54,8 @@ HW_CHECKPOINT_INTERVAL_S = 0.2
 NO_FSYNC_WRITE_INTERVAL_S = 1.0
 
 
-class InvalidRequest(ValueError):
-    """A request field is missing or has the wrong type (answered INVALID_REQUEST)."""
-
-
-class Refused(Exception):
-    """A client request is answered with an error: ``body`` is the response body
-    (``{"ErrorCode": code, "ErrorMessage"?: str}``)."""
-
-    def __init__(self, code: int, message: str | None = None):
-        super().__init__(f"{errors.name(code)}: {message}" if message else errors.name(code))
-        self.body = {"ErrorCode": code, **({"ErrorMessage": message} if message else {})}
-
-
 class FatalError(RuntimeError):
     """An invariant broke (e.g. truncation below the high watermark): the node stops."""
-
-
-def field(body: dict, name: str, kind: type | tuple, optional: bool = False):
-    """``body[name]`` checked against ``kind``; raises InvalidRequest naming the field."""
-    if name not in body or body[name] is None:
-        if optional:
-            return None
-        raise InvalidRequest(f"missing field {name}")
-    v = body[name]
-    if not isinstance(v, kind) or (isinstance(v, bool) and kind is int):
-        raise InvalidRequest(f"field {name} has the wrong type ({type(v).__name__})")
-    return v
-
-
-class _VoterProgress:
-    """Leader-side view of one replica (KIP-595 DescribeQuorum ReplicaState)."""
-
-    __slots__ = ("end_offset", "last_fetch", "last_fetch_wall_ms", "last_caught_up_wall_ms", "directory_id",
-                 "read_round")
-
-    def __init__(self) -> None:
-        self.end_offset = -1
-        self.last_fetch = float("-inf")
-        self.read_round = 0       # the newest read-index round this replica echoed in a Fetch
-        self.last_fetch_wall_ms = -1
-        self.last_caught_up_wall_ms = -1
-        self.directory_id: str | None = None
 
 
 class RaftNode:
@@ -101,9 +71,11 @@ class RaftNode:
         self.id = cfg.node_id
         self.cluster_id = meta.cluster_id
         self.rng = random.Random(cfg.seed)
-        self.is_voter = cfg.voter(self.id) is not None
-        self.majority = len(cfg.voters) // 2 + 1
+        self.voter_history = load_history(cfg.data_dir, cfg.voters)   # KIP-853 voter sets by offset
         self.log = Log(cfg.data_dir / "log", fsync="no-fsync" not in cfg.unsafe)
+        self.log.listeners.append(self.voter_history)
+        self.known_endpoints: dict[int, tuple[str, int]] = {}   # learned from BeginQuorumEpoch / Fetch
+        self._discovery = Discovery(self)
         self.election = ElectionState()
         self.kind = StateKind.UNATTACHED
         self.hw = 0
@@ -112,7 +84,7 @@ class RaftNode:
         self._has_fetched = False         # Follower: fetched successfully in this epoch
         self._votes_granted: set[int] = set()
         self._votes_rejected: set[int] = set()
-        self._progress: dict[int, _VoterProgress] = {}
+        self.replicas = ReplicaTracker()     # Leader: every fetching replica's progress
         self._epoch_start = 0
         self._leader_since = 0.0
         self._begin_sent: dict[int, float] = {}
@@ -142,8 +114,38 @@ class RaftNode:
         """The leader of the current epoch, or -1 if unknown."""
         return self.election.leader_id
 
+    @property
+    def voters(self) -> VoterSet:
+        """The voter set in effect (KIP-853: the log's latest VotersRecord, else the bootstrap set)."""
+        return self.voter_history.latest
+
+    @property
+    def key(self) -> ReplicaKey:
+        """This replica's (id, directory id)."""
+        return ReplicaKey(self.id, self.meta.directory_id)
+
+    @property
+    def is_voter(self) -> bool:
+        """True iff this replica's key is in the current voter set."""
+        return self.voters.is_voter(self.key)
+
+    @property
+    def majority(self) -> int:
+        """The current voter set's majority."""
+        return self.voters.majority
+
+    def endpoint(self, node_id: int) -> tuple[str, int] | None:
+        """(host, port) of ``node_id``: from the voter set, else as learned; None if unknown."""
+        v = self.voters.get(node_id)
+        return (v.host, v.port) if v is not None else self.known_endpoints.get(node_id)
+
     def _now(self) -> float:
         return time.monotonic()
+
+    @staticmethod
+    def wall_ms() -> int:
+        """Wall-clock time in ms."""
+        return int(time.time() * 1000)
 
     def _election_timeout_s(self) -> float:
         """Randomised in [T, 2T) (KIP-595)."""
@@ -171,9 +173,9 @@ class RaftNode:
         self._wakeup.set()
         self._wakeup = asyncio.Event()
 
-    def _peer(self, node_id: int, timeout_ms: int) -> KraftClient:
-        v = self.cfg.voter(node_id)
-        return KraftClient(v.host, v.port, self.cluster_id, timeout_ms=timeout_ms)
+    def _peer(self, node_id: int, timeout_ms: int) -> KraftClient | NoRoute:
+        ep = self.endpoint(node_id)
+        return KraftClient(*ep, self.cluster_id, timeout_ms=timeout_ms) if ep else NoRoute(node_id)
 
     def _persist(self, st: ElectionState) -> None:
         if "forget-vote" in self.cfg.unsafe and st.voted_id >= 0 and st.leader_id < 0:
@@ -287,15 +289,17 @@ class RaftNode:
         self._become_leader_state()
         granted = sorted(self._votes_granted | {self.id})
         self._append(Record(self.log.end_offset, self.epoch, LEADER_CHANGE,
-                            {"LeaderId": self.id, "Voters": self.cfg.voter_ids, "GrantingVoters": granted}))
+                            {"LeaderId": self.id, "Voters": self.voters.ids, "GrantingVoters": granted}))
+        for rtype, payload in self.voter_history.start_of_epoch_records():
+            self._append(Record(self.log.end_offset, self.epoch, rtype, payload))
         self._flush_now()
-        for vid in self.cfg.voter_ids:
+        for vid in self.voters.ids:
             if vid != self.id:
                 self._send_begin_quorum(vid)
 
     def _become_leader_state(self) -> None:
         self._set_kind(StateKind.LEADER)
-        self._progress = {vid: _VoterProgress() for vid in self.cfg.voter_ids if vid != self.id}
+        self.replicas.reset()
         self._epoch_start = self.log.end_offset
         self._leader_since = self._now()
         self._begin_sent = {}
@@ -305,7 +309,7 @@ class RaftNode:
         if self.kind is not StateKind.LEADER:
             return
         log.warning("resigning leadership of epoch %d: %s", self.epoch, reason)
-        successors = sorted(self._progress, key=lambda v: -self._progress[v].end_offset)
+        successors = self.replicas.successors(self.voters, self.key)
         self._set_kind(StateKind.RESIGNED)
         self._deadline = self._now() + self._election_timeout_s()
         for vid in successors:
@@ -353,17 +357,25 @@ class RaftNode:
         """Run whatever timer has expired for the current state."""
         now = self._now()
         k = self.kind
-        if k is StateKind.UNATTACHED and self.is_voter and now >= self._deadline:
+        voter = self.is_voter
+        if k is StateKind.UNATTACHED and voter and now >= self._deadline:
             self.become_prospective()
-        elif k is StateKind.FOLLOWER and self.is_voter and now >= self._deadline:
+        elif k is StateKind.UNATTACHED and not voter:
+            self._discovery.maybe_start()          # KIP-853 observer: find the leader
+        elif k is StateKind.FOLLOWER and now >= self._deadline and (voter or discovery_targets(self)):
             log.info("fetch timeout: no successful Fetch from leader %d in %d ms",
                      self.leader_id, self.cfg.fetch_timeout_ms)
-            self.become_prospective()
-        elif k is StateKind.PROSPECTIVE and now >= self._deadline:
-            self._prospective_lost("pre-vote timed out")
+            if voter:
+                self.become_prospective()
+            else:                                  # an observer looks for the leader again
+                self.become_unattached(self.epoch, self.election.voted_id, self.election.voted_directory_id)
+        elif k is StateKind.PROSPECTIVE and (now >= self._deadline or not voter):
+            self._prospective_lost("pre-vote timed out" if voter else "no longer a voter")
+        elif k is StateKind.CANDIDATE and not voter:
+            self.become_unattached(self.epoch, self.election.voted_id, self.election.voted_directory_id)
         elif k is StateKind.CANDIDATE and now >= self._deadline:
             self.become_prospective()
-        elif k is StateKind.RESIGNED and now >= self._deadline and self.is_voter:
+        elif k is StateKind.RESIGNED and now >= self._deadline:
             self.become_unattached(self.epoch + 1)
         elif k is StateKind.LEADER:
             self._leader_tick(now)
@@ -371,6 +383,9 @@ class RaftNode:
 
     def _prospective_lost(self, why: str) -> None:
         log.info("pre-vote lost in epoch %d: %s", self.epoch, why)
+        if "vote-after-failed-prevote" in self.cfg.unsafe and self.is_voter:
+            self.become_candidate()     # the bug: KIP-996's rejected alternative
+            return
         if self.leader_id >= 0:
             self._enter_follower()
         else:
@@ -379,15 +394,21 @@ class RaftNode:
 
     def _leader_tick(self, now: float) -> None:
         window = 1.5 * self.cfg.fetch_timeout_ms / 1000.0
-        if self.cfg.check_quorum and len(self.cfg.voters) > 1 and now - self._leader_since >= window:
-            live = 1 + sum(1 for p in self._progress.values() if now - p.last_fetch < window)
+        voters, me = self.voters, self.key
+        if (self.cfg.check_quorum and not (len(voters) == 1 and self.is_voter)
+                and now - self._leader_since >= window):
+            live = self.replicas.live_voters(voters, me, now, window)
             if live < self.majority:
-                self.resign(f"check quorum: only {live} of {len(self.cfg.voters)} voters fetched "
+                self.resign(f"check quorum: only {live} of {len(voters)} voters fetched "
                             f"in the last {window * 1000:.0f} ms")
                 return
+        if should_resign(voters, me, self.hw, self.voter_history.last_offset):
+            self.resign("removed from the voter set, and the removal is committed")
+            return
         resend = self.cfg.fetch_timeout_ms / 2000.0
-        for vid, p in self._progress.items():
-            if now - p.last_fetch > resend and now - self._begin_sent.get(vid, float("-inf")) > resend:
+        for vid, p in self.replicas.others(voters, me):
+            last = p.last_fetch if p else float("-inf")
+            if now - last > resend and now - self._begin_sent.get(vid, float("-inf")) > resend:
                 self._send_begin_quorum(vid)
         self._complete_reads()
 
@@ -410,12 +431,13 @@ class RaftNode:
         if self._check_votes(pre_vote):
             return
         body = {"CandidateEpoch": self.epoch, "CandidateId": self.id,
-                "CandidateDirectoryId": self.meta.directory_id, "VoterDirectoryId": None,
+                "CandidateDirectoryId": self.meta.directory_id,
                 "LastOffsetEpoch": self.log.last_epoch, "LastOffset": self.log.end_offset,
                 "PreVote": pre_vote}
-        for vid in self.cfg.voter_ids:
-            if vid != self.id:
-                self._spawn(self._request_vote(vid, dict(body, VoterId=vid), pre_vote, self._gen))
+        for v in self.voters.voters:
+            if v.id != self.id:
+                self._spawn(self._request_vote(v.id, dict(body, VoterId=v.id, VoterDirectoryId=v.directory_id),
+                                               pre_vote, self._gen))
 
     async def _rpc(self, vid: int, key: int, body: dict) -> dict | None:
         """One request to voter ``vid`` on a connection of its own; None if it failed."""
@@ -439,13 +461,13 @@ class RaftNode:
         self._check_votes(pre_vote)
 
     def _check_votes(self, pre_vote: bool) -> bool:
-        if len(self._votes_granted) >= self.majority:
+        if len(self._votes_granted & set(self.voters.ids)) >= self.majority:
             if pre_vote:
                 self.become_candidate()
             else:
                 self.become_leader()
             return True
-        if len(self._votes_rejected) >= len(self.cfg.voters) - self.majority + 1:
+        if len(self._votes_rejected) >= len(self.voters) - self.majority + 1:
             if pre_vote:
                 self._prospective_lost("a majority rejected the pre-vote")
             else:
@@ -457,7 +479,8 @@ class RaftNode:
     def _send_begin_quorum(self, vid: int) -> None:
         self._begin_sent[vid] = self._now()
         self._spawn(self._send_one(vid, api.BEGIN_QUORUM_EPOCH, {
-            "LeaderId": self.id, "LeaderEpoch": self.epoch, "VoterId": vid, "VoterDirectoryId": None,
+            "LeaderId": self.id, "LeaderEpoch": self.epoch, "VoterId": vid,
+            "VoterDirectoryId": v.directory_id if (v := self.voters.get(vid)) else None,
             "LeaderEndpoint": f"{self.cfg.listen_host}:{self.cfg.listen_port}"}, self._gen))
 
     async def _send_end_quorum(self, vid: int, successors: list[int], gen: int) -> None:
@@ -477,12 +500,8 @@ class RaftNode:
         self._echo_round = 0
         try:
             while gen == self._gen and not self.stopping:
-                body = {"ReplicaId": self.id, "ReplicaDirectoryId": self.meta.directory_id,
-                        "ReplicaEpoch": self.epoch, "FetchOffset": self.log.end_offset,
-                        "LastFetchedEpoch": self.log.last_epoch, "MaxWaitMs": self.cfg.fetch_max_wait_ms,
-                        "ReadRound": self._echo_round}
                 try:
-                    resp = await client.request(api.FETCH, body)
+                    resp = await client.request(api.FETCH, self._fetch_body())
                 except ClientError:
                     await asyncio.sleep(self.cfg.retry_backoff_ms / 1000.0)
                     continue
@@ -493,8 +512,15 @@ class RaftNode:
         finally:
             await client.close()
 
+    def _fetch_body(self) -> dict:
+        return {"ReplicaId": self.id, "ReplicaDirectoryId": self.meta.directory_id,
+                "ReplicaEpoch": self.epoch, "FetchOffset": self.log.end_offset,
+                "LastFetchedEpoch": self.log.last_epoch, "MaxWaitMs": self.cfg.fetch_max_wait_ms,
+                "ReadRound": self._echo_round}
+
     def _handle_fetch_response(self, resp: dict) -> bool:
         """Apply one Fetch response; returns True to fetch again at once."""
+        learn_endpoints(self, resp)
         code = resp.get("ErrorCode", errors.UNKNOWN_SERVER_ERROR)
         epoch, leader = resp.get("LeaderEpoch", -1), resp.get("LeaderId", -1)
         if self.observe(epoch, leader):
@@ -566,7 +592,9 @@ class RaftNode:
             self._flush_handle = asyncio.get_running_loop().call_later(APPEND_LINGER_S, self._flush_now)
 
     def _update_hw(self) -> None:
-        positions = [self.log.flushed_end] + [p.end_offset for p in self._progress.values()]
+        positions = self.replicas.voter_values(self.voters, self.key, self.log.flushed_end, "end_offset", -1)
+        if not positions:
+            return
         new = next_high_watermark(self.hw, positions, self._epoch_start,
                                   require_epoch_commit="early-high-watermark" not in self.cfg.unsafe,
                                   quorum_off_by_one="commit-minority" in self.cfg.unsafe)
@@ -595,8 +623,8 @@ class RaftNode:
         """
         if not self._pending_reads or not self._epoch_committed():
             return
-        rounds = sorted((p.read_round for p in self._progress.values()), reverse=True)
-        confirmed = rounds[self.majority - 2] if self.majority >= 2 else self._read_round
+        rounds = self.replicas.voter_values(self.voters, self.key, self._read_round, "read_round", 0)
+        confirmed = majority_position(rounds) if rounds else 0
         keep = []
         for r, fut in self._pending_reads:
             if fut.done():
@@ -629,18 +657,11 @@ class RaftNode:
                         "DivergingEpoch": {"Epoch": e, "EndOffset": end}, "Records": [],
                         "ReadRound": self._read_round}
         now = self._now()
-        p = self._progress.get(rid)
-        if p is not None:
-            p.end_offset = offset
-            p.last_fetch = now
-            if echoed <= self._read_round:      # a round we never sent confirms nothing
-                p.read_round = max(p.read_round, echoed)
-            p.last_fetch_wall_ms = int(time.time() * 1000)
-            p.directory_id = body.get("ReplicaDirectoryId")
-            if offset >= self.log.end_offset:
-                p.last_caught_up_wall_ms = p.last_fetch_wall_ms
-            self._update_hw()
-            self._complete_reads()
+        rdir = body.get("ReplicaDirectoryId")
+        self.replicas.on_fetch(self.voters, ReplicaKey(rid, rdir if isinstance(rdir, str) else None), offset,
+                               echoed, self._read_round, self.log.end_offset, now, self.wall_ms())
+        self._update_hw()          # only voters count (kraft/replicas.py)
+        self._complete_reads()
         gen, hw_seen, round_seen = self._gen, self.hw, self._read_round
         deadline = now + max_wait / 1000.0
         while (self._gen == gen and offset >= self.log.end_offset and self.hw == hw_seen
@@ -674,9 +695,13 @@ class RaftNode:
         last_epoch = field(body, "LastOffsetEpoch", int)
         last_offset = field(body, "LastOffset", int)
         pre_vote = bool(field(body, "PreVote", bool, optional=True))
-        if self.cfg.voter(cid) is None:
-            return {"ErrorCode": errors.INVALID_VOTER_KEY, "VoteGranted": False}
-        if not self.is_voter:
+        cdir = body.get("CandidateDirectoryId")
+        if self.voter_history.kraft_version == 0:       # static voters: both must be voters
+            bad = self.voters.get(cid) is None or not self.is_voter
+        else:   # KIP-853: addressed to our key; and (ours) no vote for a voter id under another directory
+            bad = (not addressed_to(self.key, body.get("VoterId"), body.get("VoterDirectoryId"))
+                   or self.voters.conflicts(ReplicaKey(cid, cdir if isinstance(cdir, str) else None)))
+        if bad:
             return {"ErrorCode": errors.INVALID_VOTER_KEY, "VoteGranted": False}
         if cepoch < self.epoch:
             return {"ErrorCode": errors.FENCED_LEADER_EPOCH, "VoteGranted": False}
@@ -692,8 +717,7 @@ class RaftNode:
             self.become_unattached(cepoch)
         granted = grant_vote(self.kind, self.election.voted_id, self.leader_id, cid, up)
         if granted and self.election.voted_id != cid:
-            vdir = body.get("CandidateDirectoryId")
-            self._persist(ElectionState(self.epoch, -1, cid, vdir if isinstance(vdir, str) else None))
+            self._persist(ElectionState(self.epoch, -1, cid, cdir if isinstance(cdir, str) else None))
             self._deadline = self._now() + self._election_timeout_s()
             log.info("voted for %d in epoch %d", cid, self.epoch)
         return {"ErrorCode": errors.NONE, "VoteGranted": granted, "PreVote": False}
@@ -704,8 +728,12 @@ class RaftNode:
         lepoch = field(body, "LeaderEpoch", int)
         if lepoch < self.epoch:
             return {"ErrorCode": errors.FENCED_LEADER_EPOCH}
-        if self.cfg.voter(lid) is None:
+        if self.voter_history.kraft_version == 0 and self.voters.get(lid) is None:
             raise InvalidRequest(f"LeaderId {lid} is not a voter")
+        if self.voter_history.kraft_version > 0 and not addressed_to(self.key, body.get("VoterId"),
+                                                                     body.get("VoterDirectoryId")):
+            return {"ErrorCode": errors.INVALID_VOTER_KEY}
+        learn_leader_endpoint(self, lid, body.get("LeaderEndpoint"))
         if lepoch == self.epoch and self.kind is StateKind.LEADER and lid != self.id:
             log.critical("BeginQuorumEpoch from %d for epoch %d, which we lead", lid, lepoch)
             return {"ErrorCode": errors.INVALID_REQUEST}
@@ -738,34 +766,28 @@ class RaftNode:
         """KIP-595 DescribeQuorum (leader only)."""
         if self.kind is not StateKind.LEADER:
             return {"ErrorCode": errors.NOT_LEADER_OR_FOLLOWER}
-        now_ms = int(time.time() * 1000)
-        voters = [{"ReplicaId": self.id, "ReplicaDirectoryId": self.meta.directory_id,
-                   "LogEndOffset": self.log.end_offset, "LastFetchTimestamp": now_ms,
-                   "LastCaughtUpTimestamp": now_ms}]
-        for vid, p in sorted(self._progress.items()):
-            voters.append({"ReplicaId": vid, "ReplicaDirectoryId": p.directory_id,
-                           "LogEndOffset": p.end_offset, "LastFetchTimestamp": p.last_fetch_wall_ms,
-                           "LastCaughtUpTimestamp": p.last_caught_up_wall_ms})
-        return {"ErrorCode": errors.NONE, "HighWatermark": self.hw, "CurrentVoters": voters, "Observers": []}
+        voters, observers = self.replicas.describe(self.voters, self.key, self.log.end_offset, self.wall_ms())
+        return {"ErrorCode": errors.NONE, "HighWatermark": self.hw, "CurrentVoters": voters, "Observers": observers}
 
     # -- client API -----------------------------------------------------------------
     async def handle_append(self, body: dict) -> dict:
-        """Append one value; answer once committed (offset, epoch) or with an error.
+        """Append (client API); see :meth:`kraft.log_service.LogService.handle_append`."""
+        return await LogService(self).handle_append(body)
 
-        NOT_LEADER_OR_FOLLOWER is definite (nothing appended); REQUEST_TIMED_OUT
-        is indefinite (appended, commit unknown).
-        """
-        if "Value" not in body:
-            raise InvalidRequest("missing field Value")
-        try:
-            offset, epoch = await self.append_and_commit(body["Value"], self._plain_appends.add)
-        except Refused as e:
-            return e.body
-        return {"ErrorCode": errors.NONE, "Offset": offset, "Epoch": epoch}
+    def append_control(self, rtype: str, payload) -> int:
+        """Leader only: append a ``rtype`` record (e.g. KRaftVoters) without waiting; returns
+        its offset. Raises :class:`Refused` NOT_LEADER_OR_FOLLOWER."""
+        if self.kind is not StateKind.LEADER or self.stopping:
+            raise Refused(errors.NOT_LEADER_OR_FOLLOWER)
+        self._append(r := Record(self.log.end_offset, self.epoch, rtype, payload))
+        self._schedule_flush()
+        return r.offset
 
-    async def append_and_commit(self, payload, on_appended=None) -> tuple[int, int]:
-        """Leader only: append a data record holding ``payload`` (any JSON value) and
-        wait until it is committed and applied; returns ``(offset, epoch)``.
+    async def append_and_commit(self, payload, on_appended=None, rtype: str = DATA,
+                                timeout_ms: int | None = None) -> tuple[int, int]:
+        """Leader only: append a ``rtype`` record (default data) holding ``payload`` (any JSON
+        value) and wait up to ``timeout_ms`` (default request.timeout.ms) until it is
+        committed and applied; returns ``(offset, epoch)``.
 
         ``on_appended(offset)`` is called as soon as the record is in the log,
         before any wait. Raises :class:`Refused` NOT_LEADER_OR_FOLLOWER
@@ -775,7 +797,8 @@ class RaftNode:
         """
         if self.kind is not StateKind.LEADER or self.stopping:
             raise Refused(errors.NOT_LEADER_OR_FOLLOWER)
-        r = Record(self.log.end_offset, self.epoch, DATA, payload)
+        r = Record(self.log.end_offset, self.epoch, rtype, payload)
+        timeout_ms = self.cfg.request_timeout_ms if timeout_ms is None else timeout_ms
         try:
             self._append(r)
         except ValueError as e:
@@ -786,12 +809,12 @@ class RaftNode:
         self._pending_appends[r.offset] = fut
         self._schedule_flush()
         try:
-            return await asyncio.wait_for(fut, self.cfg.request_timeout_ms / 1000.0)
+            return await asyncio.wait_for(fut, timeout_ms / 1000.0)
         except TimeoutError:
             self._pending_appends.pop(r.offset, None)
             self._plain_appends.discard(r.offset)
             raise Refused(errors.REQUEST_TIMED_OUT, f"offset {r.offset} not committed within "
-                          f"{self.cfg.request_timeout_ms} ms") from None
+                          f"{timeout_ms} ms") from None
         except ClientError as e:
             raise Refused(errors.REQUEST_TIMED_OUT, str(e)) from None
 
@@ -831,25 +854,3 @@ class RaftNode:
                           "read-index: leadership not confirmed by a majority in time") from None
         except ClientError:
             raise Refused(errors.NOT_LEADER_OR_FOLLOWER) from None
-
-    async def handle_read(self, body: dict) -> dict:
-        """Read committed records from FromOffset.
-
-        Linearizable reads go through the leader's read-index: the leader waits
-        until this epoch's LeaderChange is committed and a majority of voters
-        have fetched since the read arrived, then answers up to its high
-        watermark. A non-linearizable read returns this node's committed prefix.
-        """
-        start = field(body, "FromOffset", int)
-        max_records = field(body, "MaxRecords", int, optional=True)
-        linearizable = body.get("Linearizable", True) is not False
-        if start < 0:
-            raise InvalidRequest(f"FromOffset {start} is negative")
-        if linearizable:
-            try:
-                await self.read_index()
-            except Refused as e:
-                return e.body
-        hw = self.hw
-        recs = self.log.read(start, hw, max_records)
-        return {"ErrorCode": errors.NONE, "HighWatermark": hw, "Records": [r.to_wire() for r in recs]}

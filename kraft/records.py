@@ -6,7 +6,8 @@ On disk a record is::
     crc     u32   CRC-32 (zlib) of every byte after this field
     offset  i64
     epoch   i32
-    type    u8    0 = data, 1 = LeaderChange (control record)
+    type    u8    0 = data; control records: 1 = LeaderChange, 2 = KRaftVersion,
+                  3 = KRaftVoters (KIP-853)
     payload       UTF-8 JSON
 
 All integers are big-endian.
@@ -26,15 +27,19 @@ MAX_PAYLOAD_BYTES = 1024 * 1024
 
 DATA = "data"
 LEADER_CHANGE = "LeaderChange"
-_TYPE_CODES = {DATA: 0, LEADER_CHANGE: 1}
+#: KIP-853 control records: KRaftVersionRecord and VotersRecord (kraft/voter_set.py).
+KRAFT_VERSION = "KRaftVersion"
+VOTERS = "KRaftVoters"
+_TYPE_CODES = {DATA: 0, LEADER_CHANGE: 1, KRAFT_VERSION: 2, VOTERS: 3}
 _TYPE_NAMES = {v: k for k, v in _TYPE_CODES.items()}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Record:
     """One log record: ``offset`` (int), ``epoch`` (leader epoch, int),
-    ``type`` ("data" or "LeaderChange") and ``payload`` (any JSON value;
-    for LeaderChange ``{"LeaderId": int, "Voters": [int], "GrantingVoters": [int]}``)."""
+    ``type`` ("data", "LeaderChange", "KRaftVersion" or "KRaftVoters") and ``payload``
+    (any JSON value; for LeaderChange ``{"LeaderId": int, "Voters": [int],
+    "GrantingVoters": [int]}``; the KIP-853 ones in kraft/voter_set.py)."""
 
     offset: int
     epoch: int

@@ -4,7 +4,8 @@ Each connection carries frames (kraft/wire.py) answered in order. A
 malformed or oversized frame is logged and closes that connection; it never
 stops the node. A request with the wrong ClusterId is answered
 INCONSISTENT_CLUSTER_ID, one with a bad field INVALID_REQUEST. Every response
-carries the node's current LeaderId and LeaderEpoch (KIP-595).
+carries the node's current LeaderId and LeaderEpoch (KIP-595), and at
+kraft.version 1 the leader's endpoint in NodeEndpoints (KIP-853).
 """
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ import logging
 
 from . import api, errors, wire
 from .kv_service import KvService
+from .log_service import LogService
+from .membership import MembershipService
+from .observer import leader_endpoints
 from .raft import InvalidRequest, RaftNode
 
 log = logging.getLogger("kraft.server")
@@ -26,15 +30,18 @@ class Server:
         self._server: asyncio.base_events.Server | None = None
         self._conns: set[asyncio.Task] = set()
         self._closed = False
-        kv = KvService(node)
+        kv, logs, members = KvService(node), LogService(node), MembershipService(node)
         self._handlers = {
             api.FETCH: node.handle_fetch,
             api.VOTE: node.handle_vote,
             api.BEGIN_QUORUM_EPOCH: node.handle_begin_quorum_epoch,
             api.END_QUORUM_EPOCH: node.handle_end_quorum_epoch,
             api.DESCRIBE_QUORUM: self._describe_quorum,
-            api.APPEND: node.handle_append,
-            api.READ: node.handle_read,
+            api.APPEND: logs.handle_append,
+            api.READ: logs.handle_read,
+            api.ADD_RAFT_VOTER: members.handle_add_voter,
+            api.REMOVE_RAFT_VOTER: members.handle_remove_voter,
+            api.UPDATE_RAFT_VOTER: members.handle_update_voter,
             api.KV_WRITE: kv.handle_write,
             api.KV_GET: kv.handle_get,
         }
@@ -102,4 +109,6 @@ class Server:
                 out = {"ErrorCode": errors.INVALID_REQUEST, "ErrorMessage": str(e)}
         out.setdefault("LeaderId", self.node.leader_id)
         out.setdefault("LeaderEpoch", self.node.epoch)
+        if self.node.voter_history.kraft_version > 0 or self.node.cfg.bootstrap_servers:
+            out.setdefault("NodeEndpoints", leader_endpoints(self.node))    # KIP-853: the leader's address
         return {"CorrelationId": cid, "Body": out}
