@@ -15,6 +15,7 @@ import posixpath
 import shlex
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 from clusters.parallel import NodeErrors, on_nodes
@@ -55,6 +56,13 @@ def node_seed(run_seed: int, node_id: int) -> int:
     return int.from_bytes(digest[:8], "big") & (2**63 - 1)
 
 
+def directory_id(run_seed: int, node_id: int) -> str:
+    """The node's KIP-853 directory id at kraft.version 1: a UUID (version 4 layout) from
+    SHA-256 of ``"<run_seed>:<node_id>:directory"``, so a run's voter set is reproducible."""
+    digest = hashlib.sha256(f"{run_seed}:{node_id}:directory".encode()).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))
+
+
 def _positive_ms(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"{name} must be a positive integer number of ms, got {value!r}")
@@ -76,7 +84,11 @@ class KraftDB(DB):
     ``pre_vote`` (KIP-996) and ``check_quorum`` switch those mechanisms;
     ``unsafe`` lists ``kraft.unsafe`` switch names. ``fetch_max_records``
     bounds the records of one Fetch response (``fetch.max.records``; None: the
-    node's default). Raises ``ValueError`` for bad arguments.
+    node's default). ``kraft_version`` 0 (default): static
+    ``controller.quorum.voters``; 1 (KIP-853): formatted with
+    ``--initial-controllers`` (directory ids from :func:`directory_id`), the
+    nodes find the quorum through ``controller.quorum.bootstrap.servers``.
+    Raises ``ValueError`` for bad arguments.
     """
 
     def __init__(self, cluster: Cluster, cluster_id: str, seed: int, port: int = 9093,
@@ -84,7 +96,7 @@ class KraftDB(DB):
                  request_timeout_ms: int = 2000, fetch_max_wait_ms: int = 500,
                  pre_vote: bool = True, check_quorum: bool = True,
                  unsafe: list[str] | tuple[str, ...] = (), fetch_max_records: int | None = None, *, paths: NodePaths = NodePaths(),
-                 stop_timeout_s: float = 5.0, startup_check_s: float = 0.5):
+                 stop_timeout_s: float = 5.0, startup_check_s: float = 0.5, kraft_version: int = 0):
         if not isinstance(cluster_id, str) or not cluster_id or any(c.isspace() for c in cluster_id):
             raise ValueError(f"cluster_id must be a non-empty string without whitespace, got {cluster_id!r}")
         if isinstance(seed, bool) or not isinstance(seed, int):
@@ -96,6 +108,9 @@ class KraftDB(DB):
         for name in unsafe:
             if not isinstance(name, str) or not name or any(c in name for c in ",\n=") or name != name.strip():
                 raise ValueError(f"bad unsafe switch name {name!r}")
+        if isinstance(kraft_version, bool) or kraft_version not in (0, 1):
+            raise ValueError(f"kraft_version must be 0 or 1, got {kraft_version!r}")
+        self.kraft_version = kraft_version
         self.cluster = cluster
         self.cluster_id = cluster_id
         self.seed = seed
@@ -130,6 +145,16 @@ class KraftDB(DB):
         """The ``controller.quorum.voters`` value: ``1@ip1:port,2@ip2:port,...``."""
         return ",".join(f"{self.node_id(n)}@{self.cluster.ip(n)}:{self.port}" for n in self.cluster.nodes)
 
+    def initial_controllers(self) -> str:
+        """KIP-853 ``--initial-controllers`` (kraft.version 1): ``id@ip:port:directory-id,...``,
+        directory ids from :func:`directory_id`."""
+        return ",".join(f"{self.node_id(n)}@{self.cluster.ip(n)}:{self.port}:{directory_id(self.seed, self.node_id(n))}"
+                        for n in self.cluster.nodes)
+
+    def bootstrap_servers(self) -> str:
+        """KIP-853 ``controller.quorum.bootstrap.servers`` (kraft.version 1): ``ip:port,...``."""
+        return ",".join(f"{self.cluster.ip(n)}:{self.port}" for n in self.cluster.nodes)
+
     def config_text(self, node: str) -> str:
         """The contents of the node's properties file (see ``kraft/config.py`` for the keys)."""
         host, port = self.address(node)
@@ -137,7 +162,8 @@ class KraftDB(DB):
         lines = [
             f"node.id={nid}",
             f"listeners={host}:{port}",
-            f"controller.quorum.voters={self.voters()}",
+            (f"controller.quorum.voters={self.voters()}" if self.kraft_version == 0
+             else f"controller.quorum.bootstrap.servers={self.bootstrap_servers()}"),
             f"log.dir={self.paths.data_dir}",
             f"cluster.id={self.cluster_id}",
             f"controller.quorum.election.timeout.ms={self.election_timeout_ms}",
@@ -223,6 +249,8 @@ class KraftDB(DB):
         # --cluster-id=X: a base64url id may start with "-", which argparse would take for an option
         argv = [p.python, "-m", "kraft", "format", f"--cluster-id={self.cluster_id}",
                 "--node-id", str(self.node_id(node)), "--data-dir", p.data_dir]
+        if self.kraft_version == 1:      # KIP-853: the bootstrap voter set, with directory ids
+            argv.append(f"--initial-controllers={self.initial_controllers()}")
         script = (f"rm -rf {shlex.quote(p.data_dir)} {shlex.quote(p.log)} {shlex.quote(p.pid)} && "
                   f"mkdir -p {shlex.quote(p.data_dir)} && cd / && "
                   + " ".join(shlex.quote(a) for a in argv))
