@@ -35,13 +35,14 @@ from .log import Log
 from .log_service import LogService
 from .membership import should_resign
 from .meta import Meta
-from .observer import Discovery, NoRoute, discovery_targets, learn_endpoints, learn_leader_endpoint
+from .observer import Discovery, discovery_targets, learn_endpoints, learn_leader_endpoint
 from .quorum_state import ElectionState, read_state, write_state
+from .quorum_view import QuorumView
 from .records import DATA, LEADER_CHANGE, Record
 from .replicas import ReplicaTracker
 from .rpc import InvalidRequest, Refused, field  # noqa: F401 - re-exported (server, kv_service, tests)
 from .states import StateKind
-from .voter_set import ReplicaKey, VoterSet, addressed_to
+from .voter_set import ReplicaKey, addressed_to
 from .voting import grant_pre_vote, grant_vote, is_up_to_date
 
 log = logging.getLogger("kraft.raft")
@@ -58,7 +59,7 @@ class FatalError(RuntimeError):
     """An invariant broke (e.g. truncation below the high watermark): the node stops."""
 
 
-class RaftNode:
+class RaftNode(QuorumView):
     """One KRaft replica. Create, then ``await start()``; ``tick()`` runs the timers.
 
     ``cfg`` is the node config, ``meta`` its data dir identity. Raises
@@ -114,31 +115,6 @@ class RaftNode:
         """The leader of the current epoch, or -1 if unknown."""
         return self.election.leader_id
 
-    @property
-    def voters(self) -> VoterSet:
-        """The voter set in effect (KIP-853: the log's latest VotersRecord, else the bootstrap set)."""
-        return self.voter_history.latest
-
-    @property
-    def key(self) -> ReplicaKey:
-        """This replica's (id, directory id)."""
-        return ReplicaKey(self.id, self.meta.directory_id)
-
-    @property
-    def is_voter(self) -> bool:
-        """True iff this replica's key is in the current voter set."""
-        return self.voters.is_voter(self.key)
-
-    @property
-    def majority(self) -> int:
-        """The current voter set's majority."""
-        return self.voters.majority
-
-    def endpoint(self, node_id: int) -> tuple[str, int] | None:
-        """(host, port) of ``node_id``: from the voter set, else as learned; None if unknown."""
-        v = self.voters.get(node_id)
-        return (v.host, v.port) if v is not None else self.known_endpoints.get(node_id)
-
     def _now(self) -> float:
         return time.monotonic()
 
@@ -172,10 +148,6 @@ class RaftNode:
         """Wake every parked Fetch (new records, a new high watermark, or a read-index round)."""
         self._wakeup.set()
         self._wakeup = asyncio.Event()
-
-    def _peer(self, node_id: int, timeout_ms: int) -> KraftClient | NoRoute:
-        ep = self.endpoint(node_id)
-        return KraftClient(*ep, self.cluster_id, timeout_ms=timeout_ms) if ep else NoRoute(node_id)
 
     def _persist(self, st: ElectionState) -> None:
         if "forget-vote" in self.cfg.unsafe and st.voted_id >= 0 and st.leader_id < 0:
