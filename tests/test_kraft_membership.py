@@ -63,6 +63,17 @@ def test_v1_cluster_formatted_with_initial_controllers_elects_and_commits(tmp_pa
             with pytest.raises(DefiniteError) as e:
                 await c.client(follower).add_voter(9, "x", "127.0.0.1", 1)
             assert e.value.code == "NOT_LEADER_OR_FOLLOWER" and e.value.leader_id == leader.node.id
+            # UpdateRaftVoter: a new VotersRecord with the voter's endpoint, answered once appended
+            with pytest.raises(DefiniteError) as e:
+                await client.update_voter(follower, c.dir_ids[follower], "127.0.0.1", 1, leader.node.epoch - 1)
+            assert e.value.code == "FENCED_LEADER_EPOCH"
+            before = leader.node.voter_history.last_offset
+            r = await client.update_voter(follower, c.dir_ids[follower], "localhost", c.ports[follower],
+                                          leader.node.epoch)
+            assert r["ErrorCode"] == 0 and r["CurrentLeader"]["LeaderId"] == leader.node.id
+            assert leader.node.voter_history.last_offset > before
+            assert leader.node.voters.get(follower).host == "localhost"
+            await eventually(lambda: leader.node.hw > leader.node.voter_history.last_offset, 3, "the update to commit")
             await client.close()
         finally:
             await c.close()
