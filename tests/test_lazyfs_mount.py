@@ -1,6 +1,7 @@
 """lazyfs on real FUSE mounts: what survives a power loss (skipped when FUSE is unavailable)."""
 from __future__ import annotations
 
+import importlib
 import mmap
 import os
 import shutil
@@ -24,7 +25,7 @@ def _fuse_missing() -> str | None:
     if shutil.which("fusermount3") is None:
         return "fusermount3 is missing (bash scripts/ensure-fuse.sh)"
     try:
-        import pyfuse3  # noqa: F401
+        importlib.import_module("pyfuse3")
     except ImportError as e:
         return f"pyfuse3 is not installed: {e}"
     return None

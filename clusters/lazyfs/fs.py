@@ -32,17 +32,15 @@ import stat as stat_mod
 import pyfuse3
 
 from clusters.lazyfs.cache import FileCache
-from clusters.lazyfs.inodes import ROOT_INODE, TRASH_NAME, TRASH_PARENT, InodeTable
-from clusters.lazyfs.namespace import NamespaceLog, NsOp
+from clusters.lazyfs.dirs import DirectoryOps
+from clusters.lazyfs.dirs import fuse_error as _err
+from clusters.lazyfs.inodes import ROOT_INODE, TRASH_NAME, InodeTable
+from clusters.lazyfs.namespace import NamespaceLog
 
 log = logging.getLogger(__name__)
 
 
-def _err(e: OSError) -> pyfuse3.FUSEError:
-    return pyfuse3.FUSEError(e.errno or errno.EIO)
-
-
-class LazyFS(pyfuse3.Operations):
+class LazyFS(DirectoryOps, pyfuse3.Operations):
     """pyfuse3 Operations of the lazyfs filesystem over the backing directory ``backing``.
 
     ``backing_fsync``: call ``fsync`` on the backing file/directory when the
@@ -156,85 +154,6 @@ class LazyFS(pyfuse3.Operations):
     def _chown(self, path: bytes, ctx: pyfuse3.RequestContext) -> None:
         if ctx.uid != os.geteuid() or ctx.gid != os.getegid():
             os.lchown(path, ctx.uid, ctx.gid)
-
-    def _record(self, kind: str, ino: int, parent: int, name: bytes, **extra) -> NsOp:
-        self.touched.update((ino, parent))
-        if extra.get("old_parent") is not None:
-            self.touched.add(extra["old_parent"])
-        return self.ns.record(kind, ino, parent, name, **extra)
-
-    def _to_trash(self, path: bytes, ino: int) -> bytes:
-        """Move the backing entry ``path`` (inode ``ino``) into the trash; return its trash name."""
-        self._seq += 1
-        tname = b"%d-%d" % (self._seq, ino)
-        os.rename(path, self.inodes.trash_path(tname))
-        self.inodes.move(ino, TRASH_PARENT, tname)
-        return tname
-
-    def maybe_purge(self, ino: int, pending_trash: set[bytes] | None = None) -> bool:
-        """Delete a trashed inode's backing copy once no handle and no pending op needs it.
-
-        ``pending_trash``: trash names still referenced by pending namespace ops
-        (computed when None). Returns True when it was deleted.
-        """
-        if not self.inodes.in_trash(ino) or ino in self._fds:
-            return False
-        _, tname = self.inodes.link(ino)
-        if pending_trash is None:
-            pending_trash = {op.trash for op in self.ns.pending() if op.trash}
-        if tname in pending_trash:
-            return False
-        path = self.inodes.trash_path(tname)
-        try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
-            else:
-                os.unlink(path)
-        except FileNotFoundError:
-            pass
-        self.files.pop(ino, None)
-        self.inodes.forget(ino)
-        return True
-
-    def sync_file(self, ino: int) -> int:
-        """Make ``ino``'s cached data durable (POSIX fsync): apply its :class:`SyncPlan`. Returns bytes written."""
-        fc = self.files.get(ino)
-        if fc is None or not fc.dirty:
-            return 0
-        entry = self._fds.get(ino)
-        fd = entry[0] if entry else os.open(self._path(ino), os.O_WRONLY | os.O_CLOEXEC)
-        try:
-            plan = fc.sync_plan()
-            if plan.cut_to is not None:
-                os.ftruncate(fd, plan.cut_to)
-            n = 0
-            for off, data in plan.writes:
-                view = memoryview(data)
-                while view:
-                    k = os.pwrite(fd, view, off)
-                    view, off, n = view[k:], off + k, n + k
-            if os.fstat(fd).st_size != plan.size:
-                os.ftruncate(fd, plan.size)
-            if self.backing_fsync:
-                os.fsync(fd)
-        finally:
-            if not entry:
-                os.close(fd)
-        fc.mark_synced()
-        del self.files[ino]
-        self.counters["synced_bytes"] += n
-        return n
-
-    def durable_ops(self, ops: list[NsOp]) -> None:
-        """Namespace ops became durable: their trashed inodes may go now."""
-        if not ops:
-            return
-        pending_trash = {op.trash for op in self.ns.pending() if op.trash}
-        for op in ops:
-            if op.trash:
-                for ino in (op.ino, op.replaced):
-                    if ino is not None:
-                        self.maybe_purge(ino, pending_trash)
 
     # --- attributes and lookup -----------------------------------------------------------------
 
@@ -364,124 +283,6 @@ class LazyFS(pyfuse3.Operations):
             self.sync_file(self._handles[fh])
         except OSError as e:
             raise _err(e) from None
-
-    # --- directories -----------------------------------------------------------------------------
-
-    async def opendir(self, inode, ctx):
-        fh = self._next_fh
-        self._next_fh += 1
-        self._dirs[fh] = (inode, None)
-        return fh
-
-    async def readdir(self, fh, start_id, token):
-        ino, names = self._dirs[fh]
-        path = self._path(ino)
-        if names is None or start_id == 0:
-            try:
-                names = sorted(os.listdir(path))
-            except OSError as e:
-                raise _err(e) from None
-            if ino == ROOT_INODE and TRASH_NAME in names:
-                names.remove(TRASH_NAME)
-            self._dirs[fh] = (ino, names)
-        for i in range(start_id, len(names)):
-            name = names[i]
-            try:
-                st = os.lstat(os.path.join(path, name))
-            except OSError:
-                continue
-            attr = self._attr(self.inodes.ino_for(st.st_ino, ino, name), st)
-            if not pyfuse3.readdir_reply(token, name, attr, i + 1):
-                break
-
-    async def releasedir(self, fh):
-        self._dirs.pop(fh, None)
-
-    async def fsyncdir(self, fh, datasync):
-        ino = self._dirs[fh][0]
-        self.counters["fsyncdirs"] += 1
-        done = self.ns.sync_dir(ino)
-        if self.backing_fsync:
-            try:
-                fd = os.open(self._path(ino), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-            except OSError as e:
-                raise _err(e) from None
-        self.durable_ops(done)
-
-    async def mkdir(self, parent_inode, name, mode, ctx):
-        path = self._child(parent_inode, name)
-        try:
-            os.mkdir(path, stat_mod.S_IMODE(mode))
-            self._chown(path, ctx)
-            st = os.lstat(path)
-        except OSError as e:
-            raise _err(e) from None
-        ino = self.inodes.ino_for(st.st_ino, parent_inode, name)
-        self._record("mkdir", ino, parent_inode, name)
-        return self._attr(ino, st)
-
-    def _remove(self, parent_inode: int, name: bytes, want_dir: bool) -> None:
-        path = self._child(parent_inode, name)
-        try:
-            st = os.lstat(path)
-            is_dir = stat_mod.S_ISDIR(st.st_mode)
-            if want_dir and not is_dir:
-                raise pyfuse3.FUSEError(errno.ENOTDIR)
-            if not want_dir and is_dir:
-                raise pyfuse3.FUSEError(errno.EISDIR)
-            if is_dir and os.listdir(path):
-                raise pyfuse3.FUSEError(errno.ENOTEMPTY)
-            ino = self.inodes.ino_for(st.st_ino, parent_inode, name)
-            tname = self._to_trash(path, ino)
-        except OSError as e:
-            raise _err(e) from None
-        self._record("rmdir" if want_dir else "unlink", ino, parent_inode, name, trash=tname)
-
-    async def unlink(self, parent_inode, name, ctx):
-        self._remove(parent_inode, name, want_dir=False)
-
-    async def rmdir(self, parent_inode, name, ctx):
-        self._remove(parent_inode, name, want_dir=True)
-
-    async def rename(self, parent_inode_old, name_old, parent_inode_new, name_new, flags, ctx):
-        if flags & pyfuse3.RENAME_EXCHANGE:
-            raise pyfuse3.FUSEError(errno.EINVAL)
-        src = self._child(parent_inode_old, name_old)
-        dst = self._child(parent_inode_new, name_new)
-        try:
-            st = os.lstat(src)
-            try:
-                dst_st = os.lstat(dst)
-            except FileNotFoundError:
-                dst_st = None
-            ino = self.inodes.ino_for(st.st_ino, parent_inode_old, name_old)
-            tname = replaced = None
-            if dst_st is not None:
-                if flags & pyfuse3.RENAME_NOREPLACE:
-                    raise pyfuse3.FUSEError(errno.EEXIST)
-                if dst_st.st_ino == st.st_ino:
-                    return
-                src_dir, dst_dir = stat_mod.S_ISDIR(st.st_mode), stat_mod.S_ISDIR(dst_st.st_mode)
-                if src_dir and not dst_dir:
-                    raise pyfuse3.FUSEError(errno.ENOTDIR)
-                if dst_dir and not src_dir:
-                    raise pyfuse3.FUSEError(errno.EISDIR)
-                if dst_dir and os.listdir(dst):
-                    raise pyfuse3.FUSEError(errno.ENOTEMPTY)
-                replaced = self.inodes.ino_for(dst_st.st_ino, parent_inode_new, name_new)
-                tname = self._to_trash(dst, replaced)
-            os.rename(src, dst)
-        except OSError as e:
-            raise _err(e) from None
-        self.inodes.move(ino, parent_inode_new, name_new)
-        self._record("rename", ino, parent_inode_new, name_new, old_parent=parent_inode_old,
-                     old_name=name_old, trash=tname, replaced=replaced)
-        if replaced is not None:
-            self.touched.add(replaced)
 
     # --- whole-filesystem views ------------------------------------------------------------------
 
