@@ -20,7 +20,7 @@ KAFKA_RUN_ARGS := --db kafka --workload metadata --time-limit 120 \
 	--nemesis-mode serial --nemesis-interval 6 --nemesis-duration 8
 ANALYZE_ARGS ?= store
 
-.PHONY: run test test-slow unit bench analyze engine spark maven venv image clean teardown
+.PHONY: run test test-slow unit bench analyze engine spark maven venv fuse image clean teardown
 
 run: venv engine spark $(if $(filter kafka,$(DB)),maven)
 	$(VENV)/bin/kraft-chaos run $(if $(filter kafka,$(DB)),$(KAFKA_RUN_ARGS)) $(RUN_ARGS)
@@ -55,7 +55,8 @@ analyze: venv spark
 venv: $(STAMP)
 	@ls checkers/linearizability/_wgl*.so >/dev/null 2>&1 || $(PY) -m pip install -q -e .
 
-$(STAMP): pyproject.toml checkers/linearizability/_wgl.c
+# pyfuse3 (clusters/lazyfs, the power-loss fault) builds against libfuse3-dev
+$(STAMP): pyproject.toml checkers/linearizability/_wgl.c | fuse
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kraft-chaos needs python3 >= 3.11, found " + sys.version.split()[0])'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { echo "cannot create $(VENV): install python3-venv" >&2; exit 1; }
 	$(PY) -m pip install -q --upgrade pip
@@ -64,6 +65,10 @@ $(STAMP): pyproject.toml checkers/linearizability/_wgl.c
 
 engine:
 	@bash scripts/ensure-docker.sh
+
+# FUSE 3 for the lazyfs power-loss filesystem: fuse3, libfuse3-dev (pyfuse3 builds against it), /dev/fuse.
+fuse:
+	@bash scripts/ensure-fuse.sh
 
 # Maven resolves Apache Kafka's jars (--db kafka; targets/kafka/pom.xml).
 maven:

@@ -7,7 +7,9 @@
 # (running `apt-get update` first only when apt does not know them yet), load
 # the fuse module if /dev/fuse is missing, create the device node if the module
 # is there but the node is not, and check again. Idempotent. Exits non-zero with
-# a message naming what is missing when that is not possible.
+# a message naming what is missing when the packages cannot be installed; a
+# missing /dev/fuse is only a warning (pyfuse3 still builds; the lazyfs tests
+# skip) unless KRAFT_CHAOS_REQUIRE_FUSE=1.
 set -u
 
 PKGS=(fuse3 libfuse3-dev pkg-config)
@@ -43,6 +45,10 @@ if ! dev_ok; then
     if [ ! -e /dev/fuse ] && grep -qw fuse /proc/filesystems 2>/dev/null; then
         mknod -m 0666 /dev/fuse c 10 229 2>/dev/null || true
     fi
-    dev_ok || die "/dev/fuse is missing or not read/writable (kernel without FUSE, or a container without --device /dev/fuse); the lazyfs power-loss fault needs it."
+    if ! dev_ok; then
+        msg="/dev/fuse is missing or not read/writable (kernel without FUSE, or a container without --device /dev/fuse): the power-loss fault cannot run and the lazyfs tests are skipped"
+        [ "${KRAFT_CHAOS_REQUIRE_FUSE:-0}" = 1 ] && die "$msg"
+        echo "ensure-fuse: warning: $msg" >&2
+    fi
 fi
 exit 0
