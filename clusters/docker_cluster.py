@@ -63,13 +63,20 @@ class DockerCluster(Cluster):
     its command. Containers and network carry the labels ``kraft-chaos.run``
     (and ``kraft-chaos.node``) so :mod:`clusters.teardown` can find them.
 
+    ``binds``: per-node bind mounts, ``{node: {host path: container path}}``
+    (read-write), e.g. a node's lazyfs mountpoint (``clusters.lazyfs.mounts``)
+    as its data dir; a FUSE mount made on the host before :meth:`setup` is
+    seen inside the container.
+
     ``client`` defaults to :func:`clusters.engine.connect_engine`. Raises
-    ``ValueError`` for a bad ``n_nodes``, ``run_id`` or ``subnet`` and
-    :class:`ClusterError` when no engine answers.
+    ``ValueError`` for a bad ``n_nodes``, ``run_id``, ``subnet`` or ``binds``
+    (an unknown node, a relative path) and :class:`ClusterError` when no
+    engine answers.
     """
 
     def __init__(self, n_nodes: int, run_id: str, image: str, subnet: str = "10.77.0.0/24",
-                 keep: bool = False, client: docker.DockerClient | None = None):
+                 keep: bool = False, client: docker.DockerClient | None = None,
+                 binds: dict[str, dict[str, str]] | None = None):
         if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
             raise ValueError(f"run_id {run_id!r} must be 1-63 characters of [a-zA-Z0-9_.-], "
                              "starting with a letter or digit")
@@ -81,6 +88,13 @@ class DockerCluster(Cluster):
         self.gateway = gateway_ip(self.subnet)
         self.run_id = run_id
         self.image = image
+        self.binds = {n: dict(b) for n, b in (binds or {}).items()}
+        for node, mapping in self.binds.items():
+            if node not in self.nodes:
+                raise ValueError(f"binds for unknown node {node!r}; nodes are {self.nodes}")
+            for host, inside in mapping.items():
+                if not str(host).startswith("/") or not str(inside).startswith("/"):
+                    raise ValueError(f"binds of {node}: {host!r} -> {inside!r} must be absolute paths")
         self.keep = keep
         self.client = client if client is not None else connect_engine()
         self.network_name = network_name(run_id)
@@ -178,6 +192,8 @@ class DockerCluster(Cluster):
                 self.image, command=["sleep", "infinity"], name=self._containers[node],
                 hostname=node, cap_add=["NET_ADMIN"], init=True, detach=True,
                 labels={RUN_LABEL: self.run_id, NODE_LABEL: node},
+                volumes={str(h): {"bind": str(c), "mode": "rw"}
+                         for h, c in self.binds.get(node, {}).items()} or None,
                 network=self.network_name,
                 networking_config={self.network_name: endpoint})
         log.info("cluster %s up: %s", self.run_id,
