@@ -73,35 +73,6 @@ class DirectoryOps:
         self.inodes.forget(ino)
         return True
 
-    def sync_file(self, ino: int) -> int:
-        """Make ``ino``'s cached data durable (POSIX fsync): apply its :class:`SyncPlan`. Returns bytes written."""
-        fc = self.files.get(ino)
-        if fc is None or not fc.dirty:
-            return 0
-        entry = self._fds.get(ino)
-        fd = entry[0] if entry else os.open(self._path(ino), os.O_WRONLY | os.O_CLOEXEC)
-        try:
-            plan = fc.sync_plan()
-            if plan.cut_to is not None:
-                os.ftruncate(fd, plan.cut_to)
-            n = 0
-            for off, data in plan.writes:
-                view = memoryview(data)
-                while view:
-                    k = os.pwrite(fd, view, off)
-                    view, off, n = view[k:], off + k, n + k
-            if os.fstat(fd).st_size != plan.size:
-                os.ftruncate(fd, plan.size)
-            if self.backing_fsync:
-                os.fsync(fd)
-        finally:
-            if not entry:
-                os.close(fd)
-        fc.mark_synced()
-        del self.files[ino]
-        self.counters["synced_bytes"] += n
-        return n
-
     def durable_ops(self, ops: list[NsOp]) -> None:
         """Namespace ops became durable: their trashed inodes may go now."""
         if not ops:
