@@ -37,12 +37,15 @@ def _bool(args: dict, key: str) -> bool:
 def commands(fs: LazyFS) -> dict:
     """The control commands of a daemon serving ``fs``: name -> async handler(args) -> dict."""
     async def ping(args):
+        """``{"pid", "backing"}``."""
         return {"pid": os.getpid(), "backing": os.fsdecode(fs.root)}
 
     async def stats(args):
+        """:meth:`LazyFS.stats`."""
         return fs.stats()
 
     async def crash(args):
+        """:func:`power.crash`: ``torn``, ``lost_renames`` (bools), ``seed`` (int); TypeError otherwise."""
         unknown = set(args) - {"torn", "lost_renames", "seed"}
         if unknown:
             raise TypeError(f"unknown argument(s) {sorted(unknown)}; crash takes torn, lost_renames, seed")
@@ -55,9 +58,11 @@ def commands(fs: LazyFS) -> dict:
         return out
 
     async def sync(args):
+        """:func:`power.sync_all`."""
         return power.sync_all(fs)
 
     async def exit_(args):
+        """Unmount and exit the daemon."""
         pyfuse3.terminate()
         return {"exiting": True}
 
@@ -67,10 +72,12 @@ def commands(fs: LazyFS) -> dict:
 async def _run(fs: LazyFS, control: str) -> None:
     async with trio.open_nursery() as nursery:
         async def fuse_main():
+            """The FUSE request loop; its end (unmounted) ends the daemon."""
             await pyfuse3.main()
             nursery.cancel_scope.cancel()
 
         async def on_signals():
+            """SIGTERM/SIGINT: leave the request loop, which unmounts."""
             with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async for signum in signals:
                     log.info("signal %s: unmounting", signum)

@@ -76,6 +76,7 @@ async def serve(path: str, commands: dict[str, Handler], *, task_status=trio.TAS
     listener = trio.SocketListener(sock)
 
     async def conn(stream: trio.SocketStream) -> None:
+        """One client connection: requests and replies line by line."""
         buf = b""
         async with stream:
             while True:

@@ -87,12 +87,14 @@ class DirectoryOps:
     # --- directories -----------------------------------------------------------------------------
 
     async def opendir(self, inode, ctx):
+        """A handle on directory ``inode`` (for readdir and fsyncdir)."""
         fh = self._next_fh
         self._next_fh += 1
         self._dirs[fh] = (inode, None)
         return fh
 
     async def readdir(self, fh, start_id, token):
+        """List the backing dir (snapshot at offset 0), hiding the trash; offsets: list position + 1."""
         ino, names = self._dirs[fh]
         path = self._path(ino)
         if names is None or start_id == 0:
@@ -114,9 +116,11 @@ class DirectoryOps:
                 break
 
     async def releasedir(self, fh):
+        """Forget a directory handle."""
         self._dirs.pop(fh, None)
 
     async def fsyncdir(self, fh, datasync):
+        """fsync of a directory: its pending namespace ops become durable (:meth:`NamespaceLog.sync_dir`)."""
         ino = self._dirs[fh][0]
         self.counters["fsyncdirs"] += 1
         done = self.ns.sync_dir(ino)
@@ -132,6 +136,7 @@ class DirectoryOps:
         self.durable_ops(done)
 
     async def mkdir(self, parent_inode, name, mode, ctx):
+        """Create a directory in the backing dir at once; pending until its parent is fsynced."""
         path = self._child(parent_inode, name)
         try:
             os.mkdir(path, stat_mod.S_IMODE(mode))
@@ -161,12 +166,18 @@ class DirectoryOps:
         self._record("rmdir" if want_dir else "unlink", ino, parent_inode, name, trash=tname)
 
     async def unlink(self, parent_inode, name, ctx):
+        """Remove a file: moved to the trash, pending until its directory is fsynced."""
         self._remove(parent_inode, name, want_dir=False)
 
     async def rmdir(self, parent_inode, name, ctx):
+        """Remove an empty directory: moved to the trash, pending until its parent is fsynced."""
         self._remove(parent_inode, name, want_dir=True)
 
     async def rename(self, parent_inode_old, name_old, parent_inode_new, name_new, flags, ctx):
+        """rename(2); a replaced target goes to the trash; pending until the destination dir is fsynced.
+
+        RENAME_NOREPLACE is supported, RENAME_EXCHANGE answers EINVAL.
+        """
         if flags & pyfuse3.RENAME_EXCHANGE:
             raise pyfuse3.FUSEError(errno.EINVAL)
         src = self._child(parent_inode_old, name_old)

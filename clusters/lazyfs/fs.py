@@ -187,6 +187,7 @@ class LazyFS(DirectoryOps, pyfuse3.Operations):
     # --- attributes and lookup -----------------------------------------------------------------
 
     async def lookup(self, parent_inode, name, ctx):
+        """Entry ``name`` of ``parent_inode`` (FUSE lookup): its attributes; ENOENT if absent or the trash."""
         if parent_inode == ROOT_INODE and name == TRASH_NAME:
             raise pyfuse3.FUSEError(errno.ENOENT)
         path = os.path.join(self._path(parent_inode), name)
@@ -197,9 +198,11 @@ class LazyFS(DirectoryOps, pyfuse3.Operations):
         return self._attr(self.inodes.ino_for(st.st_ino, parent_inode, name), st)
 
     async def getattr(self, inode, ctx):
+        """Attributes of ``inode``; a cached file reports its logical size (cache), not the backing one."""
         return self._attr(inode, self._stat(inode))
 
     async def setattr(self, inode, attr, fields, fh, ctx):
+        """truncate (cached, durable at the next fsync); chmod/chown/utimes (on the backing file at once)."""
         path = self._path(inode)
         try:
             if fields.update_size:
@@ -222,9 +225,11 @@ class LazyFS(DirectoryOps, pyfuse3.Operations):
         return self._attr(inode, self._stat(inode))
 
     async def access(self, inode, mode, ctx):
+        """Always allowed: the kernel checks permissions itself (``default_permissions``)."""
         return True
 
     async def statfs(self, ctx):
+        """The backing filesystem's statvfs."""
         s = os.statvfs(self.root)
         out = pyfuse3.StatvfsData()
         for f in ("f_bsize", "f_frsize", "f_blocks", "f_bfree", "f_bavail", "f_files",
@@ -235,6 +240,7 @@ class LazyFS(DirectoryOps, pyfuse3.Operations):
     # --- files ---------------------------------------------------------------------------------
 
     async def open(self, inode, flags, ctx):
+        """Open ``inode``: one shared backing fd per inode; O_TRUNC is a cached truncate to 0."""
         self._acquire_fd(inode)
         if flags & os.O_TRUNC:
             self._cache(inode).truncate(0)
@@ -242,6 +248,7 @@ class LazyFS(DirectoryOps, pyfuse3.Operations):
         return pyfuse3.FileInfo(fh=self._new_fh(inode))
 
     async def create(self, parent_inode, name, mode, flags, ctx):
+        """Create and open a file: the entry exists in the backing dir at once, pending until a dir fsync."""
         path = self._child(parent_inode, name)
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
@@ -270,6 +277,7 @@ class LazyFS(DirectoryOps, pyfuse3.Operations):
         return pyfuse3.FileInfo(fh=self._new_fh(ino)), self._attr(ino, st)
 
     async def read(self, fh, off, size):
+        """Up to ``size`` bytes at ``off``: dirty cached bytes merged over the backing file."""
         ino = self._handles[fh]
         fd = self._fds[ino][0]
         self.counters["reads"] += 1
@@ -282,6 +290,7 @@ class LazyFS(DirectoryOps, pyfuse3.Operations):
             raise _err(e) from None
 
     async def write(self, fh, off, buf):
+        """Record ``buf`` at ``off`` in the page cache (not durable until fsync); returns len(buf)."""
         ino = self._handles[fh]
         fc = self.files.get(ino) or self._cache(ino)
         self._seq += 1
@@ -293,9 +302,11 @@ class LazyFS(DirectoryOps, pyfuse3.Operations):
         return len(buf)
 
     async def flush(self, fh):
+        """close(2) of a descriptor: not a sync, persists nothing (POSIX)."""
         return None   # close(2) is not fsync(2): nothing becomes durable
 
     async def release(self, fh):
+        """Last close of a handle: drop it; the cache stays (like the page cache); purge a trashed inode."""
         ino = self._handles.pop(fh, None)
         entry = self._fds.get(ino)
         if entry is None:
@@ -307,6 +318,7 @@ class LazyFS(DirectoryOps, pyfuse3.Operations):
             self.maybe_purge(ino)
 
     async def fsync(self, fh, datasync):
+        """fsync/fdatasync of a file: its cached data and size reach the backing file (:meth:`sync_file`)."""
         self.counters["fsyncs"] += 1
         try:
             self.sync_file(self._handles[fh])

@@ -38,6 +38,7 @@ async def _invalidate(fs: LazyFS, inodes, entries=()) -> None:
     the kernel write them back through this very filesystem first.
     """
     def run() -> None:
+        """The blocking notify calls (in a worker thread)."""
         for parent, name in entries:
             try:
                 pyfuse3.invalidate_entry(parent, name)
