@@ -15,8 +15,6 @@ import os
 import socket
 from collections.abc import Awaitable, Callable
 
-import trio
-
 Handler = Callable[[dict], Awaitable[dict]]
 MAX_LINE = 1 << 20
 
@@ -59,12 +57,17 @@ async def _answer(commands: dict[str, Handler], line: str) -> str:
     return "ok " + json.dumps(result, sort_keys=True)
 
 
-async def serve(path: str, commands: dict[str, Handler], *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+async def serve(path: str, commands: dict[str, Handler], *, task_status=None) -> None:
     """Serve ``commands`` (name -> async handler(args dict) -> JSON-able dict) on unix socket ``path``.
 
-    Replaces a stale socket file. Runs until cancelled; use with
-    ``nursery.start`` to learn when it listens.
+    Replaces a stale socket file. Runs until cancelled (under trio); use with
+    ``nursery.start`` to learn when it listens. (trio is imported here only, so
+    the client side needs nothing beyond the standard library.)
     """
+    import trio
+
+    if task_status is None:
+        task_status = trio.TASK_STATUS_IGNORED
     try:
         os.unlink(path)
     except FileNotFoundError:
@@ -75,7 +78,7 @@ async def serve(path: str, commands: dict[str, Handler], *, task_status=trio.TAS
     sock.listen(16)
     listener = trio.SocketListener(sock)
 
-    async def conn(stream: trio.SocketStream) -> None:
+    async def conn(stream) -> None:
         """One client connection: requests and replies line by line."""
         buf = b""
         async with stream:
