@@ -4,8 +4,8 @@ A fault holds from its ``start-<family>`` op's invoke to the matching
 ``stop-<family>`` op's completion (the widest reading of when it could have
 acted), per slot (``value.slot``, default the family). Two things come out:
 
-- ``down``: intervals in which a node's process was killed, paused, crashed
-  or restarted by a rolling restart, or its packets were delayed or lost
+- ``down``: intervals in which a node's process was killed, paused, crashed,
+  wiped, lost power or was restarted by a rolling restart, or its packets were delayed or lost
   (packet faults, flapping partitions): it may not have answered;
 - ``cuts``: intervals in which two nodes could not talk both ways, from the
   grudges of partitions (``value.grudge``: who drops whom).
@@ -21,7 +21,7 @@ from typing import Iterable
 from history import NEMESIS
 
 #: families whose targets may not answer while the fault holds
-PROCESS_FAMILIES = ("kill", "pause", "crash", "rolling", "packet", "flap")
+PROCESS_FAMILIES = ("kill", "pause", "crash", "rolling", "packet", "flap", "wipe", "power-loss")
 
 Interval = tuple[int, int]
 

@@ -7,6 +7,11 @@ ops and the nemesis ops; node ids come from node names (``"n2"`` -> 2):
   answer carries the node's epoch (a leader's ok value, a non-leader's
   ``fail`` value), and a node's epoch must never go down, restarts included,
   since quorum-state is persisted before every transition that raises it.
+  A disk the nemesis wiped (``start-wipe``) starts a new replica, with a new
+  directory id and no quorum-state: its epochs are judged afresh, and
+  answers that may have come from either disk are left out. What a wiped
+  voter can break (a second vote, lost writes) is for election-safety and
+  lost-write to find.
 - ``stale-leader`` (check quorum, KAFKA-15489): once a node has answered as
   leader of a higher epoch, a leader of a lower one has at most
   1.5 x fetch.timeout.ms left before it resigns (its followers' last Fetch
@@ -94,23 +99,54 @@ class _Samples(Checker):
 
 
 class EpochRegression(_Samples):
-    """``epoch-regression``: a node answered with an epoch lower than one it answered before.
+    """``epoch-regression``: a node answered with an epoch lower than one it answered before
+    on the same disk.
 
     Anomaly: ``{"node", "op", "epoch", "earlier_op", "earlier_epoch"}`` (ops
     by completion index), one per node (the first drop).
     """
 
+    def __init__(self, ctx: CheckContext):
+        super().__init__(ctx)
+        self.wipes: dict[str, list[tuple[int, int]]] = {}    # node -> [(start invoke ns, ok ns)]
+        self._wipe_started: dict[Any, int] = {}
+
+    def feed(self, op: dict) -> None:
+        if op["process"] == NEMESIS and op["f"] == "start-wipe":
+            slot = (op.get("value") or {}).get("slot") if isinstance(op.get("value"), dict) else None
+            if op["type"] == "invoke":
+                self._wipe_started[slot] = op["time"]
+            elif isinstance(op.get("value"), dict) and isinstance(op["value"].get("wiped"), dict):
+                t0 = self._wipe_started.pop(slot, op["time"])
+                for node in op["value"]["wiped"]:
+                    self.wipes.setdefault(node, []).append((t0, op["time"]))
+        super().feed(op)
+
+    def _disk(self, node: str, t0: int, t1: int) -> int | None:
+        """Which disk of ``node`` (0, then one more per wipe) answered a sample invoked at
+        ``t0`` and completed at ``t1``; None when a wipe overlaps it."""
+        era = 0
+        for w0, w1 in self.wipes.get(node, ()):
+            if t0 >= w1:
+                era += 1
+            elif t1 >= w0:
+                return None
+        return era
+
     def result(self, nodes) -> dict:
-        best: dict[str, tuple[int, int]] = {}
+        best: dict[tuple[str, int], tuple[int, int]] = {}
         anomalies, reported = [], set()
-        for _t0, _t1, node, epoch, _l, _lead, index in self.samples:
-            top = best.get(node)
+        for t0, t1, node, epoch, _l, _lead, index in self.samples:
+            disk = self._disk(node, t0, t1)
+            if disk is None:
+                continue
+            top = best.get((node, disk))
             if top is not None and epoch < top[0] and node not in reported:
                 reported.add(node)
                 anomalies.append({"node": node, "op": index, "epoch": epoch,
                                   "earlier_op": top[1], "earlier_epoch": top[0]})
             if top is None or epoch > top[0]:
-                best[node] = (epoch, index)
+                best[(node, disk)] = (epoch, index)
         return {"valid": not anomalies, "anomalies": anomalies, "samples": len(self.samples)}
 
 

@@ -111,6 +111,10 @@ CATALOGUE: tuple[Bug, ...] = (
     Bug("no-read-index", ("no-read-index",), "reads", "isolate", None),
     Bug("no-check-quorum", ("no-check-quorum",), "elections", "isolate", "KAFKA-15489"),
     Bug("no-pre-vote", ("no-pre-vote",), "elections", "rejoin", None, "KIP-996"),
+    Bug("vote-after-failed-prevote", ("vote-after-failed-prevote",), "elections", "rejoin", None,
+        "KIP-996's rejected alternative: a node back from a partition loses its Pre-Vote, then "
+        "bumps the epoch with standard votes; with a wiped voter it loses data "
+        "(`kraft-chaos scenario disk-loss-timeline`, variant b)"),
     Bug("vote-ignores-offset", ("vote-ignores-offset",), "elections", "lag", None),
     Bug("commit-minority", ("commit-minority",), "commit", "isolate", None),
     Bug("ack-before-commit", ("ack-before-commit",), "acknowledgement", "isolate", None),

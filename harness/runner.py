@@ -236,7 +236,8 @@ class _Run:
             gate = ClientGate()
             self.controller = NemesisController(self.cluster, self.db, lambda: self._aim_leader(nodes),
                                                 random.Random(f"{cfg.seed}:nemesis"), self._fault_nodes())
-            gen = AnyOf([GatedClients(gate, gen), nemesis(steps_generator(cfg.scenario, gate))])
+            gen = AnyOf([GatedClients(gate, gen),
+                         nemesis(steps_generator(cfg.scenario, gate, nodes=self._fault_nodes()))])
             workers["nemesis"] = NemesisWorker(self.controller, self.history)
             limit = budget_s(cfg.scenario)
         elif cfg.nemesis:

@@ -21,14 +21,20 @@ timeout = 10                  # seconds; required for every wait
 
 [[step]]
 clients = "pause"             # pause | resume: stop or restart issuing client ops
+
+[[step]]                      # name the nodes by role, once a leader is known
+bind = ["S1", "S2", "S3"]     # S1: the leader then; S2, S3, ...: the other quorum nodes in order
+timeout = 30                  # seconds; later steps may name S1.. in targets, grudges and node
 ```
 
-The disk issue adds its steps (wipe, membership) to this format. A bad
-step, a missing field, or a wait with no timeout is a
-:class:`ScenarioError` naming the file and line (exit 3).
+Disk faults are nemesis steps too: ``start-wipe`` (SIGKILL, delete the data,
+format again with a fresh directory id; the node stays down) and
+``stop-wipe`` (restart it). A bad step, a missing field, or a wait with no
+timeout is a :class:`ScenarioError` naming the file and line (exit 3).
 """
 from __future__ import annotations
 
+import logging
 import re
 import tomllib
 from pathlib import Path
@@ -38,11 +44,14 @@ import tomli_w
 
 from generator import Context, Generator, Seq, Sleep, Wait, WaitFor
 
+log = logging.getLogger("kraft_chaos.scenario")
+
 WAITS = ("leader", "lagging", "caught-up", "no-leader")
 CLIENT_PHASES = ("pause", "resume")
 #: RunConfig fields a scenario's [run] table may set
 RUN_FIELDS = ("seed", "workload", "nodes", "unsafe", "fetch_max_records", "rate", "concurrency", "subnet",
-              "base_image", "store", "keep_cluster")
+              "base_image", "store", "keep_cluster", "db", "kraft_version", "kafka_version", "kafka_topology")
+ROLE = re.compile(r"S[0-9]+")
 
 
 class ScenarioError(ValueError):
@@ -50,11 +59,33 @@ class ScenarioError(ValueError):
 
 
 class ClientGate:
-    """Shared between a scenario's steps and the client generator: pause/resume and done."""
+    """Shared between a scenario's steps and the client generator: pause/resume, done, and
+    the role names a ``bind`` step gave (``{"S1": "n2", ...}``)."""
 
     def __init__(self) -> None:
         self.paused = False
         self.done = False
+        self.roles: dict[str, str] = {}
+
+    def resolve(self, name):
+        """``name`` with a bound role (``S1``...) replaced by its node; ValueError for a
+        role no ``bind`` step has named."""
+        if isinstance(name, str) and ROLE.fullmatch(name):
+            if name not in self.roles:
+                raise ValueError(f"scenario role {name} is not bound: add a bind step before it")
+            return self.roles[name]
+        return name
+
+    def resolve_value(self, value: dict) -> dict:
+        """A nemesis step's value with roles replaced in ``targets``, ``to`` and ``grudge``."""
+        out = dict(value)
+        for key in ("targets", "to"):
+            if isinstance(out.get(key), list):
+                out[key] = [self.resolve(n) for n in out[key]]
+        if isinstance(out.get("grudge"), dict):
+            out["grudge"] = {self.resolve(k): [self.resolve(n) for n in v] if isinstance(v, list) else v
+                             for k, v in out["grudge"].items()}
+        return out
 
 
 class GatedClients(Generator):
@@ -83,9 +114,9 @@ def check_step(step: Any) -> str | None:
     """What is wrong with one step (a dict), or None."""
     if not isinstance(step, dict):
         return "a step must be a table"
-    kinds = [k for k in ("nemesis", "sleep", "wait", "clients") if k in step]
+    kinds = [k for k in ("nemesis", "sleep", "wait", "clients", "bind") if k in step]
     if len(kinds) != 1:
-        return "a step needs exactly one of nemesis, sleep, wait, clients"
+        return "a step needs exactly one of nemesis, sleep, wait, clients, bind"
     kind = kinds[0]
     if kind == "nemesis":
         f = step["nemesis"]
@@ -112,6 +143,14 @@ def check_step(step: Any) -> str | None:
             return f"wait {step['wait']} needs node = \"nX\""
         if step["wait"] == "lagging" and not (isinstance(step.get("records"), int) and step["records"] > 0):
             return "wait lagging needs records = N (> 0)"
+    elif kind == "bind":
+        roles = step["bind"]
+        if not (isinstance(roles, list) and roles and all(isinstance(r, str) and ROLE.fullmatch(r) for r in roles)
+                and len(set(roles)) == len(roles)):
+            return f"bind must be a list of distinct role names S1, S2, ..., got {roles!r}"
+        t = step.get("timeout")
+        if not isinstance(t, (int, float)) or isinstance(t, bool) or t <= 0:
+            return "a bind needs timeout = seconds (> 0): it waits for a leader"
     elif step["clients"] not in CLIENT_PHASES:
         return f"clients must be one of {', '.join(CLIENT_PHASES)}, got {step['clients']!r}"
     return None
@@ -186,7 +225,7 @@ def run_table(config) -> dict:
     return out
 
 
-def _wait_cond(step: dict):
+def _wait_cond(step: dict, gate: ClientGate):
     kind = step["wait"]
 
     def cond(ctx: Context) -> bool:
@@ -198,7 +237,7 @@ def _wait_cond(step: dict):
         if kind == "no-leader":
             return view.leader is None
         leader_end = view.log_end.get(view.leader) if view.leader else None
-        mine = view.log_end.get(step["node"])
+        mine = view.log_end.get(gate.resolve(step["node"]))
         if leader_end is None or mine is None:
             return False
         if kind == "lagging":
@@ -208,12 +247,50 @@ def _wait_cond(step: dict):
 
 
 class _Op(Generator):
-    def __init__(self, op: dict):
+    """One nemesis op, its role names resolved when it is issued."""
+
+    def __init__(self, op: dict, gate: ClientGate):
         self._op: dict | None = op
+        self.gate = gate
 
     def op(self, ctx: Context):
         op, self._op = self._op, None
+        if op is not None:
+            op = {**op, "value": self.gate.resolve_value(op["value"])}
         return op
+
+
+def bind_roles(roles: list[str], leader: str, nodes: list[str]) -> dict[str, str]:
+    """``{roles[0]: leader, roles[1]: the first other node of nodes, ...}``; ValueError when
+    there are more roles than nodes."""
+    order = [leader] + [n for n in nodes if n != leader]
+    if len(roles) > len(order):
+        raise ValueError(f"bind names {len(roles)} roles but the quorum has {len(order)} nodes")
+    return dict(zip(roles, order))
+
+
+class _Bind(Generator):
+    """Waits (up to ``timeout_s``) for the monitor to see a leader, then binds the roles."""
+
+    def __init__(self, roles: list[str], timeout_s: float, gate: ClientGate, nodes: list[str]):
+        self.roles, self.gate, self.nodes = roles, gate, nodes
+        self.wait = WaitFor(lambda ctx: ctx.view is not None and ctx.view.leader is not None, timeout_s,
+                            poll_s=0.05)
+        self.done = False
+
+    def op(self, ctx: Context):
+        if self.done:
+            return None
+        nxt = self.wait.op(ctx)
+        if nxt is not None:
+            return nxt
+        self.done = True
+        leader = ctx.view.leader if ctx.view is not None else None
+        if leader is None:
+            raise ValueError(f"scenario bind {self.roles}: no leader seen")
+        self.gate.roles.update(bind_roles(self.roles, leader, self.nodes))
+        log.info("scenario roles: %s", ", ".join(f"{r}={n}" for r, n in self.gate.roles.items()))
+        return None
 
 
 class _Call(Generator):
@@ -234,23 +311,31 @@ TAIL_S = 3.0
 
 
 def budget_s(steps: list[dict]) -> float:
-    """The most a scenario can take (s): its sleeps, every wait's timeout, a second per
-    nemesis op, the tail."""
+    """The most a scenario can take (s): its sleeps, every wait's and bind's timeout, a
+    second per nemesis op (:data:`SLOW_OPS` more), the tail."""
     return (sum(float(s.get("sleep", 0)) + float(s.get("timeout", 0)) for s in steps)
-            + sum(1.0 for s in steps if "nemesis" in s) + TAIL_S)
+            + sum(1.0 + SLOW_OPS.get(s["nemesis"], 0.0) for s in steps if "nemesis" in s) + TAIL_S)
 
 
-def steps_generator(steps: list[dict], gate: ClientGate, tail_s: float = TAIL_S) -> Generator:
+#: extra seconds a nemesis op may take (a wipe formats storage: a JVM start on Kafka)
+SLOW_OPS = {"start-wipe": 20.0, "stop-wipe": 5.0}
+
+
+def steps_generator(steps: list[dict], gate: ClientGate, tail_s: float = TAIL_S,
+                    nodes: list[str] | None = None) -> Generator:
     """The nemesis thread's generator for ``steps``; when they are over (and ``tail_s``
-    more seconds of clients), the gate closes and the clients stop."""
+    more seconds of clients), the gate closes and the clients stop. ``nodes``: the quorum
+    nodes a ``bind`` step names roles from, in order."""
     items: list[Generator] = []
     for step in steps:
         if "nemesis" in step:
-            items.append(_Op({"f": step["nemesis"], "value": dict(step["value"])}))
+            items.append(_Op({"f": step["nemesis"], "value": dict(step["value"])}, gate))
         elif "sleep" in step:
             items.append(Sleep(float(step["sleep"])))
+        elif "bind" in step:
+            items.append(_Bind(list(step["bind"]), float(step["timeout"]), gate, list(nodes or [])))
         elif "wait" in step:
-            items.append(WaitFor(_wait_cond(step), float(step["timeout"]), poll_s=0.05))
+            items.append(WaitFor(_wait_cond(step, gate), float(step["timeout"]), poll_s=0.05))
         else:
             paused = step["clients"] == "pause"
             items.append(_Call(lambda p=paused: setattr(gate, "paused", p)))

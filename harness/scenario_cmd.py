@@ -23,15 +23,30 @@ def scenario_config(doc: dict, path: Path, overrides: dict | None = None):
     return RunConfig(**run, nemesis=[], scenario=doc["steps"], scenario_file=str(path))
 
 
+def scenario_path(name: str) -> Path:
+    """A scenario FILE, or the name of a built-in one (``kraft-chaos scenario list``)."""
+    from .timeline import builtin_scenarios
+    path = Path(name)
+    if not path.exists() and name in builtin_scenarios():
+        return builtin_scenarios()[name]
+    return path
+
+
 def cmd_scenario(args: argparse.Namespace) -> int:
-    """``kraft-chaos scenario run FILE``: run the scenario's steps against a fresh cluster."""
+    """``kraft-chaos scenario run FILE|NAME``, ``scenario list`` and ``scenario
+    disk-loss-timeline`` (:mod:`harness.timeline`)."""
+    if args.scenario_command == "list":
+        return cmd_list()
+    if args.scenario_command == "disk-loss-timeline":
+        return cmd_timeline(args)
     from .cli import run_and_report
     from .scenario import ScenarioError, load
     try:
-        doc = load(args.file)
+        path = scenario_path(args.file)
+        doc = load(path)
         overrides = {k: v for k, v in (("store", args.store), ("keep_cluster", args.keep_cluster or None))
                      if v is not None}
-        config = scenario_config(doc, Path(args.file), overrides)
+        config = scenario_config(doc, path, overrides)
     except (ScenarioError, ValueError, TypeError) as e:
         print(f"kraft-chaos scenario: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -39,6 +54,49 @@ def cmd_scenario(args: argparse.Namespace) -> int:
         print(f"kraft-chaos scenario: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return run_and_report(config, args.no_progress)
+
+
+def cmd_list() -> int:
+    """Print the built-in scenarios: name, first comment line, file."""
+    from .timeline import builtin_scenarios
+    for name, path in builtin_scenarios().items():
+        first = next((ln.lstrip("# ").strip() for ln in path.read_text(encoding="utf-8").splitlines()
+                      if ln.startswith("#")), "")
+        print(f"{name:<24} {first}")
+        print(f"{'':<24} {path}")
+    return 0
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    """``kraft-chaos scenario disk-loss-timeline``: the variants of the target, ``--runs``
+    times each; prints the table, writes ``scenario.json`` into the store root. Exit 0 when
+    every variant matched KIP-996's table, 1 when one differed, 3 for bad input, 130 on Ctrl-C."""
+    from .runner import Interrupted
+    from .scenario import ScenarioError
+    from .timeline import TARGET_VARIANTS, differs, format_table, run_timeline, write_doc
+    letters = args.variants or TARGET_VARIANTS[args.db]
+    root = args.store or "store"
+    print(f"disk-loss-timeline: --db {args.db}, variants {', '.join(letters)}, {args.runs} run(s) each, "
+          f"seeds {args.seed}..{args.seed + args.runs - 1}", flush=True)
+    try:
+        doc = run_timeline(args.db, letters, args.runs, args.seed, root, args.subnet,
+                           echo=lambda m: print(m, flush=True))
+    except (ScenarioError, ValueError) as e:
+        print(f"kraft-chaos scenario: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Interrupted:
+        print("interrupted", file=sys.stderr)
+        return 130
+    out = Path(root) / "scenarios" / f"disk-loss-timeline-{args.db}-{store.timestamp()}"
+    path = write_doc(doc, out)
+    print(format_table(doc))
+    for row in doc["variants"]:
+        if differs(row):
+            shown = ", ".join(f"seed {r['seed']}: {r['verdict']}, {r['lost_writes']} lost, "
+                              f"anomalies {r.get('anomalies') or r.get('error')}" for r in row["runs"])
+            print(f"variant {row['letter']} differs from KIP-996's table (expected {row['expected']}): {shown}")
+    print(f"scenario.json: {path}")
+    return 1 if any(differs(r) for r in doc["variants"]) else 0
 
 
 def cmd_shrink(args: argparse.Namespace) -> int:
@@ -109,16 +167,35 @@ def cmd_shrink(args: argparse.Namespace) -> int:
     return 0 if kept else 1
 
 
+def _letters(text: str) -> str:
+    """``--variants``: letters a..e, each once, in the order given."""
+    letters = "".join(c for c in text if c not in ", ")
+    if not letters or any(c not in "abcde" for c in letters) or len(set(letters)) != len(letters):
+        raise argparse.ArgumentTypeError(f"--variants takes letters from abcde, each once, got {text!r}")
+    return letters
+
+
 def add_parsers(sub) -> None:
     """The ``scenario`` and ``shrink`` subcommands."""
-    from .cli import _positive_int
-    s = sub.add_parser("scenario", help="run a scenario file (harness/scenario.py)")
+    from .cli import _positive_int, _seed, _subnet
+    s = sub.add_parser("scenario", help="run a scenario file (harness/scenario.py), list the built-in "
+                                        "ones, or run the disk-loss timeline")
     ssub = s.add_subparsers(dest="scenario_command", required=True)
-    r = ssub.add_parser("run", help="run FILE's steps against a fresh cluster")
-    r.add_argument("file", metavar="FILE")
+    r = ssub.add_parser("run", help="run FILE's steps (or a built-in scenario's) against a fresh cluster")
+    r.add_argument("file", metavar="FILE", help="a scenario file, or a name from `scenario list`")
     r.add_argument("--store", default=None, help="store root (default: the file's, else ./store)")
     r.add_argument("--keep-cluster", action="store_true")
     r.add_argument("--no-progress", action="store_true")
+    ssub.add_parser("list", help="the built-in scenarios")
+    t = ssub.add_parser("disk-loss-timeline", help="KIP-996's disk-loss table (T0..T6), each variant "
+                                                   "--runs times; writes scenario.json")
+    t.add_argument("--db", choices=("kraft", "kafka"), default="kraft")
+    t.add_argument("--runs", type=_positive_int("--runs"), default=5)
+    t.add_argument("--variants", type=_letters, default=None,
+                   help="which variants, e.g. cd (default: abcde on kraft, cde on kafka)")
+    t.add_argument("--seed", type=_seed, default=1, help="first seed (default 1)")
+    t.add_argument("--store", default=None, help="store root (default ./store)")
+    t.add_argument("--subnet", type=_subnet, default=None)
     k = sub.add_parser("shrink", help="shrink a failing run's fault schedule to a smallest scenario "
                                       "that still fails")
     k.add_argument("store_dir", metavar="STORE", help="a failing run's folder (or a store root: its latest)")

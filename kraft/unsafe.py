@@ -12,6 +12,9 @@ SWITCHES = {
     "no-read-index": "reads (Read and KvGet) are served from local state by any node, without confirming leadership",
     "no-check-quorum": "a leader cut off from the majority never resigns (KAFKA-15489)",
     "no-pre-vote": "elections skip Pre-Vote, so a rejoining node disrupts a stable leader (KIP-996)",
+    "vote-after-failed-prevote": "a voter that loses its Pre-Vote sends standard votes anyway, "
+                                 "bumping every voter's epoch (KIP-996's rejected alternative: a "
+                                 "wiped voter then helps a lagging one win)",
     "vote-ignores-offset": "the up-to-date check of Vote and Pre-Vote compares last epochs only, so a "
                            "voter behind in the same epoch can win and truncate committed records "
                            "(Raft 5.4.1)",
@@ -30,7 +33,7 @@ SWITCHES = {
 CLASSES = {
     "no-fsync": "acknowledgement", "early-high-watermark": "commit", "leader-restart": "recovery",
     "forget-vote": "elections", "no-read-index": "reads", "no-check-quorum": "elections",
-    "no-pre-vote": "elections", "vote-ignores-offset": "elections", "commit-minority": "commit",
+    "no-pre-vote": "elections", "vote-after-failed-prevote": "elections", "vote-ignores-offset": "elections", "commit-minority": "commit",
     "ack-before-commit": "acknowledgement", "lease-read": "reads", "no-fetch-validation": "recovery",
 }
 

@@ -181,8 +181,10 @@ class NemesisController:
         when it could not start, ``"shaper": false`` and loss only, emulated
         with iptables; settings asked but not applied in ``"not_applied"``),
         ``"leader_unknown": true`` when a
-        leader-targeted fault had to pick a random node, and ``"no_process":
-        [nodes]`` when a kill or pause found no process.
+        leader-targeted fault had to pick a random node, ``"no_process":
+        [nodes]`` when a kill or pause found no process, and for a wipe ``"wiped":
+        {node: {"down", "old_directory_id", "new_directory_id", "last_offset"}}``
+        (``targets.base.DB.wipe``; the nodes stay down until the stop).
 
         Raises ``ValueError`` for an unknown family or kind, or when the
         fault's slot is already active; ``clusters.parallel.NodeErrors`` when
@@ -242,6 +244,11 @@ class NemesisController:
             self._run_background(fault, RollingRestart(self.db, targets, gap, rng, fault.key))
         elif name == "packet":
             value.update(self._packet(fault))
+        elif name == "wipe":
+            targets, leader_unknown = self._process_targets(fault)
+            value["targets"] = targets
+            self._hold(fault, targets)
+            value["wiped"] = on_nodes(targets, self.db.wipe, what="wipe")
         else:
             targets, leader_unknown = self._process_targets(fault)
             value["targets"] = targets
@@ -350,7 +357,7 @@ class NemesisController:
 
     def stop(self, fault: Fault) -> dict:
         """Heal ``fault``'s slot: flush its chains (partition, flap, packet), remove netem or
-        stop the packet shapers, restart the killed nodes (kill, crash, rolling) or SIGCONT
+        stop the packet shapers, restart the killed nodes (kill, crash, rolling, wipe) or SIGCONT
         the paused ones (pause).
 
         Returns ``{"kind": K, "targets": [nodes]}`` (with ``"slot"`` when not
@@ -385,7 +392,7 @@ class NemesisController:
                 shaped = self._stop_shapers(held.key)
                 if shaped:
                     out["shaped"] = shaped
-            elif name in ("kill", "crash", "rolling"):
+            elif name in ("kill", "crash", "rolling", "wipe"):
                 restart_nodes(self.db, targets)
             elif name == "pause":
                 resume_nodes(self.db, targets)

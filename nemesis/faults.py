@@ -20,12 +20,16 @@ PROCESS_KINDS = ("one", "minority", "leader")
 CRASH_KINDS = ("majority", "all")
 FLAP_KINDS = ("random-halves", "isolate-one", "isolate-leader", "bridge")
 ROLLING_KINDS = ("kill",)
+#: ``wipe``: a disk failure: SIGKILL, delete the data, format again (fresh directory id);
+#: the node restarts when the fault stops
+WIPE_KINDS = ("one", "minority", "leader")
 #: every kind takes ``nodes`` too: explicit ``targets`` (for a partition, the group cut off)
 EXPLICIT = "nodes"
 
 KINDS: dict[str, tuple[str, ...]] = {
     "partition": PARTITION_KINDS, "kill": PROCESS_KINDS, "pause": PROCESS_KINDS,
     "crash": CRASH_KINDS, "packet": PACKET_KINDS, "flap": FLAP_KINDS, "rolling": ROLLING_KINDS,
+    "wipe": WIPE_KINDS,
 }
 FAMILIES = tuple(KINDS)
 

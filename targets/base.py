@@ -153,10 +153,33 @@ class DB(abc.ABC):
         """True if the node's process exists (a paused one counts)."""
 
     def wipe(self, node: str) -> dict:
-        """Stop the node, delete its data dir, reformat it and restart it (the disk nemesis).
+        """A disk failure: SIGKILL the node (if it runs), delete its data, and format it again
+        with the same cluster id and node id and a fresh directory id. The node is left
+        down; the nemesis restarts it when the fault heals.
 
-        Not yet provided by any target: raises ``NotImplementedError``."""
-        raise NotImplementedError(f"{type(self).__name__} cannot wipe {node} yet")
+        Returns ``{"down": True if no process ran, "old_directory_id": str or None,
+        "new_directory_id": str or None, "last_offset": the last offset of its log before
+        the wipe, or None for an empty or unreadable log}``. Raises ``RemoteError`` when the
+        node cannot be reached or the format fails. A node that is down is wiped all the same
+        (``"down": true``).
+        """
+        down = not self.kill(node)
+        before = self.disk_state(node)
+        self.reformat(node)
+        after = self.disk_state(node)
+        return {"down": down, "old_directory_id": before.get("directory_id"),
+                "new_directory_id": after.get("directory_id"), "last_offset": before.get("last_offset")}
+
+    def disk_state(self, node: str) -> dict:
+        """What the node's data dir holds now: ``{"directory_id": str or None, "last_offset":
+        int or None}`` (None where missing or unreadable). Not provided by default: raises
+        ``NotImplementedError``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot read {node}'s disk")
+
+    def reformat(self, node: str) -> None:
+        """Delete the node's durable state (not its process log) and format it again, as a
+        replaced disk would be. Not provided by default: raises ``NotImplementedError``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot wipe {node}")
 
     def read_log(self, node: str) -> list[tuple[int, int, str, object]]:
         """The node's replicated log as found in its data dir now, ``[(offset, epoch, type,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import logging
 import posixpath
 import shlex
@@ -255,6 +256,33 @@ class KraftDB(DB):
                   f"mkdir -p {shlex.quote(p.data_dir)} && cd / && "
                   + " ".join(shlex.quote(a) for a in argv))
         self.remote.exec(node, script, check=True, timeout_s=60.0)
+
+    def reformat(self, node: str) -> None:
+        """Delete the node's data dir (not its log) and ``kraft format`` it again: same cluster
+        id and node id, a fresh directory id (KIP-853). Raises ``RemoteError``."""
+        p = self.paths
+        argv = [p.python, "-m", "kraft", "format", f"--cluster-id={self.cluster_id}",
+                "--node-id", str(self.node_id(node)), "--data-dir", p.data_dir]
+        script = (f"rm -rf {shlex.quote(p.data_dir)} && mkdir -p {shlex.quote(p.data_dir)} && cd / && "
+                  + " ".join(shlex.quote(a) for a in argv))
+        self.remote.exec(node, script, check=True, timeout_s=60.0)
+
+    def disk_state(self, node: str) -> dict:
+        """``{"directory_id", "last_offset"}`` of the node's data dir, read in place by
+        ``kraft.logreader`` (None for what is missing or unreadable). Raises ``RemoteError``
+        when the node cannot be reached."""
+        code = ("import json\nfrom kraft.logreader import read_data_dir\n"
+                f"try:\n    d = read_data_dir({self.paths.data_dir!r})\n"
+                "except Exception:\n    print(json.dumps({}))\n"
+                "else:\n    print(json.dumps({'directory_id': d.meta.directory_id if d.meta else None,\n"
+                "        'last_offset': d.records[-1].offset if d.records else None}))\n")
+        res = self.remote.exec(node, f"cd / && {shlex.quote(self.paths.python)} -c {shlex.quote(code)}",
+                               check=False, timeout_s=60.0)
+        try:
+            out = json.loads(res.stdout.strip().splitlines()[-1]) if res.exit_code == 0 else {}
+        except (ValueError, IndexError):
+            out = {}
+        return {"directory_id": out.get("directory_id"), "last_offset": out.get("last_offset")}
 
     def start(self, node: str) -> bool:
         """Start the node's process, detached, unless it already runs.

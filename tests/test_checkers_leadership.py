@@ -57,6 +57,24 @@ def test_epochs_that_only_rise_are_fine_and_a_drop_is_reported():
     assert check(ordered(h2), EpochRegression)["valid"] is True
 
 
+def test_a_wiped_disk_starts_its_epochs_afresh_but_a_drop_on_one_disk_is_still_reported():
+    h = H()
+    sample(h, "n2", 100, 3, 1, False)
+    nemesis(h, "start-wipe", {"kind": "nodes", "targets": ["n2"]}, 200,
+            {"kind": "nodes", "targets": ["n2"], "wiped": {"n2": {"down": False, "old_directory_id": "a",
+                                                                  "new_directory_id": "b", "last_offset": 9}}})
+    sample(h, "n2", 600, 0, -1, False)       # the new disk: no quorum-state, epoch 0
+    sample(h, "n2", 900, 4, 1, False)
+    assert check(ordered(h), EpochRegression)["valid"] is True
+    sample(h, "n2", 1200, 2, 1, False)       # below 4 on the same (new) disk
+    r = check(ordered(h), EpochRegression)
+    assert r["valid"] is False and [(a["epoch"], a["earlier_epoch"]) for a in r["anomalies"]] == [(2, 4)]
+    h2 = H()                                  # no wipe: the same drop is a regression
+    sample(h2, "n2", 100, 3, 1, False)
+    sample(h2, "n2", 600, 0, -1, False)
+    assert check(ordered(h2), EpochRegression)["valid"] is False
+
+
 def test_a_leader_that_keeps_answering_long_after_a_newer_one_is_stale():
     h = H()
     for t in range(100, 12_000, 250):

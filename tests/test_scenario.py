@@ -131,3 +131,47 @@ def test_the_shipped_example_scenarios_load():
     for p in examples:
         doc = load(p)
         assert doc["run"]["unsafe"] == [p.stem] and any("nemesis" in s for s in doc["steps"])
+
+
+def test_bind_names_roles_from_the_leader_and_later_steps_use_them():
+    steps = [{"bind": ["S1", "S2", "S3"], "timeout": 5},
+             {"nemesis": "start-partition", "value": {"kind": "nodes", "targets": ["S2"]}},
+             {"nemesis": "start-partition", "value": {"kind": "nodes", "slot": "p2",
+                                                      "grudge": {"S1": ["S3"], "S3": ["S1"]}}},
+             {"wait": "caught-up", "node": "S3", "timeout": 5}]
+    gate = ClientGate()
+    gen = steps_generator(steps, gate, tail_s=0, nodes=["n1", "n2", "n3"])
+    view = QuorumView()
+    rng = random.Random(1)
+
+    def ask(t):
+        return gen.op(Context(t, "nemesis", "nemesis", rng, view))
+
+    assert ask(0.0).until == pytest.approx(0.05)                 # no leader yet: the bind waits
+    view.leader, view.log_end = "n2", {"n2": 10, "n3": 4}
+    assert ask(0.1) == {"f": "start-partition", "value": {"kind": "nodes", "targets": ["n1"]}}
+    assert gate.roles == {"S1": "n2", "S2": "n1", "S3": "n3"}
+    assert ask(0.2)["value"]["grudge"] == {"n2": ["n3"], "n3": ["n2"]}
+    assert ask(0.3).until == pytest.approx(0.35)                # S3 (n3) is behind n2
+    view.log_end["n3"] = 10
+    assert ask(0.4) is None and gate.done
+
+
+def test_bind_steps_are_checked_and_an_unbound_role_is_an_error(tmp_path):
+    p = tmp_path / "b.toml"
+    for step, needle in (('bind = ["S1", "S1"]\ntimeout = 3', "distinct role names"),
+                         ('bind = ["leader"]\ntimeout = 3', "distinct role names"),
+                         ('bind = ["S1"]', "a bind needs timeout")):
+        p.write_text("[run]\nseed = 1\n\n[[step]]\n" + step + "\n")
+        with pytest.raises(ScenarioError, match=f"b.toml:4: step 1: .*{needle}"):
+            load(p)
+    with pytest.raises(ValueError, match="role S2 is not bound"):
+        ClientGate().resolve_value({"kind": "nodes", "targets": ["S2"]})
+
+
+def test_a_wipe_step_is_a_nemesis_step_and_budgets_a_format():
+    from harness.scenario import check_step
+    assert check_step({"nemesis": "start-wipe", "value": {"kind": "nodes", "targets": ["n1"]}}) is None
+    assert "unknown wipe kind" in check_step({"nemesis": "start-wipe", "value": {"kind": "everything"}})
+    assert budget_s([{"nemesis": "start-wipe", "value": {"kind": "one"}}]) > budget_s(
+        [{"nemesis": "start-kill", "value": {"kind": "one"}}])

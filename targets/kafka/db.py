@@ -192,12 +192,13 @@ class KafkaDB(DB):
             metadata_log_dir=p.metadata_dir, n_brokers=len(self.brokers()), timeouts=self.timeouts,
             extra=self.extra_properties)
 
-    def format_argv(self, node: str) -> list[str]:
-        """The node's ``kafka.tools.StorageTool format`` command line."""
+    def format_argv(self, node: str, joining: bool = False) -> list[str]:
+        """The node's ``kafka.tools.StorageTool format`` command line (``joining``: for a
+        wiped node, see :func:`server_config.format_argv`)."""
         return sc.format_argv(
             role=self.role(node), node_id=self.node_id(node), cluster_id=self.kafka_cluster_id,
             config_path=self.paths.config, controllers=self.voters(), kraft_version=self.kraft_version,
-            release_version=self.release_version, java=self.paths.java)
+            release_version=self.release_version, java=self.paths.java, joining=joining)
 
     def java_argv(self, node: str) -> list[str]:
         """The server's command line (:func:`server_config.server_argv`)."""
@@ -224,6 +225,33 @@ class KafkaDB(DB):
         script = (f"rm -rf {wipe} && mkdir -p {shlex.quote(p.log_dir)} && cd / && "
                   + shlex.join(self.format_argv(node)))
         self.remote.exec(node, script, check=True, timeout_s=180.0)
+
+    def reformat(self, node: str) -> None:
+        """Delete the node's data and metadata dirs (not its logs) and format them again: same
+        cluster id and node id, a fresh directory id; at kraft.version 1 a controller joins
+        with ``--no-initial-controllers`` (KIP-853), so it is an observer until it is added
+        as a voter again. Raises ``RemoteError``."""
+        p = self.paths
+        wipe = " ".join(shlex.quote(x) for x in (p.data_dir, p.metadata_dir))
+        self.remote.exec(node, f"rm -rf {wipe} && cd / && " + shlex.join(self.format_argv(node, joining=True)),
+                         check=True, timeout_s=180.0)
+
+    def disk_state(self, node: str) -> dict:
+        """``{"directory_id", "last_offset"}``: ``directory.id`` from the metadata dir's
+        ``meta.properties`` and the last offset of ``__cluster_metadata-0`` (None for what is
+        missing or unreadable). Raises ``RemoteError`` when the node cannot be reached."""
+        res = self.remote.exec(node, f"cat {shlex.quote(posixpath.join(self.paths.metadata_dir, 'meta.properties'))}",
+                               check=False)
+        dir_id = None
+        for line in res.stdout.splitlines() if res.exit_code == 0 else []:
+            if line.startswith("directory.id="):
+                dir_id = line.split("=", 1)[1].strip() or None
+        try:
+            entries = self.read_log(node)
+        except Exception as err:  # noqa: BLE001 - an unreadable log is recorded as unknown
+            log.info("%s: metadata log unreadable before the wipe: %s", node, err)
+            entries = []
+        return {"directory_id": dir_id, "last_offset": entries[-1][0] if entries else None}
 
     def start(self, node: str) -> bool:
         """Start the node's JVM, detached, unless it runs. True if started, False if it was

@@ -264,7 +264,7 @@ def format_argv(*, role: str, node_id: int, cluster_id: str, config_path: str,
                 controllers: Sequence[Controller], kraft_version: int = DEFAULT_KRAFT_VERSION,
                 controller_port: int = CONTROLLER_PORT, release_version: str | None = None,
                 java: str = "java", classpath: str = f"{LIBS_DIR}/*",
-                jvm_opts: Sequence[str] = TOOL_JVM_OPTS) -> list[str]:
+                jvm_opts: Sequence[str] = TOOL_JVM_OPTS, joining: bool = False) -> list[str]:
     """The argv that formats one node's log dirs with ``kafka.tools.StorageTool format``.
 
     Flags as in Kafka 4.3's ``kafka-storage format --help``: ``--config``,
@@ -273,7 +273,9 @@ def format_argv(*, role: str, node_id: int, cluster_id: str, config_path: str,
     controller or combined node, ``--no-initial-controllers`` on a broker.
     kraft.version 0 takes no quorum flag (the voters are in the properties).
     ``release_version`` (e.g. ``"4.3-IV0"``) is passed as ``--release-version``;
-    None: the tool's default, the latest. Raises ``ValueError`` as
+    None: the tool's default, the latest. ``joining``: the node joins a running cluster
+    (a wiped controller, KIP-853): at kraft.version 1 it takes ``--no-initial-controllers``
+    too, so it starts as an observer with its new directory id. Raises ``ValueError`` as
     :func:`render_server_properties` does, or for a bad cluster id.
     """
     _check_common(role, node_id, controllers, kraft_version)
@@ -284,7 +286,7 @@ def format_argv(*, role: str, node_id: int, cluster_id: str, config_path: str,
     if release_version is not None:
         argv += ["--release-version", release_version]
     if kraft_version == 1:
-        if role == ROLE_BROKER:
+        if role == ROLE_BROKER or joining:
             argv.append("--no-initial-controllers")
         else:
             argv += ["--initial-controllers", initial_controllers(controllers, controller_port)]

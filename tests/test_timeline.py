@@ -1,0 +1,59 @@
+"""``kraft-chaos scenario disk-loss-timeline`` (harness/timeline.py): its variants, the runs
+it makes of them, and its table, with the runs stood in for (the real runs are in
+tests/integration/test_disk_loss_timeline.py)."""
+from __future__ import annotations
+
+import pytest
+
+from harness import timeline
+from harness.scenario import load
+
+
+def test_the_five_variants_are_built_in_and_load():
+    vs = {v.letter: v for v in timeline.variants()}
+    assert sorted(vs) == list("abcde")
+    assert [vs[x].expects_loss for x in "abcde"] == [True, True, False, True, False]
+    for v in vs.values():
+        doc = load(v.path)
+        assert doc["run"]["nodes"] == 3 and doc["steps"][0]["bind"] == ["S1", "S2", "S3"]
+        assert any(s.get("nemesis") == "start-wipe" for s in doc["steps"])
+    assert load(vs["a"].path)["run"]["unsafe"] == ["no-pre-vote"]
+    assert load(vs["b"].path)["run"]["unsafe"] == ["vote-after-failed-prevote"]
+    assert (load(vs["d"].path)["run"]["kraft_version"], load(vs["e"].path)["run"]["kraft_version"]) == (0, 1)
+
+
+def test_kafka_runs_drop_our_switches_and_use_combined_nodes():
+    c = {v.letter: v for v in timeline.variants()}["c"]
+    cfg = timeline.variant_config(c, "kafka", 4, "/tmp/nowhere")
+    assert (cfg.db, cfg.workload, cfg.kafka_topology, cfg.nodes, cfg.seed) == ("kafka", "metadata", "combined", 3, 4)
+    assert cfg.unsafe == [] and cfg.fetch_max_records is None and cfg.scenario
+    assert timeline.variant_config(c, "kraft", 4, "/tmp/nowhere").fetch_max_records == 1
+
+
+def test_run_timeline_counts_lost_writes_per_run_and_keeps_going_after_an_error(tmp_path):
+    calls = []
+
+    def fake_run(cfg, progress=False):
+        calls.append((cfg.seed, tuple(cfg.unsafe)))
+        if cfg.seed == 2 and cfg.unsafe:
+            raise RuntimeError("cluster fell over")
+        lost = 7 if cfg.unsafe else 0
+        return ({"valid": not lost, "anomalies": {"lost-write": lost, "divergence": 0}},
+                tmp_path / f"run{len(calls)}")
+
+    doc = timeline.run_timeline("kraft", "ac", 2, 1, str(tmp_path), echo=lambda m: None, run=fake_run)
+    assert calls == [(1, ("no-pre-vote",)), (2, ("no-pre-vote",)), (1, ()), (2, ())]
+    a, c = doc["variants"]
+    assert (a["lost_total"], a["runs_with_loss"], a["runs"][1]["verdict"]) == (7, 1, "error")
+    assert a["runs"][0]["anomalies"] == {"lost-write": 7} and "cluster fell over" in a["runs"][1]["error"]
+    assert (c["lost_total"], c["runs_with_loss"]) == (0, 0)
+    assert not timeline.differs(a) and not timeline.differs(c)
+    table = timeline.format_table(doc)
+    assert "no Pre-Vote" in table and "1/2" in table and "0/2" in table
+    path = timeline.write_doc(doc, tmp_path / "out")
+    assert path.name == "scenario.json" and '"letter": "a"' in path.read_text()
+
+
+def test_a_variant_the_target_does_not_run_is_refused():
+    with pytest.raises(ValueError, match="variant.s. a, b do not run on --db kafka"):
+        timeline.run_timeline("kafka", "ab", 1, 1, "/tmp/x", run=lambda *a, **k: None)
