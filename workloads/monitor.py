@@ -37,8 +37,8 @@ class QuorumView:
     """What the monitor has seen, for a nemesis to aim with (never for a checker).
 
     ``leader``: the node that most recently answered as leader in the
-    highest epoch seen so far, or None. ``epoch``: that epoch (-1 before
-    any). ``nodes``: each node's newest :class:`NodeSeen`. ``log_end``: the
+    highest epoch seen so far, or None (also once it stops answering at
+    all). ``epoch``: that epoch (-1 before any). ``nodes``: each node's newest :class:`NodeSeen`. ``log_end``: the
     log end offset per node from the leader's last DescribeQuorum
     (CurrentVoters), and ``high_watermark`` its high watermark.
     ``elections``: how many times a new (epoch, leader) pair was seen.
@@ -94,7 +94,9 @@ class QuorumMonitor:
                     self._saw(node, out.result, loop.time())
                 elif out.type == "fail" and isinstance(out.error, kclient.ClientError):
                     self._saw_other(node, out.error, loop.time())
-                elif out.type == "info":
+                else:
+                    self._unanswered(node)
+                if out.type == "info":
                     process = self.pids.next()
                 next_at = max(next_at + self.interval_s, loop.time())
                 try:
@@ -122,8 +124,16 @@ class QuorumMonitor:
                 if name is not None and isinstance(v.get("LogEndOffset"), int):
                     self.view.log_end[name] = v["LogEndOffset"]
 
+    def _unanswered(self, node: str) -> None:
+        """``node`` did not answer (refused, timed out): if the view had it as leader, the
+        view no longer names one (a killed leader leads nothing)."""
+        if self.view.leader == node:
+            self.view.leader = None
+
     def _saw_other(self, node: str, err: kclient.ClientError, now: float) -> None:
         epoch = err.leader_epoch
+        if epoch is None:
+            self._unanswered(node)
         if isinstance(epoch, int):
             self.view.nodes[node] = NodeSeen(epoch, err.leader_id if err.leader_id is not None else -1,
                                              False, now)
