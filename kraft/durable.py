@@ -1,4 +1,5 @@
-"""Durable file writes: temp file, fsync, rename, directory fsync (KIP-595, quorum-state)."""
+"""Durable file writes: temp file, fsync, rename, directory fsync (KIP-595, quorum-state), and
+directories whose creation survives a power loss."""
 from __future__ import annotations
 
 import os
@@ -27,3 +28,18 @@ def write_atomic(path: Path, data: bytes) -> None:
         os.close(fd)
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+def make_dirs(path: Path) -> None:
+    """``mkdir -p path``, durably: every directory it creates is fsynced into its parent
+    (a directory entry, like a renamed file, is on disk only once its parent is fsynced).
+    Raises OSError."""
+    path = Path(path)
+    missing = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        d.mkdir(exist_ok=True)
+        fsync_dir(d.parent)

@@ -16,7 +16,7 @@ from pathlib import Path
 from . import records as rec
 from .records import Record
 from .segments import list_segments, segment_name
-from .durable import fsync_dir
+from .durable import fsync_dir, make_dirs
 
 log = logging.getLogger("kraft.log")
 
@@ -61,7 +61,7 @@ class Log:
 
         Sets :attr:`recovered_bytes` to the number of bytes cut. Raises OSError.
         """
-        self.dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.dir)
         segs = list_segments(self.dir)
         expected = 0
         for i, (base, path) in enumerate(segs):
@@ -98,6 +98,10 @@ class Log:
 
     def _open_active(self) -> None:
         if self._fd is not None:
+            if self.fsync:
+                # a roll: records appended to the old segment since the last flush are in it,
+                # and flush() syncs only the active segment
+                os.fsync(self._fd)
             os.close(self._fd)
         path = self._segments[-1][1]
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -8,7 +8,7 @@ import dataclasses
 import uuid
 from pathlib import Path
 
-from .durable import write_atomic
+from .durable import make_dirs, write_atomic
 
 FILE = "meta.properties"
 
@@ -48,7 +48,7 @@ def format_dir(data_dir: Path, cluster_id: str, node_id: int, directory_id: str 
     if not cluster_id or any(c.isspace() for c in cluster_id):
         raise MetaError(f"invalid cluster id {cluster_id!r}")
     data_dir = Path(data_dir)
-    data_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(data_dir)
     path = data_dir / FILE
     if path.exists():
         raise MetaError(f"{path} already exists: the data dir is already formatted "
