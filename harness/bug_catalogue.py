@@ -55,6 +55,9 @@ SCHEDULES: dict[str, Schedule] = {
                          duration=7.0),
     # power-loss-like crashes of a majority or of every node
     "crash": Schedule(("crash", "kill"), interval=2.0, duration=1.5, time_limit=40.0),
+    # real power losses: the nodes' disks (lazyfs) drop what was not fsynced, torn writes and
+    # lost renames included
+    "power": Schedule(("power-loss", "kill"), interval=2.0, duration=1.5, time_limit=40.0),
     # long partitions aimed at the leader, clients writing and reading everywhere
     "isolate": Schedule(("partition:isolate-leader+leader-minority+one-way-leader",), interval=2.0,
                         duration=8.0, time_limit=50.0),
@@ -102,9 +105,9 @@ CATALOGUE: tuple[Bug, ...] = (
     Bug("early-high-watermark", ("early-high-watermark",), "commit", "catchup", "KAFKA-12619",
         "shows when a new leader, which never heard its predecessor's last high watermark, "
         "answers reads while its only follower catches up over several Fetches"),
-    Bug("leader-restart", ("leader-restart", "no-fsync"), "recovery", "crash", "KAFKA-10527",
-        "needs lost unsynced writes to show; without the power-loss nemesis (issue 16) no-fsync "
-        "provides them"),
+    Bug("leader-restart", ("leader-restart",), "recovery", "power", "KAFKA-10527",
+        "needs lost unsynced writes to show: the power-loss nemesis's disks drop the leader's "
+        "unflushed tail"),
     Bug("forget-vote", ("forget-vote",), "elections", "elect5", None,
         "caught when a candidate, whose vote for itself was never written, is killed and comes "
         "back in its old epoch (epoch-regression)"),

@@ -1,5 +1,5 @@
 """The ``kraft-chaos`` command line: ``run``, ``check``, ``teardown``, and ``analyze``,
-``export``, ``synth`` (harness/analyze_cmd.py).
+``export``, ``synth`` (harness/analyze_cmd.py), ``matrix`` (harness/matrix.py).
 
 Exit codes (DEVELOPERS.md): 0 valid, 1 invalid, 2 unknown; 3 bad input
 (bad arguments, malformed history), 4 the cluster or engine could not be set
@@ -161,8 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--db kafka: dedicated (--nodes controllers plus brokers, default) or "
                         "combined (--nodes combined controller+broker nodes)")
     r.add_argument("--kraft-version", type=int, choices=[0, 1], default=RunConfig.kraft_version,
-                   help="--db kafka: 0 static voters (controller.quorum.voters), 1 dynamic "
-                        "quorum (KIP-853; default, as Kafka 4's docs recommend)")
+                   help="0 static voters (controller.quorum.voters), 1 dynamic quorum (KIP-853: "
+                        "VotersRecord, directory ids, --nemesis membership); default 1 on --db kafka, "
+                        "as Kafka 4's docs recommend, 0 on kraft")
     r.add_argument("--nemesis-targets", choices=["quorum", "clients", "all"], default="quorum",
                    help="nodes the faults touch: quorum (voters/controllers, default), clients "
                         "(Kafka's brokers) or all")
@@ -194,6 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_bugs_parser(sub)
     from harness.scenario_cmd import add_parsers as add_scenario_parsers
     add_scenario_parsers(sub)
+    from harness.matrix import add_parser as add_matrix_parser
+    add_matrix_parser(sub)
     return p
 
 
@@ -403,7 +406,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_teardown(args: argparse.Namespace) -> int:
-    """``kraft-chaos teardown``: remove everything labelled by kraft-chaos."""
+    """``kraft-chaos teardown``: remove everything labelled by kraft-chaos, then the lazyfs
+    disks of power-loss runs that did not clean up."""
     from clusters.engine import connect_engine
     from clusters.errors import ClusterError
     from clusters.teardown import teardown_all
@@ -415,6 +419,9 @@ def cmd_teardown(args: argparse.Namespace) -> int:
         return EXIT_CLUSTER
     for name in removed:
         print(f"removed {name}")
+    from .disks import sweep_disks
+    for line in sweep_disks():       # after the containers, which hold copies of the mounts
+        print(line)
     print(f"removed {len(removed)} object(s)")
     return 0
 
@@ -427,11 +434,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(str(e), file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        from harness import analyze_cmd, bugs, scenario_cmd
+        from harness import analyze_cmd, bugs, matrix, scenario_cmd
         return {"run": cmd_run, "check": cmd_check, "teardown": cmd_teardown,
                 "analyze": analyze_cmd.cmd_analyze, "export": analyze_cmd.cmd_export,
                 "synth": analyze_cmd.cmd_synth, "bugs": bugs.cmd_bugs,
-                "scenario": scenario_cmd.cmd_scenario, "shrink": scenario_cmd.cmd_shrink}[args.command](args)
+                "scenario": scenario_cmd.cmd_scenario, "shrink": scenario_cmd.cmd_shrink,
+                "matrix": matrix.cmd_matrix}[args.command](args)
     except BrokenPipeError:      # e.g. `kraft-chaos check DIR | head`
         sys.stdout = None
         return 0

@@ -101,6 +101,8 @@ def run_test(config: RunConfig, run_dir: Path | None = None,
                          f"it supports {', '.join(spec.dbs)}")
     if config.nemesis_mode not in MODES:
         raise ValueError(f"unknown nemesis mode {config.nemesis_mode!r}: choose from {', '.join(MODES)}")
+    from nemesis.membership import check_run_config
+    check_run_config(config)     # membership needs kraft.version 1
     if config.cluster != "docker":
         raise ValueError(f"unknown cluster backend {config.cluster!r}: choose from docker")
     run_dir = Path(run_dir) if run_dir is not None else prepare_run(config)
@@ -136,6 +138,7 @@ class _Run:
         self.cluster = None
         self.db = None
         self.controller = None
+        self.disks = None
         self.history = None
         self.workload = None
         self.collected = False
@@ -189,8 +192,10 @@ class _Run:
     # -- the test ---------------------------------------------------------
 
     async def _body(self) -> dict:
+        from clusters.addressing import node_names
         from clusters.docker_cluster import DockerCluster
         from clusters.engine import connect_engine
+        from .disks import RunDisks, wants_power_loss
         from targets.registry import target_spec
 
         cfg = self.config
@@ -198,12 +203,18 @@ class _Run:
         client = self.engine = await self._blocking(connect_engine)
         image = await self._blocking(target.image, client, cfg, lambda m: log.info("%s", m))
         n = target.node_count(cfg)
+        binds = None
+        if wants_power_loss(cfg):
+            self.disks = await self._blocking(RunDisks, node_names(n), target.disk_dir)
+            binds = self.disks.binds
         self.cluster = DockerCluster(n, self.run_id, image, subnet=cfg.subnet,
-                                     keep=cfg.keep_cluster, client=client)
+                                     keep=cfg.keep_cluster, client=client, binds=binds)
         log.info("setting up %d %s nodes (run id %s, image %s)", n, cfg.db, self.run_id, image)
         await self._blocking(self.cluster.setup)
         self.db = target.make_db(self.cluster, self.cluster_id, cfg)
         await self._blocking(self.db.setup)
+        if self.disks is not None:
+            await self._blocking(self.disks.sync_all, list(self.cluster.nodes))
         nodes = self.db.quorum_nodes()
 
         from .leader import wait_for_leader
@@ -235,7 +246,8 @@ class _Run:
             from nemesis.worker import NemesisWorker
             gate = ClientGate()
             self.controller = NemesisController(self.cluster, self.db, lambda: self._aim_leader(nodes),
-                                                random.Random(f"{cfg.seed}:nemesis"), self._fault_nodes())
+                                                random.Random(f"{cfg.seed}:nemesis"), self._fault_nodes(),
+                                                self._disk_mounts())
             gen = AnyOf([GatedClients(gate, gen),
                          nemesis(steps_generator(cfg.scenario, gate, nodes=self._fault_nodes()))])
             workers["nemesis"] = NemesisWorker(self.controller, self.history)
@@ -246,7 +258,7 @@ class _Run:
             from nemesis.worker import NemesisWorker
             rng = random.Random(f"{cfg.seed}:nemesis")
             self.controller = NemesisController(self.cluster, self.db, lambda: self._aim_leader(nodes), rng,
-                                                self._fault_nodes())
+                                                self._fault_nodes(), self._disk_mounts())
             schedule = nemesis_generator(cfg.nemesis, random.Random(f"{cfg.seed}:nemesis:schedule"),
                                          cfg.nemesis_mode, cfg.nemesis_interval, cfg.nemesis_duration,
                                          n_nodes=len(self.controller.nodes))
@@ -301,6 +313,10 @@ class _Run:
         self.history.complete(op, "info", {"kind": "all", "held": held, **result})
         if result["restarted"]:
             log.warning("nodes found not running after every fault had stopped: %s", result["restarted"])
+
+    def _disk_mounts(self):
+        """The nodes' lazyfs mounts for power-loss faults, or None."""
+        return self.disks.mounts if self.disks is not None else None
 
     def _fault_nodes(self) -> list[str]:
         """The nodes the nemesis may touch: ``--nemesis-targets`` of the DB."""
@@ -379,6 +395,8 @@ class _Run:
                 log.info("keeping cluster %s (remove it with `kraft-chaos teardown`)", self.run_id)
             else:
                 await self._best_effort("tear down the cluster", self.cluster.teardown)
+        if self.disks is not None and not self.config.keep_cluster:
+            await self._best_effort("unmount the power-loss disks", self.disks.close)
         if self.engine is not None:
             await self._best_effort("close the engine connection", self.engine.close)
 

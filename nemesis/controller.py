@@ -20,6 +20,7 @@ from nemesis.kill import kill_nodes, restart_nodes
 from clusters.parallel import NodeErrors, on_nodes
 from nemesis.partition import Partitioner
 from nemesis.pause import pause_nodes, resume_nodes
+from nemesis.power_loss import Disks, power_loss
 from nemesis.process_db import ProcessDB
 from nemesis.targets import choose_targets, minority_size
 
@@ -41,17 +42,19 @@ class NemesisController:
     node name or None (the quorum monitor's view, or a DescribeQuorum probe;
     exceptions count as "unknown"); ``rng``: the seeded source of every
     target and grudge choice; ``nodes``: the nodes faults may touch (default every node
-    of the cluster; e.g. only Kafka's controllers), in order.
+    of the cluster; e.g. only Kafka's controllers), in order; ``disks``: the nodes' lazyfs
+    mounts, for power-loss (None: the run has none).
     """
 
     def __init__(self, cluster: Cluster, db: ProcessDB, find_leader: Callable[[], str | None],
-                 rng: random.Random, nodes: list[str] | None = None):
+                 rng: random.Random, nodes: list[str] | None = None, disks: Disks | None = None):
         self.cluster = cluster
         self._nodes = list(cluster.nodes if nodes is None else nodes)
         unknown = set(self._nodes) - set(cluster.nodes)
         if unknown or not self._nodes:
             raise ValueError(f"nemesis nodes {self._nodes} must be nodes of the cluster {list(cluster.nodes)}")
         self.db = db
+        self.disks = disks
         self.find_leader = find_leader
         self.rng = rng
         self.partitioner = Partitioner(cluster)
@@ -184,7 +187,8 @@ class NemesisController:
         leader-targeted fault had to pick a random node, ``"no_process":
         [nodes]`` when a kill or pause found no process, and for a wipe ``"wiped":
         {node: {"down", "old_directory_id", "new_directory_id", "last_offset"}}``
-        (``targets.base.DB.wipe``; the nodes stay down until the stop).
+        (``targets.base.DB.wipe``; the nodes stay down until the stop), and for a
+        power loss what each disk dropped (:func:`nemesis.power_loss.power_loss`).
 
         Raises ``ValueError`` for an unknown family or kind, or when the
         fault's slot is already active; ``clusters.parallel.NodeErrors`` when
@@ -244,6 +248,15 @@ class NemesisController:
             self._run_background(fault, RollingRestart(self.db, targets, gap, rng, fault.key))
         elif name == "packet":
             value.update(self._packet(fault))
+        elif name == "power-loss":
+            targets, leader_unknown = self._process_targets(fault)
+            value["targets"] = targets
+            self._hold(fault, targets)
+            value.update(power_loss(self.db, self.disks, targets, self.rng, dict(fault.params)))
+        elif name == "membership":      # KIP-853 voter changes: nemesis/membership.py
+            from nemesis.membership import for_controller
+            value.update(for_controller(self).start(fault))
+            self._hold(fault, value["targets"])
         elif name == "wipe":
             targets, leader_unknown = self._process_targets(fault)
             value["targets"] = targets
@@ -357,7 +370,8 @@ class NemesisController:
 
     def stop(self, fault: Fault) -> dict:
         """Heal ``fault``'s slot: flush its chains (partition, flap, packet), remove netem or
-        stop the packet shapers, restart the killed nodes (kill, crash, rolling, wipe) or SIGCONT
+        stop the packet shapers, restart the killed nodes (kill, crash, rolling, wipe,
+        power-loss) or SIGCONT
         the paused ones (pause).
 
         Returns ``{"kind": K, "targets": [nodes]}`` (with ``"slot"`` when not
@@ -392,10 +406,13 @@ class NemesisController:
                 shaped = self._stop_shapers(held.key)
                 if shaped:
                     out["shaped"] = shaped
-            elif name in ("kill", "crash", "rolling", "wipe"):
+            elif name in ("kill", "crash", "rolling", "wipe", "power-loss"):
                 restart_nodes(self.db, targets)
             elif name == "pause":
                 resume_nodes(self.db, targets)
+            elif name == "membership":      # adds back what a removal took out
+                from nemesis.membership import for_controller
+                out.update(for_controller(self).stop(held))
         except BaseException:
             with self._lock:
                 self._active.setdefault(held.key, entry)

@@ -11,6 +11,7 @@ import dataclasses
 from typing import Any, Mapping
 
 from nemesis.packet import PACKET_KINDS
+from nemesis.power_loss import POWER_LOSS_KINDS
 
 PARTITION_KINDS = ("random-halves", "isolate-one", "isolate-leader", "leader-minority",
                    "majorities-ring", "bridge", "one-way-leader", "one-way-one", "leader-diamond", "diamond")
@@ -29,8 +30,11 @@ EXPLICIT = "nodes"
 KINDS: dict[str, tuple[str, ...]] = {
     "partition": PARTITION_KINDS, "kill": PROCESS_KINDS, "pause": PROCESS_KINDS,
     "crash": CRASH_KINDS, "packet": PACKET_KINDS, "flap": FLAP_KINDS, "rolling": ROLLING_KINDS,
-    "wipe": WIPE_KINDS,
+    "wipe": WIPE_KINDS, "power-loss": POWER_LOSS_KINDS,
 }
+#: ``membership``: KIP-853 voter changes (nemesis/membership.py); kind ``nodes`` takes an
+#: ``action`` param (remove, add, replace)
+KINDS["membership"] = ("remove", "remove-leader", "replace")
 FAMILIES = tuple(KINDS)
 
 

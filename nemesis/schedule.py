@@ -1,7 +1,7 @@
 """The nemesis's schedule as a generator: which fault op comes next, and when.
 
 ``--nemesis`` names (:data:`FAULT_NAMES`): the fault families of
-:mod:`nemesis.faults` (partition, kill, pause, crash, packet, flap, rolling, wipe)
+:mod:`nemesis.faults` (partition, kill, pause, crash, packet, flap, rolling, wipe, power-loss)
 and the targeted faults, which aim with the quorum monitor's view
 (``ctx.view``, a :class:`workloads.monitor.QuorumView`-like object):
 

@@ -33,12 +33,19 @@ class DBError(TargetError):
     """A node could not be set up or started; the message names the node and shows its log tail."""
 
 
+#: the directory on a node that holds everything it must keep (its data dir), and nothing
+#: else: the lazyfs of ``--nemesis power-loss`` is mounted there (the node's log and pid file
+#: stay outside, so a power loss does not take the evidence with it)
+DISK_DIR = "/var/lib/kraft/disk"
+
+
 @dataclasses.dataclass(frozen=True)
 class NodePaths:
     """Where things live on a node (absolute POSIX paths)."""
 
     config: str = "/etc/kraft/node.properties"
-    data_dir: str = "/var/lib/kraft/data"
+    #: below :data:`DISK_DIR`, the one directory a power-loss disk (lazyfs) is mounted on
+    data_dir: str = "/var/lib/kraft/disk/data"
     log: str = "/var/lib/kraft/node.log"
     pid: str = "/var/lib/kraft/node.pid"
     python: str = "python3"
@@ -259,13 +266,23 @@ class KraftDB(DB):
 
     def reformat(self, node: str) -> None:
         """Delete the node's data dir (not its log) and ``kraft format`` it again: same cluster
-        id and node id, a fresh directory id (KIP-853). Raises ``RemoteError``."""
+        id and node id, a fresh directory id (KIP-853). At kraft.version 1 with
+        ``--no-initial-controllers``: it comes back as an observer until it is added as a
+        voter again (AddRaftVoter). Raises ``RemoteError``."""
         p = self.paths
         argv = [p.python, "-m", "kraft", "format", f"--cluster-id={self.cluster_id}",
                 "--node-id", str(self.node_id(node)), "--data-dir", p.data_dir]
+        if self.kraft_version == 1:
+            argv.append("--no-initial-controllers")
         script = (f"rm -rf {shlex.quote(p.data_dir)} && mkdir -p {shlex.quote(p.data_dir)} && cd / && "
                   + " ".join(shlex.quote(a) for a in argv))
         self.remote.exec(node, script, check=True, timeout_s=60.0)
+
+    def _voter_change(self, op: str, node: str, directory_id: str) -> dict:
+        """AddRaftVoter / RemoveRaftVoter through ``kraft.client`` to the leader
+        (:func:`targets.voters.kraft_change`)."""
+        from .voters import kraft_change
+        return kraft_change(self, op, node, directory_id)
 
     def disk_state(self, node: str) -> dict:
         """``{"directory_id", "last_offset"}`` of the node's data dir, read in place by

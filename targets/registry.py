@@ -16,6 +16,8 @@ from typing import Any, Callable
 from clusters.remote import Cluster
 
 from .base import DB
+from .kafka.server_config import DISK_DIR as KAFKA_DISK
+from .kraft_db import DISK_DIR as KRAFT_DISK
 
 #: ``log(line)`` receives progress lines while an image is built
 Log = Callable[[str], None]
@@ -28,7 +30,8 @@ class TargetSpec:
     ``clusters.errors.ClusterError`` or :class:`targets.errors.TargetError`).
     ``make_db(cluster, cluster_id, options)``: its DB on ``cluster`` (raises
     ``ValueError`` for bad options). ``default_workload``: the workload a run on it
-    gets when none is named."""
+    gets when none is named. ``disk_dir``: the node directory that holds all its durable
+    state (data and metadata dirs) and nothing else, where a power-loss disk is mounted."""
 
     name: str
     summary: str
@@ -36,6 +39,7 @@ class TargetSpec:
     image: Callable[[Any, Any, Log], str]
     make_db: Callable[[Cluster, str, Any], DB]
     default_workload: str
+    disk_dir: str
 
 
 def _kraft_image(engine, options, log: Log) -> str:
@@ -47,7 +51,8 @@ def _kraft_image(engine, options, log: Log) -> str:
 def _kraft_db(cluster: Cluster, cluster_id: str, options) -> DB:
     from .kraft_db import KraftDB
     return KraftDB(cluster, cluster_id, options.seed, unsafe=list(options.unsafe),
-                   fetch_max_records=options.fetch_max_records)
+                   fetch_max_records=options.fetch_max_records,
+                   kraft_version=getattr(options, "kraft_version", None) or 0)
 
 
 def _kafka_count(options) -> int:
@@ -67,9 +72,9 @@ def _kafka_db(cluster: Cluster, cluster_id: str, options) -> DB:
 
 TARGETS: dict[str, TargetSpec] = {t.name: t for t in (
     TargetSpec("kraft", "our Python KRaft quorum (kraft/), one voter per node",
-               lambda options: options.nodes, _kraft_image, _kraft_db, "append"),
+               lambda options: options.nodes, _kraft_image, _kraft_db, "append", KRAFT_DISK),
     TargetSpec("kafka", "Apache Kafka's controllers and brokers (jars from Maven Central)",
-               _kafka_count, _kafka_image, _kafka_db, "metadata"),
+               _kafka_count, _kafka_image, _kafka_db, "metadata", KAFKA_DISK),
 )}
 
 

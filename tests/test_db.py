@@ -32,7 +32,7 @@ def test_config_text_for_n1_of_3():
         "node.id": "1",
         "listeners": "10.77.0.11:9093",
         "controller.quorum.voters": "1@10.77.0.11:9093,2@10.77.0.12:9093,3@10.77.0.13:9093",
-        "log.dir": "/var/lib/kraft/data",
+        "log.dir": "/var/lib/kraft/disk/data",
         "cluster.id": "q1w2e3",
         "controller.quorum.election.timeout.ms": "1000",
         "controller.quorum.fetch.timeout.ms": "2000",
@@ -96,8 +96,8 @@ def test_setup_sequence_on_each_node():
         assert calls[0][2].startswith("mkdir -p ") and "/etc/kraft" in calls[0][2]
         assert calls[1][2] == "/etc/kraft/node.properties" and calls[1][3] == db.config_text(n)
         fmt = calls[2][2]
-        assert f"python3 -m kraft format --cluster-id=CID --node-id {db.node_id(n)} --data-dir /var/lib/kraft/data" in fmt
-        assert fmt.startswith("rm -rf /var/lib/kraft/data ")
+        assert f"python3 -m kraft format --cluster-id=CID --node-id {db.node_id(n)} --data-dir /var/lib/kraft/disk/data" in fmt
+        assert fmt.startswith("rm -rf /var/lib/kraft/disk/data ")
         assert "nohup python3 -m kraft.node --config /etc/kraft/node.properties" in calls[3][2]
         assert "echo $! > /var/lib/kraft/node.pid" in calls[3][2]
 

@@ -34,7 +34,7 @@ def test_kraft_version_1_config_and_format(tmp_path):
     # the same argv formats a real data dir: node 2 gets its directory id from the list
     data = tmp_path / "data"
     assert argv[:3] == ["python3", "-m", "kraft"]
-    assert kraft_main([a if a != "/var/lib/kraft/data" else str(data) for a in argv[3:]]) == 0
+    assert kraft_main([a if a != "/var/lib/kraft/disk/data" else str(data) for a in argv[3:]]) == 0
     assert read_meta(data).directory_id == directory_id(5, 2)
     version, voters = read_bootstrap(data)
     assert version == 1 and [(v.id, v.directory_id) for v in voters.voters] == [

@@ -320,13 +320,18 @@ def jvm_opts(role: str, heap: Sequence[str] | None = None) -> list[str]:
     return [*(HEAPS[role] if heap is None else heap), *COMMON_JVM_OPTS]
 
 
+#: the directory holding a node's log dirs and nothing else: the lazyfs of ``--nemesis
+#: power-loss`` is mounted there (server.log and the pid file stay outside)
+DISK_DIR = "/var/lib/kafka/disk"
+
+
 @dataclasses.dataclass(frozen=True)
 class KafkaPaths:
     """Where things live on a node (absolute POSIX paths)."""
 
     config: str = "/etc/kafka/server.properties"
-    data_dir: str = "/var/lib/kafka/data"          # log.dirs
-    metadata_dir: str = "/var/lib/kafka/metadata"  # metadata.log.dir: __cluster_metadata-0/, meta.properties
+    data_dir: str = "/var/lib/kafka/disk/data"          # log.dirs
+    metadata_dir: str = "/var/lib/kafka/disk/metadata"  # metadata.log.dir: __cluster_metadata-0/, meta.properties
     log_dir: str = "/var/lib/kafka/logs"           # server.log, controller.log, kafka.out
     pid: str = "/var/lib/kafka/kafka.pid"
     java: str = "java"

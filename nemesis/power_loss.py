@@ -1,0 +1,73 @@
+"""Power loss (what Jepsen's lazyfs does): SIGKILL nodes, then drop what their disks had not
+synced.
+
+Each node's durable state sits on a lazyfs mount (``clusters.lazyfs``) that keeps writes in
+memory until ``fsync``/``fdatasync`` of the file, and creates and renames until ``fsync`` of
+their directory. A power loss kills the node's process first, then asks its lazyfs to crash:
+everything unsynced is dropped, optionally with a torn last write (a prefix of it kept) and
+optionally with the unsynced creates and renames undone (``lost_renames``). The node restarts
+when the fault stops, on the disk as it would be found after the power came back.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any, Protocol, Sequence
+
+from clusters.parallel import on_nodes
+from nemesis.process_db import ProcessDB
+
+#: who loses power: like a kill, or every node at once
+POWER_LOSS_KINDS = ("one", "minority", "leader", "majority", "all")
+
+
+class Disks(Protocol):
+    """The nodes' lazyfs mounts (``clusters.lazyfs.mounts.LazyMounts``)."""
+
+    def crash(self, node: str, torn: bool = False, lost_renames: bool = False,
+              seed: int | None = None) -> dict: ...
+
+
+def crash_settings(params: dict, rng: random.Random) -> dict[str, bool]:
+    """``{"torn", "lost_renames"}``: the fault's params where given (bools), else a fair coin
+    each from ``rng``. Raises ``ValueError`` for a param that is not a bool."""
+    out = {}
+    for key in ("torn", "lost_renames"):
+        v = params.get(key)
+        if v is not None and not isinstance(v, bool):
+            raise ValueError(f"nemesis power-loss: {key} must be true or false, got {v!r}")
+        out[key] = v if v is not None else rng.random() < 0.5
+    return out
+
+
+def power_loss(db: ProcessDB, disks: Disks | None, targets: Sequence[str], rng: random.Random,
+               params: dict[str, Any]) -> dict:
+    """Kill every target, then crash its disk; returns the op value's additions:
+    ``{"torn", "lost_renames", "no_process": [nodes with no process]?, "lost": {node: what
+    its lazyfs dropped: dropped_bytes, reverted_files, torn, namespace_undone, ...}}``.
+
+    Raises ``ValueError`` when the run has no lazyfs disks (``disks`` None), and
+    ``clusters.parallel.NodeErrors`` when a node could not be killed or its disk crashed.
+    """
+    if disks is None:
+        raise ValueError("nemesis power-loss needs the nodes' data dirs on lazyfs: the run mounts "
+                         "them when --nemesis (or a scenario) names power-loss")
+    settings = crash_settings(params, rng)
+    seeds = {n: rng.getrandbits(32) for n in targets}
+    killed = on_nodes(targets, db.kill, what="power-loss kill")
+    lost = on_nodes(targets, lambda n: disks.crash(n, seed=seeds[n], **settings), what="power-loss crash")
+    out: dict[str, Any] = {**settings, "lost": {n: _summary(lost[n]) for n in targets}}
+    missing = [n for n in targets if not killed[n]]
+    if missing:
+        out["no_process"] = missing
+    return out
+
+
+def _summary(info: dict) -> dict:
+    """What a lazyfs crash reported, kept small enough for a history line."""
+    keep = ("dropped_bytes", "torn", "namespace_kept", "undo_errors")
+    out = {k: info[k] for k in keep if k in info}
+    for k in ("reverted_files", "namespace_undone"):
+        if k in info:
+            items = info[k]
+            out[k] = items[:20] if isinstance(items, list) else items
+    return out
