@@ -16,7 +16,8 @@ from typing import Any
 @dataclasses.dataclass(frozen=True)
 class Schedule:
     """``kraft-chaos run`` settings: nemeses and mode, interval and duration (s, means in
-    overlap mode), workload, nodes, time limit (s), total rate (ops/s), client workers."""
+    overlap mode), workload, nodes, time limit (s), total rate (ops/s), client workers, and
+    the kraft nodes' fetch.max.records and log.segment.bytes (None: their defaults)."""
 
     nemesis: tuple[str, ...]
     mode: str = "overlap"
@@ -28,6 +29,7 @@ class Schedule:
     rate: float = 200.0
     concurrency: int = 10
     fetch_max_records: int | None = None
+    segment_bytes: int | None = None
 
     def run_config(self) -> dict[str, Any]:
         """The :class:`harness.runner.RunConfig` fields of this schedule."""
@@ -35,7 +37,8 @@ class Schedule:
                 "nemesis_interval": self.interval, "nemesis_duration": self.duration,
                 "workload": self.workload, "nodes": self.nodes, "time_limit": self.time_limit,
                 "rate": self.rate, "concurrency": self.concurrency,
-                **({"fetch_max_records": self.fetch_max_records} if self.fetch_max_records else {})}
+                **({"fetch_max_records": self.fetch_max_records} if self.fetch_max_records else {}),
+                **({"segment_bytes": self.segment_bytes} if self.segment_bytes else {})}
 
     def describe(self) -> str:
         """A short form for tables: ``partition,kill overlap 3/3 s append 5n 60 s``."""
@@ -58,6 +61,9 @@ SCHEDULES: dict[str, Schedule] = {
     # real power losses: the nodes' disks (lazyfs) drop what was not fsynced, torn writes and
     # lost renames included
     "power": Schedule(("power-loss", "kill"), interval=2.0, duration=1.5, time_limit=40.0),
+    # the same with 16 KiB log segments, which roll every second or two
+    "power-small": Schedule(("power-loss", "kill"), interval=2.0, duration=1.5, time_limit=40.0,
+                            segment_bytes=16384),
     # long partitions aimed at the leader, clients writing and reading everywhere
     "isolate": Schedule(("partition:isolate-leader+leader-minority+one-way-leader",), interval=2.0,
                         duration=8.0, time_limit=50.0),

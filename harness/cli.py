@@ -179,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--fetch-max-records", type=_positive_int("--fetch-max-records"), default=None,
                    help="kraft target: records per Fetch response (default 2000); small values make "
                         "a laggard catch up over several Fetches")
+    r.add_argument("--segment-bytes", type=_positive_int("--segment-bytes"), default=None,
+                   help="kraft target: log.segment.bytes (default 1 MiB); small values roll segments "
+                        "every few seconds")
     r.add_argument("--no-progress", action="store_true", help="no live progress line")
 
     c = sub.add_parser("check", help="re-run the checkers on a stored run, or check a history file "
@@ -321,7 +324,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         keep_cluster=args.keep_cluster, store=args.store, base_image=args.base_image,
         subnet=args.subnet, nemesis_interval=args.nemesis_interval,
         nemesis_duration=args.nemesis_duration, nemesis_mode=args.nemesis_mode, unsafe=args.unsafe,
-        fetch_max_records=args.fetch_max_records, db=args.db, kafka_version=args.kafka_version,
+        fetch_max_records=args.fetch_max_records, segment_bytes=args.segment_bytes, db=args.db, kafka_version=args.kafka_version,
         kafka_topology=args.kafka_topology, kraft_version=args.kraft_version,
         nemesis_targets=args.nemesis_targets)
     return run_and_report(config, args.no_progress)

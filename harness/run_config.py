@@ -18,11 +18,12 @@ class RunConfig:
 
     Times in seconds, ``rate`` in ops/s. ``nemesis`` lists fault names
     (``nemesis.schedule.FAULT_NAMES``); ``unsafe`` lists ``kraft.unsafe``
-    switch names. ``fetch_max_records`` bounds a kraft Fetch response (None: the node's
+    switch names. ``segment_bytes``: the kraft log's ``log.segment.bytes`` (None: the
+    node's default, 1 MiB). ``fetch_max_records`` bounds a kraft Fetch response (None: the node's
     default). ``db`` names the target (targets/registry.py); ``kafka_version``,
     ``kafka_topology`` (dedicated: ``nodes`` controllers plus brokers; combined:
-    ``nodes`` combined nodes) and ``kraft_version`` (0 static voters, 1 KIP-853)
-    shape the ``kafka`` target. ``nemesis_targets``: quorum, clients or all
+    ``nodes`` combined nodes) shape the ``kafka`` target; ``kraft_version`` (0 static
+    voters, 1 KIP-853; None: the target's default, 0 on kraft, 1 on kafka) both. ``nemesis_targets``: quorum, clients or all
     (``targets.base.DB.fault_nodes``). ``seed`` drives every random choice.
     """
 
@@ -37,7 +38,7 @@ class RunConfig:
     db: str = "kraft"
     kafka_version: str = "4.3.1"
     kafka_topology: str = "dedicated"
-    kraft_version: int = 1
+    kraft_version: int | None = None     # None: the target's default (kraft 0, kafka 1)
     nemesis_targets: str = "quorum"
     keep_cluster: bool = False
     store: str = str(store.DEFAULT_ROOT)
@@ -48,6 +49,7 @@ class RunConfig:
     nemesis_mode: str = DEFAULT.mode
     unsafe: list[str] = dataclasses.field(default_factory=list)
     fetch_max_records: int | None = None
+    segment_bytes: int | None = None
     scenario: list[dict] | None = None
     scenario_file: str | None = None
 
@@ -77,8 +79,9 @@ class RunConfig:
         if self.db != RunConfig.db:
             args += ["--db", self.db]
         if self.db == "kafka":
-            args += ["--kafka-version", self.kafka_version, "--kafka-topology", self.kafka_topology,
-                     "--kraft-version", str(self.kraft_version)]
+            args += ["--kafka-version", self.kafka_version, "--kafka-topology", self.kafka_topology]
+        if self.kraft_version is not None:
+            args += ["--kraft-version", str(self.kraft_version)]
         if self.nemesis_targets != RunConfig.nemesis_targets:
             args += ["--nemesis-targets", self.nemesis_targets]
         if self.subnet != RunConfig.subnet:
@@ -89,6 +92,8 @@ class RunConfig:
             args += ["--unsafe", ",".join(self.unsafe)]
         if self.fetch_max_records:
             args += ["--fetch-max-records", str(self.fetch_max_records)]
+        if self.segment_bytes:
+            args += ["--segment-bytes", str(self.segment_bytes)]
         if self.store != str(store.DEFAULT_ROOT):
             args += ["--store", self.store]
         if self.keep_cluster:

@@ -50,7 +50,7 @@ WAITS = ("leader", "lagging", "caught-up", "no-leader")
 CLIENT_PHASES = ("pause", "resume")
 #: RunConfig fields a scenario's [run] table may set
 RUN_FIELDS = ("seed", "workload", "nodes", "unsafe", "fetch_max_records", "rate", "concurrency", "subnet",
-              "base_image", "store", "keep_cluster", "db", "kraft_version", "kafka_version", "kafka_topology")
+              "base_image", "store", "keep_cluster", "segment_bytes", "db", "kraft_version", "kafka_version", "kafka_topology")
 ROLE = re.compile(r"S[0-9]+")
 
 

@@ -10,7 +10,8 @@ two is required), ``log.dir``,
 ``controller.quorum.request.timeout.ms`` (2000),
 ``controller.quorum.fetch.max.wait.ms`` (500),
 ``fetch.max.records`` (2000: records per Fetch response; ours, where Kafka
-bounds bytes),
+bounds bytes), ``log.segment.bytes`` (1048576: a segment rolls once it holds that
+many bytes),
 ``controller.quorum.election.backoff.max.ms`` (1000),
 ``controller.quorum.retry.backoff.ms`` (20),
 ``pre_vote`` (true), ``check_quorum`` (true), ``cluster.id`` (optional; checked
@@ -22,6 +23,7 @@ import dataclasses
 from pathlib import Path
 
 from . import unsafe as unsafe_switches
+from .log import DEFAULT_SEGMENT_BYTES
 from .meta import parse_properties
 
 
@@ -52,6 +54,7 @@ class NodeConfig:
     request_timeout_ms: int = 2000
     fetch_max_wait_ms: int = 500
     fetch_max_records: int = 2000
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
     election_backoff_max_ms: int = 1000
     retry_backoff_ms: int = 20
     pre_vote: bool = True
@@ -140,6 +143,9 @@ def parse_config(text: str) -> NodeConfig:
         unsafe = unsafe_switches.parse(p.get("unsafe", ""))
     except ValueError as e:
         raise ConfigError(f"unsafe: {e}") from None
+    segment_bytes = num("log.segment.bytes", DEFAULT_SEGMENT_BYTES)
+    if segment_bytes < 1:
+        raise ConfigError(f"log.segment.bytes: must be at least 1, got {segment_bytes}")
     fetch_max_records = num("fetch.max.records", 2000)
     if fetch_max_records < 1:
         raise ConfigError(f"fetch.max.records: must be at least 1, got {fetch_max_records}")
@@ -159,7 +165,7 @@ def parse_config(text: str) -> NodeConfig:
         fetch_timeout_ms=num("controller.quorum.fetch.timeout.ms", 2000),
         request_timeout_ms=num("controller.quorum.request.timeout.ms", 2000),
         fetch_max_wait_ms=num("controller.quorum.fetch.max.wait.ms", 500),
-        fetch_max_records=fetch_max_records,
+        fetch_max_records=fetch_max_records, segment_bytes=segment_bytes,
         election_backoff_max_ms=num("controller.quorum.election.backoff.max.ms", 1000),
         retry_backoff_ms=num("controller.quorum.retry.backoff.ms", 20),
         pre_vote=_bool("pre_vote", p.get("pre_vote", "true")) and "no-pre-vote" not in unsafe,

@@ -73,7 +73,8 @@ class RaftNode(QuorumView):
         self.cluster_id = meta.cluster_id
         self.rng = random.Random(cfg.seed)
         self.voter_history = load_history(cfg.data_dir, cfg.voters)   # KIP-853 voter sets by offset
-        self.log = Log(cfg.data_dir / "log", fsync="no-fsync" not in cfg.unsafe)
+        self.log = Log(cfg.data_dir / "log", segment_bytes=cfg.segment_bytes,
+                       fsync="no-fsync" not in cfg.unsafe)
         self.log.listeners.append(self.voter_history)
         self.known_endpoints: dict[int, tuple[str, int]] = {}   # learned from BeginQuorumEpoch / Fetch
         self._discovery = Discovery(self)

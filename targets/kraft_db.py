@@ -104,6 +104,7 @@ class KraftDB(DB):
                  request_timeout_ms: int = 2000, fetch_max_wait_ms: int = 500,
                  pre_vote: bool = True, check_quorum: bool = True,
                  unsafe: list[str] | tuple[str, ...] = (), fetch_max_records: int | None = None, *, paths: NodePaths = NodePaths(),
+                 segment_bytes: int | None = None,
                  stop_timeout_s: float = 5.0, startup_check_s: float = 0.5, kraft_version: int = 0):
         if not isinstance(cluster_id, str) or not cluster_id or any(c.isspace() for c in cluster_id):
             raise ValueError(f"cluster_id must be a non-empty string without whitespace, got {cluster_id!r}")
@@ -134,6 +135,10 @@ class KraftDB(DB):
                                               or not isinstance(fetch_max_records, int) or fetch_max_records < 1):
             raise ValueError(f"fetch_max_records must be an int >= 1, got {fetch_max_records!r}")
         self.fetch_max_records = fetch_max_records
+        if segment_bytes is not None and (isinstance(segment_bytes, bool) or not isinstance(segment_bytes, int)
+                                          or segment_bytes < 1):
+            raise ValueError(f"segment_bytes must be an int >= 1, got {segment_bytes!r}")
+        self.segment_bytes = segment_bytes
         self.paths = paths
         self.stop_timeout_s = stop_timeout_s
         self.startup_check_s = startup_check_s
@@ -182,6 +187,7 @@ class KraftDB(DB):
             f"check_quorum={'true' if self.check_quorum else 'false'}",
             f"unsafe={','.join(self.unsafe)}",
             *([f"fetch.max.records={self.fetch_max_records}"] if self.fetch_max_records else []),
+            *([f"log.segment.bytes={self.segment_bytes}"] if self.segment_bytes else []),
             f"seed={node_seed(self.seed, nid)}",
         ]
         return "\n".join(lines) + "\n"

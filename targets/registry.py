@@ -52,6 +52,7 @@ def _kraft_db(cluster: Cluster, cluster_id: str, options) -> DB:
     from .kraft_db import KraftDB
     return KraftDB(cluster, cluster_id, options.seed, unsafe=list(options.unsafe),
                    fetch_max_records=options.fetch_max_records,
+                   segment_bytes=getattr(options, "segment_bytes", None),
                    kraft_version=getattr(options, "kraft_version", None) or 0)
 
 

@@ -329,3 +329,13 @@ def test_local_setup_detects_crash(local_db):
         "raise SystemExit('ConfigError: missing required key node.id')\n")
     with pytest.raises(DBError, match="(?s)exited right after start.*missing required key node.id"):
         db.setup()
+
+
+def test_segment_bytes_reaches_the_node_config_and_the_log():
+    from kraft.config import parse_config
+    db = KraftDB(FakeCluster(3), "CID", seed=3, segment_bytes=4096)
+    text = db.config_text("n2")
+    assert "log.segment.bytes=4096" in text and parse_config(text).segment_bytes == 4096
+    with pytest.raises(ValueError, match="segment_bytes must be an int >= 1"):
+        KraftDB(FakeCluster(3), "CID", seed=3, segment_bytes=0)
+    assert "log.segment.bytes" not in KraftDB(FakeCluster(3), "CID", seed=3).config_text("n2")
