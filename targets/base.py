@@ -187,6 +187,56 @@ class DB(abc.ABC):
         provide it, ``clusters.remote.RemoteError`` when the node cannot be reached."""
         raise NotImplementedError(f"{type(self).__name__} cannot read {node}'s log")
 
+    # -- KIP-853 voter changes (targets/voters.py) -----------------------------------
+    def voter_state(self) -> dict:
+        """The quorum's voters and observers from its leader's DescribeQuorum:
+        ``{"leader", "leader_id", "epoch", "high_watermark", "voters": [{"id",
+        "directory_id", "log_end"}], "observers": [...]}``. Raises
+        ``targets.voters.VoterChangeError`` when no node answers as leader."""
+        from .voters import voter_state
+        return voter_state(self)
+
+    def add_voter(self, node: str) -> dict:
+        """AddRaftVoter (KIP-853): make ``node`` a voter again under its current directory id
+        (the one it fetches with as an observer in DescribeQuorum, else the one on its disk).
+        Answers once the leader committed the new voter set, or says why not.
+
+        Returns ``{"voter_id", "directory_id", "leader"?, "outcome": "ok" | "fail" | "info",
+        "error"?: Kafka's error name (e.g. DUPLICATE_VOTER, REQUEST_TIMED_OUT: maybe
+        appended, e.g. the replica not caught up yet), "message"?}``. Raises
+        ``targets.voters.VoterChangeError`` at kraft.version 0 ("not supported at
+        kraft.version 0"), when no leader or directory id is found, or when the target has
+        no voter changes."""
+        from . import voters
+        voters.require_dynamic(self, f"add voter {node}")
+        nid = self.node_id(node)
+        directory_id = voters.observed_key(self.voter_state(), nid) or self.disk_state(node).get("directory_id")
+        if directory_id is None:
+            raise voters.VoterChangeError(f"add voter {node}: its directory id is unknown (not an "
+                                          f"observer in DescribeQuorum, disk unreadable)")
+        return self._voter_change("add", node, directory_id)
+
+    def remove_voter(self, node: str, directory_id: str | None = None) -> dict:
+        """RemoveRaftVoter (KIP-853) of (``node``'s id, ``directory_id``); default directory
+        id: the node's voter key in DescribeQuorum, else the one on its disk (a key that is
+        not a voter gets VOTER_NOT_FOUND). The leader may remove itself. Returns and raises
+        as :meth:`add_voter`."""
+        from . import voters
+        voters.require_dynamic(self, f"remove voter {node}")
+        if directory_id is None:
+            directory_id = (voters.voter_key(self.voter_state(), self.node_id(node))
+                            or self.disk_state(node).get("directory_id"))
+        if directory_id is None:
+            raise voters.VoterChangeError(f"remove voter {node}: its directory id is unknown")
+        return self._voter_change("remove", node, directory_id)
+
+    def _voter_change(self, op: str, node: str, directory_id: str) -> dict:
+        """Send AddRaftVoter (``op`` "add") or RemoveRaftVoter ("remove"); the outcome as
+        :meth:`add_voter` returns it. Not provided by default: raises
+        ``targets.voters.VoterChangeError``."""
+        from .voters import VoterChangeError
+        raise VoterChangeError(f"{type(self).__name__} has no voter changes")
+
     @abc.abstractmethod
     def log_tail(self, node: str, lines: int = 20) -> str:
         """The last ``lines`` lines of the node's log ('' if unreadable)."""

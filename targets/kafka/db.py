@@ -125,9 +125,10 @@ class KafkaDB(DB):
         """The DB of a run: ``options`` has ``seed``, ``nodes`` (controllers),
         ``kafka_version``, ``kafka_topology`` and ``kraft_version`` (as
         ``harness.run_config.RunConfig``); the brokers are the rest of the cluster."""
+        version = getattr(options, "kraft_version", None)
         return cls(cluster, cluster_id, options.seed, version=options.kafka_version,
                    topology=options.kafka_topology, n_controllers=options.nodes,
-                   kraft_version=options.kraft_version)
+                   kraft_version=sc.DEFAULT_KRAFT_VERSION if version is None else version)
 
     # --- identity and roles ---------------------------------------------------
 
@@ -354,6 +355,12 @@ class KafkaDB(DB):
             self.remote.get(node, self.paths.metadata_dir, Path(tmp) / "metadata")
             parsed = read_metadata_dir(Path(tmp) / "metadata", strict=False)
         return [(e.offset, e.epoch, e.type, e.payload) for e in parsed.entries]
+
+    def _voter_change(self, op: str, node: str, directory_id: str) -> dict:
+        """AddRaftVoter / RemoveRaftVoter with Kafka's own ``kafka-metadata-quorum``
+        (:func:`targets.kafka.voters.kafka_change`; a JVM per call: seconds)."""
+        from targets.kafka.voters import kafka_change
+        return kafka_change(self, op, node, directory_id)
 
     # --- quorum status (a JVM per call: seconds, not for hot paths) ----------------
 

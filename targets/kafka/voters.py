@@ -1,0 +1,117 @@
+"""Kafka's own voter changes (KIP-853 AddRaftVoter / RemoveRaftVoter) through
+``kafka-metadata-quorum`` (``org.apache.kafka.tools.MetadataQuorumCommand``), as pure
+functions: the argv and the reading of its output.
+
+Kafka 4.3.1's tool (checked with ``--help`` in the node image)::
+
+    MetadataQuorumCommand --bootstrap-controller H:9093,... remove-controller
+        --controller-id N --controller-directory-id D
+    MetadataQuorumCommand --bootstrap-controller H:9093,... --command-config
+        /etc/kafka/server.properties add-controller
+
+``add-controller`` runs on the joining controller: it reads the node id, the controller
+listener and (from ``metadata.log.dir``'s ``meta.properties``) the directory id from the
+config it is given. The tool exits 0 on success; otherwise it prints the Admin client's
+exception (``org.apache.kafka.common.errors.DuplicateVoterException: ...``), exit 1.
+"""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from .server_config import LIBS_DIR, TOOL_JVM_OPTS
+
+TOOL_CLASS = "org.apache.kafka.tools.MetadataQuorumCommand"
+#: s the tool may take (a JVM start plus the Admin client's own timeouts)
+TOOL_TIMEOUT_S = 90.0
+#: the Admin client's timeout for one call (ms), as ``--command-config`` settings
+ADMIN_TIMEOUT_MS = 20000
+#: errors after which the change certainly was not applied (outcome ``fail``); the others
+#: (timeouts, lost connections) are ``info``
+DEFINITE = ("DUPLICATE_VOTER", "VOTER_NOT_FOUND", "UNSUPPORTED_VERSION", "INVALID_REQUEST",
+            "NOT_LEADER_OR_FOLLOWER", "INVALID_VOTER_KEY", "CLUSTER_AUTHORIZATION_FAILED")
+_EXCEPTION = re.compile(r"(\w+)Exception\b")
+
+
+def _base(bootstrap_controllers: str, java: str) -> list[str]:
+    return [java, *TOOL_JVM_OPTS, "-cp", f"{LIBS_DIR}/*", TOOL_CLASS, "--bootstrap-controller",
+            bootstrap_controllers]
+
+
+def remove_argv(bootstrap_controllers: str, voter_id: int, directory_id: str, java: str = "java",
+                command_config: str | None = None) -> list[str]:
+    """``remove-controller --controller-id N --controller-directory-id D``."""
+    cfg = ["--command-config", command_config] if command_config else []
+    return [*_base(bootstrap_controllers, java), *cfg, "remove-controller", "--controller-id", str(voter_id),
+            "--controller-directory-id", directory_id]
+
+
+def add_argv(bootstrap_controllers: str, server_properties: str, java: str = "java") -> list[str]:
+    """``--command-config <the joining controller's server.properties> add-controller``."""
+    return [*_base(bootstrap_controllers, java), "--command-config", server_properties, "add-controller"]
+
+
+def error_name(exception: str) -> str:
+    """Kafka's error name of an exception class name: ``DuplicateVoter`` ->
+    ``DUPLICATE_VOTER``, ``NotLeaderOrFollower`` -> ``NOT_LEADER_OR_FOLLOWER``,
+    ``Timeout`` -> ``REQUEST_TIMED_OUT``."""
+    if exception in ("Timeout", "RequestTimedOut"):
+        return "REQUEST_TIMED_OUT"
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", exception).upper()
+
+
+def parse_outcome(exit_code: int, text: str) -> dict:
+    """``{"outcome": "ok"}`` for exit 0; else ``{"outcome": "fail" | "info", "error": name,
+    "message": the exception line}`` (``fail`` for :data:`DEFINITE` errors, ``info`` for
+    the rest: the change may have been appended), error ``"tool"`` when no exception is
+    printed."""
+    if exit_code == 0:
+        return {"outcome": "ok"}
+    found = None
+    for line in text.splitlines():
+        for m in _EXCEPTION.finditer(line.strip()):
+            if m.group(1) not in ("Execution", "Completion"):     # the wrapped cause wins
+                found = (m.group(1), line.strip())
+    if found is None:
+        tail = " | ".join(text.strip().splitlines()[-3:])[:400]
+        return {"outcome": "info", "error": "tool", "message": f"exit {exit_code}: {tail}"}
+    name = error_name(found[0])
+    return {"outcome": "fail" if name in DEFINITE else "info", "error": name, "message": found[1][:400]}
+
+
+def admin_properties() -> str:
+    """``--command-config`` text for remove-controller: the Admin client's timeouts (ms)."""
+    return (f"request.timeout.ms={ADMIN_TIMEOUT_MS // 2}\ndefault.api.timeout.ms={ADMIN_TIMEOUT_MS}\n")
+
+
+def bootstrap(addresses: Sequence[tuple[str, int]]) -> str:
+    """``host:port,...`` of the controllers."""
+    return ",".join(f"{h}:{p}" for h, p in addresses)
+
+
+def kafka_change(db, op: str, node: str, directory_id: str) -> dict:
+    """AddRaftVoter (``op`` "add", the tool run on ``node`` itself with its server.properties)
+    or RemoveRaftVoter ("remove", run on the leader's container, else the first controller's)
+    on ``db`` (a ``targets.kafka.db.KafkaDB``). Returns ``{"voter_id", "directory_id",
+    "via": node the tool ran on, "outcome", "error"?, "message"?}`` (:func:`parse_outcome`).
+    Raises ``clusters.remote.RemoteError`` when the container cannot be reached."""
+    import shlex
+
+    boot = bootstrap(db.controller_addresses())
+    admin = shlex.quote(admin_properties())
+    if op == "add":
+        via, tmp = node, "/tmp/kc-add-controller.properties"
+        script = (f"cat {shlex.quote(db.paths.config)} > {tmp} && printf %s {admin} >> {tmp} && "
+                  + shlex.join(add_argv(boot, tmp, java=db.paths.java)))
+    else:
+        try:
+            via = db.voter_state()["leader"] or db.controllers()[0]
+        except Exception:  # noqa: BLE001 - any controller's container can run the tool
+            via = db.controllers()[0]
+        tmp = "/tmp/kc-remove-controller.properties"
+        script = (f"printf %s {admin} > {tmp} && "
+                  + shlex.join(remove_argv(boot, db.node_id(node), directory_id, java=db.paths.java,
+                                           command_config=tmp)))
+    res = db.remote.exec(via, script, check=False, timeout_s=TOOL_TIMEOUT_S)
+    out = parse_outcome(res.exit_code, f"{res.stdout}\n{res.stderr}")
+    return {"voter_id": db.node_id(node), "directory_id": directory_id, "via": via, **out}
