@@ -1,0 +1,242 @@
+"""The ``membership`` nemesis: KIP-853 voter changes (RemoveRaftVoter, AddRaftVoter) under the
+other faults, through the target's DB (``targets.base.DB.voter_state``, ``add_voter``,
+``remove_voter``; our quorum via ``kraft.client``, Kafka via its ``kafka-metadata-quorum``).
+
+Kinds:
+
+* ``remove``: a random voter, not the leader, is removed; the stop adds it back under its
+  current directory id (a node wiped meanwhile comes back under its new one);
+* ``remove-leader``: the leader removes itself (it resigns once the removal commits); the
+  stop adds it back;
+* ``replace``: every node that is a voter under one directory id and fetches as an
+  observer under another (a wiped voter) is replaced: RemoveRaftVoter of the old key, then,
+  once the observer has caught up (its LogEndOffset reached the leader's high watermark),
+  AddRaftVoter of the new one; the stop does nothing;
+* ``nodes``: explicit ``targets`` and the param ``action``: ``remove`` (the stop adds them
+  back), ``add`` or ``replace`` (the stop does nothing).
+
+Never more than a minority of the original voters is out at once: a removal that would
+leave fewer than a majority of ``len(nodes)`` voters is skipped and the reason recorded.
+
+The start's value (beside the fault's own ``kind``, ``targets``): ``voters_before`` and
+``voters_after`` (``[[id, directory_id], ...]``, from the leader's DescribeQuorum, or
+``{"error": ...}`` when no leader answered), ``leader`` (node), ``changes`` (one entry per
+RPC or skipped step: ``{"op": "remove" | "add", "node", "voter_id", "directory_id",
+"outcome": "ok" | "fail" | "info", "error"?, "message"?, "attempts"?}`` or ``{"op", "node",
+"skipped": reason}``). The stop's value has ``changes`` (the adds back) and
+``voters_after``.
+
+Blocking (the controller runs in a worker thread); catch-up waits are bounded by
+``catch_up_s`` seconds, polled every ``poll_s`` seconds.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import time
+
+from targets.voters import observer
+
+log = logging.getLogger("kraft_chaos.nemesis.membership")
+
+KINDS = ("remove", "remove-leader", "replace")
+#: ``nodes``' ``action`` param
+ACTIONS = ("remove", "add", "replace")
+#: s an add waits for its node to catch up as an observer (and retries REQUEST_TIMED_OUT)
+CATCH_UP_S = 20.0
+POLL_S = 0.5
+
+
+def voter_keys(state: dict) -> list[list]:
+    """``[[id, directory_id], ...]`` of a voter state's voters, sorted by id."""
+    return sorted([v["id"], v["directory_id"]] for v in state["voters"])
+
+
+def _fetched(replica: dict) -> int:
+    t = replica.get("last_fetch")
+    return t if isinstance(t, int) else -1
+
+
+def wiped_voters(state: dict, nodes: list[str], node_id) -> list[str]:
+    """The nodes of ``nodes`` that are voters under one directory id and fetch, more
+    recently, as observers under another (``node_id(node) -> int``)."""
+    out = []
+    for n in nodes:
+        nid = node_id(n)
+        voter = next((v for v in state["voters"] if v["id"] == nid), None)
+        obs = observer(state, nid)
+        if voter and obs and obs["directory_id"] and obs["directory_id"] != voter["directory_id"] \
+                and _fetched(obs) >= _fetched(voter):     # not a removed key lingering as observer
+            out.append(n)
+    return out
+
+
+class Membership:
+    """Voter changes on ``db`` (a ``targets.base.DB``) among ``nodes`` (the quorum nodes the
+    nemesis may touch; their count is the original voter count), choices from ``rng``."""
+
+    def __init__(self, db, nodes: list[str], rng: random.Random, catch_up_s: float = CATCH_UP_S,
+                 poll_s: float = POLL_S, clock=time.monotonic, sleep=time.sleep):
+        self.db, self.nodes, self.rng = db, list(nodes), rng
+        self.catch_up_s, self.poll_s, self.clock, self.sleep = catch_up_s, poll_s, clock, sleep
+        self.majority = len(self.nodes) // 2 + 1
+        self._add_back: dict[str, list[str]] = {}      # slot -> nodes the stop adds back
+
+    # -- helpers --------------------------------------------------------------------
+    def _state(self) -> dict | None:
+        try:
+            return self.db.voter_state()
+        except Exception as err:  # noqa: BLE001 - no leader now: recorded by the caller
+            log.warning("membership: no voter state: %s", err)
+            return None
+
+    def _keys(self) -> list | dict:
+        state = self._state()
+        return voter_keys(state) if state else {"error": "no leader answered DescribeQuorum"}
+
+    def _call(self, op: str, node: str, fn, *args) -> dict:
+        try:
+            res = fn(node, *args)
+        except Exception as err:  # noqa: BLE001 - recorded: the nemesis carries on
+            return {"op": op, "node": node, "outcome": "error", "error": type(err).__name__,
+                    "message": str(err)[:400]}
+        return {"op": op, "node": node, **res}
+
+    def _remove(self, node: str, directory_id: str | None = None) -> dict:
+        """Remove ``node``'s voter key unless that leaves fewer than a majority of voters."""
+        state = self._state()
+        if state is None:
+            return {"op": "remove", "node": node, "skipped": "no leader answered DescribeQuorum"}
+        nid = self.db.node_id(node)
+        if not any(v["id"] == nid for v in state["voters"]):
+            return {"op": "remove", "node": node, "skipped": "not a voter"}
+        left = len(state["voters"]) - 1
+        if left < self.majority:
+            return {"op": "remove", "node": node,
+                    "skipped": f"would leave {left} voters, fewer than a majority ({self.majority}) "
+                               f"of the original {len(self.nodes)}"}
+        if directory_id is None:
+            return self._call("remove", node, self.db.remove_voter)
+        return self._call("remove", node, self.db.remove_voter, directory_id)
+
+    def _add(self, node: str) -> dict:
+        """Add ``node`` back once it fetches as an observer within reach of the high
+        watermark; retries answers that may mean "not caught up" (REQUEST_TIMED_OUT) until
+        ``catch_up_s`` has passed."""
+        nid, deadline, attempts, last = self.db.node_id(node), self.clock() + self.catch_up_s, 0, None
+        while True:
+            state = self._state()
+            obs = None if state is None else observer(state, nid)
+            if state is not None and any(v["id"] == nid for v in state["voters"]):
+                if last is not None:       # an earlier add that timed out did commit
+                    return {**last, "attempts": attempts, "voter_now": True}
+                return {"op": "add", "node": node, "skipped": "already a voter"}
+            caught_up = (obs is not None and isinstance(obs.get("log_end"), int)
+                         and isinstance(state.get("high_watermark"), int)
+                         and obs["log_end"] >= state["high_watermark"])
+            if caught_up:
+                attempts += 1
+                last = self._call("add", node, self.db.add_voter)
+                if last.get("outcome") in ("ok", "fail") and last.get("error") != "REQUEST_TIMED_OUT":
+                    return {**last, "attempts": attempts}
+            if self.clock() >= deadline:
+                if last is not None:
+                    return {**last, "attempts": attempts}
+                why = "not an observer" if obs is None else "not caught up"
+                return {"op": "add", "node": node,
+                        "skipped": f"{why} within {self.catch_up_s:g} s (no leader)" if state is None
+                        else f"{why} within {self.catch_up_s:g} s"}
+            self.sleep(self.poll_s)
+
+    # -- the fault ------------------------------------------------------------------
+    def start(self, fault) -> dict:
+        """Apply ``fault`` (a ``nemesis.faults.Fault`` of family ``membership``); returns the
+        start's value (module doc). Raises ``ValueError`` for bad explicit targets or action,
+        and ``targets.voters.VoterChangeError`` when no leader answers before any change."""
+        kind, params = fault.kind, dict(fault.params)
+        action = params.get("action", "remove") if kind == "nodes" else kind
+        if kind == "nodes":
+            if action not in ACTIONS:
+                raise ValueError(f"nemesis membership: action must be one of {', '.join(ACTIONS)}, "
+                                 f"got {action!r}")
+            if not fault.targets or set(fault.targets) - set(self.nodes):
+                raise ValueError(f"nemesis membership: explicit targets {fault.targets!r} must be "
+                                 f"nodes of {self.nodes}")
+        state = self.db.voter_state()
+        out: dict = {"voters_before": voter_keys(state), "leader": state["leader"], "changes": []}
+        ids = {self.db.node_id(n): n for n in self.nodes}
+        voters = [ids[v["id"]] for v in state["voters"] if v["id"] in ids]
+        if kind == "nodes":
+            targets = [n for n in self.nodes if n in fault.targets]
+        elif kind == "remove":
+            others = [n for n in voters if n != state["leader"]]
+            targets = [self.rng.choice(others)] if others else []
+        elif kind == "remove-leader":
+            targets = [state["leader"]] if state["leader"] in voters else []
+        else:
+            targets = wiped_voters(state, self.nodes, self.db.node_id)
+        out["targets"] = targets
+        if not targets:
+            out["changes"].append({"op": action, "skipped": "no node to change"})
+        added_back = []
+        for node in targets:
+            if action == "remove" or action == "remove-leader":
+                change = self._remove(node)
+                if change.get("outcome") in ("ok", "info"):
+                    added_back.append(node)
+                out["changes"].append(change)
+            elif action == "add":
+                out["changes"].append(self._add(node))
+            else:
+                old = next((v["directory_id"] for v in state["voters"] if ids.get(v["id"]) == node), None)
+                change = self._remove(node, old) if old is not None else {
+                    "op": "remove", "node": node, "skipped": "not a voter"}
+                out["changes"].append(change)
+                if change.get("outcome") in ("ok", "info") or change.get("skipped") == "not a voter":
+                    out["changes"].append(self._add(node))
+        self._add_back[fault.key] = added_back
+        out["voters_after"] = self._keys()
+        return out
+
+    def stop(self, fault) -> dict:
+        """Undo a removal: add back the nodes its start removed (``changes``, then
+        ``voters_after``); nothing for ``replace`` and ``add``."""
+        nodes = self._add_back.pop(fault.key, [])
+        out: dict = {"changes": [self._add(n) for n in nodes]}
+        if nodes:
+            out["voters_after"] = self._keys()
+        return out
+
+
+def for_controller(controller) -> Membership:
+    """The controller's :class:`Membership` (made on first use, with a seeded rng of its own)."""
+    m = getattr(controller, "_membership", None)
+    if m is None:
+        m = Membership(controller.db, controller.nodes, random.Random(controller.rng.getrandbits(64)))
+        controller._membership = m
+    return m
+
+
+def uses_membership(config) -> bool:
+    """Whether a run config (``harness.run_config.RunConfig``) has membership faults: a
+    ``--nemesis`` name ``membership[:kinds]`` or a scenario step ``start-membership``."""
+    names = [str(n).partition(":")[0] for n in getattr(config, "nemesis", None) or []]
+    steps = [s.get("nemesis") for s in getattr(config, "scenario", None) or [] if isinstance(s, dict)]
+    return "membership" in names or "start-membership" in steps
+
+
+def effective_kraft_version(config) -> int:
+    """The kraft.version a run uses: ``kraft_version``, or the target's default (1 on kafka,
+    0 on our quorum) when it is None."""
+    v = getattr(config, "kraft_version", None)
+    if v is None:
+        return 1 if getattr(config, "db", "kraft") == "kafka" else 0
+    return v
+
+
+def check_run_config(config) -> None:
+    """Refuse membership faults at kraft.version 0 (static voters: AddRaftVoter and
+    RemoveRaftVoter are UNSUPPORTED_VERSION there): raises ``ValueError`` (exit 3)."""
+    if uses_membership(config) and effective_kraft_version(config) != 1:
+        raise ValueError("nemesis membership (KIP-853 AddRaftVoter/RemoveRaftVoter) is not supported at "
+                         "kraft.version 0 (static voters): run with --kraft-version 1")
