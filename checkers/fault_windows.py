@@ -20,8 +20,9 @@ from typing import Iterable
 
 from history import NEMESIS
 
-#: families whose targets may not answer while the fault holds
-PROCESS_FAMILIES = ("kill", "pause", "crash", "rolling", "packet", "flap", "wipe", "power-loss")
+#: families whose targets may not answer while the fault holds (``membership``: a removed
+#: voter neither votes nor counts, a leader that removed itself resigns)
+PROCESS_FAMILIES = ("kill", "pause", "crash", "rolling", "packet", "flap", "wipe", "power-loss", "membership")
 
 Interval = tuple[int, int]
 

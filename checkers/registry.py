@@ -19,6 +19,7 @@ from .fold import CheckContext, Checker, ListChecker, run_checkers
 from .inconsistent_offsets import InconsistentOffsets
 from .log_safety import combine
 from .lost_write import LostWrite
+from .membership import Membership, wanted as membership_wanted
 from .nonmonotonic_read import NonmonotonicRead
 from .phantom import Phantom
 from .stats import Stats
@@ -64,6 +65,7 @@ FACTORIES: dict[str, Callable[[CheckContext], Checker]] = {
     "linearizability": lambda ctx: ListChecker(lambda ops, _n: check_kv_linearizability(ops, ctx),
                                                keep=_kv_op),
     "stats": lambda ctx: Stats(),
+    "membership": lambda ctx: Membership(),
 }
 
 
@@ -87,6 +89,9 @@ def check_all_folds(open_history: Callable, names: Iterable[str], nodes=None,
     n}, "stats", "extra"}``; ``valid`` combines the checkers' verdicts (see
     :func:`combine`); stats never affect it.
     """
+    names = list(names)
+    if "membership" not in names and membership_wanted(ctx.config):   # KIP-853 runs
+        names.append("membership")
     checkers = make_checkers([*names, "stats"], ctx)
     extra = dict(extra or {})
     clash = set(extra) & set(checkers)
