@@ -52,6 +52,10 @@ SCHEDULES: dict[str, Schedule] = {
     # partition timelines and batch, interval 5 s: 3)
     "default": Schedule(("partition", "kill", "pause", "crash", "flap", "elect", "lag"),
                         interval=4.0, duration=4.0),
+    # the default with power losses (lazyfs disks) in place of plain crashes: the candidate
+    # measured against it for issue 16's choice of default
+    "default-power": Schedule(("partition", "kill", "pause", "power-loss", "flap", "elect", "lag"),
+                              interval=4.0, duration=4.0),
     # focused faults one after another, each long enough to play out (the default's runner-up)
     "focused": Schedule(("partition:isolate-leader+leader-minority", "crash", "lag", "elect",
                           "partition:isolate-one+one-way-one", "kill"), mode="serial", interval=1.5,
