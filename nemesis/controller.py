@@ -259,6 +259,8 @@ class NemesisController:
             self._hold(fault, value["targets"])
         elif name == "wipe":
             targets, leader_unknown = self._process_targets(fault)
+            from nemesis.membership import guard_wipes     # kraft.version 1: keep a majority of keys
+            targets = guard_wipes(self, fault, targets, value)
             value["targets"] = targets
             self._hold(fault, targets)
             value["wiped"] = on_nodes(targets, self.db.wipe, what="wipe")

@@ -24,7 +24,8 @@ The start's value (beside the fault's own ``kind``, ``targets``): ``voters_befor
 RPC or skipped step: ``{"op": "remove" | "add", "node", "voter_id", "directory_id",
 "outcome": "ok" | "fail" | "info", "error"?, "message"?, "attempts"?}`` or ``{"op", "node",
 "skipped": reason}``). The stop's value has ``changes`` (the adds back) and
-``voters_after``.
+``voters_after``; a node it could not add back (not an observer in time, e.g. killed) is
+added back first by the next membership start (its ``added_back``).
 
 Blocking (the controller runs in a worker thread); catch-up waits are bounded by
 ``catch_up_s`` seconds, polled every ``poll_s`` seconds.
@@ -81,6 +82,7 @@ class Membership:
         self.catch_up_s, self.poll_s, self.clock, self.sleep = catch_up_s, poll_s, clock, sleep
         self.majority = len(self.nodes) // 2 + 1
         self._add_back: dict[str, list[str]] = {}      # slot -> nodes the stop adds back
+        self._pending: set[str] = set()                 # removed nodes a stop could not add back
 
     # -- helpers --------------------------------------------------------------------
     def _state(self) -> dict | None:
@@ -164,6 +166,11 @@ class Membership:
                                  f"nodes of {self.nodes}")
         state = self.db.voter_state()
         out: dict = {"voters_before": voter_keys(state), "leader": state["leader"], "changes": []}
+        if self._pending:           # nodes an earlier stop could not add back: first, again
+            out["added_back"] = [self._add(n) for n in sorted(self._pending)]
+            self._pending = {c["node"] for c in out["added_back"]
+                             if "skipped" in c and c["skipped"] != "already a voter"}
+            state = self.db.voter_state()
         ids = {self.db.node_id(n): n for n in self.nodes}
         voters = [ids[v["id"]] for v in state["voters"] if v["id"] in ids]
         if kind == "nodes":
@@ -203,6 +210,9 @@ class Membership:
         ``voters_after``); nothing for ``replace`` and ``add``."""
         nodes = self._add_back.pop(fault.key, [])
         out: dict = {"changes": [self._add(n) for n in nodes]}
+        for change in out["changes"]:       # e.g. killed meanwhile: the next membership op retries
+            if "skipped" in change and change["skipped"] != "already a voter":
+                self._pending.add(change["node"])
         if nodes:
             out["voters_after"] = self._keys()
         return out
@@ -240,3 +250,38 @@ def check_run_config(config) -> None:
     if uses_membership(config) and effective_kraft_version(config) != 1:
         raise ValueError("nemesis membership (KIP-853 AddRaftVoter/RemoveRaftVoter) is not supported at "
                          "kraft.version 0 (static voters): run with --kraft-version 1")
+
+
+def guard_wipes(controller, fault, targets: list[str], value: dict) -> list[str]:
+    """The wipe targets that keep a majority of the voter set's keys alive, at kraft.version 1
+    (a wiped voter's key is gone for good until ``replace``: wiping a majority of keys would
+    leave the quorum without a leader forever, a certainty rather than a finding). Counts as
+    lost the voters that fetch under a new directory id and the nodes an active wipe holds.
+    Explicit targets (kind ``nodes``) and kraft.version 0 are left alone. What is skipped is
+    recorded in ``value["wipe_skipped"]``: ``{node: reason}``."""
+    db = controller.db
+    if fault.kind == "nodes" or getattr(db, "kraft_version", 0) != 1 or not targets:
+        return targets
+    try:
+        state = db.voter_state()
+    except Exception as err:  # noqa: BLE001 - no leader: nothing safe to count on
+        value["wipe_skipped"] = {n: f"no leader to count live voter keys ({err})" for n in targets}
+        return []
+    ids = {db.node_id(n): n for n in controller.nodes}
+    voters = {ids[v["id"]] for v in state["voters"] if v["id"] in ids}
+    held = {n for f in controller.active_faults() if f.name == "wipe" and f.key != fault.key
+            for n in controller.active.get(f.key, [])}
+    lost = set(wiped_voters(state, controller.nodes, db.node_id)) | (held & voters)
+    live, majority = len(state["voters"]) - len(lost), len(state["voters"]) // 2 + 1
+    allowed, skipped = [], {}
+    for n in targets:
+        if n in voters and n not in lost:
+            if live - 1 < majority:
+                skipped[n] = (f"would leave {live - 1} of {len(state['voters'])} voter keys alive, fewer "
+                              f"than a majority ({majority}): replace a wiped voter first")
+                continue
+            live -= 1
+        allowed.append(n)
+    if skipped:
+        value["wipe_skipped"] = skipped
+    return allowed

@@ -209,3 +209,35 @@ def test_membership_is_refused_at_kraft_version_0(cfg, refused):
             check_run_config(config)
     else:
         check_run_config(config)
+
+
+def test_random_wipes_at_kraft_version_1_keep_a_majority_of_voter_keys():
+    from nemesis.membership import guard_wipes
+    db = FakeVoterDB(n=5)
+    db.kraft_version = 1
+    db.observers[5] = ["new5", 10]                 # n5 already wiped: its key is lost
+    ctl = types.SimpleNamespace(db=db, nodes=db.nodes, active_faults=lambda: [Fault("wipe", "one", slot="w2")],
+                                active={"w2": ["n4"]})       # n4 held down by another wipe
+    value = {}
+    assert guard_wipes(ctl, Fault("wipe", "minority"), ["n2", "n3"], value) == []
+    assert set(value["wipe_skipped"]) == {"n2", "n3"} and "fewer than a majority (3)" in value["wipe_skipped"]["n2"]
+    ctl.active = {}
+    value = {}
+    assert guard_wipes(ctl, Fault("wipe", "minority"), ["n2", "n3"], value) == ["n2"]
+    assert guard_wipes(ctl, Fault("wipe", "one"), ["n5"], {}) == ["n5"]          # not a live key
+    assert guard_wipes(ctl, Fault("wipe", "nodes", targets=("n1", "n2", "n3")), ["n1", "n2", "n3"], {}) == [
+        "n1", "n2", "n3"]                                                       # scenarios: as asked
+    db.kraft_version = 0
+    assert guard_wipes(ctl, Fault("wipe", "minority"), ["n2", "n3"], {}) == ["n2", "n3"]
+
+
+def test_a_node_the_stop_could_not_add_back_is_added_by_the_next_start():
+    db = FakeVoterDB()
+    m = member(db, catch_up_s=0.0)
+    m.start(Fault("membership", "nodes", targets=("n3",), params={"action": "remove"}))
+    del db.observers[3]                                   # killed: not fetching
+    out = m.stop(Fault("membership", "nodes"))
+    assert "not an observer" in out["changes"][0]["skipped"]
+    db.observers[3] = ["d3", db.hw]                       # back
+    value = m.start(Fault("membership", "replace"))
+    assert value["added_back"][0]["outcome"] == "ok" and 3 in db.voters
