@@ -29,7 +29,9 @@ timeout = 30                  # seconds; later steps may name S1.. in targets, g
 
 Disk faults are nemesis steps too: ``start-wipe`` (SIGKILL, delete the data,
 format again with a fresh directory id; the node stays down) and
-``stop-wipe`` (restart it). A bad step, a missing field, or a wait with no
+``stop-wipe`` (restart it); voter changes (KIP-853, kraft.version 1) are ``start-membership``
+steps, e.g. ``value = { kind = "nodes", targets = ["S3"], action = "replace" }`` (action
+``remove``, ``add`` or ``replace``; nemesis/membership.py). A bad step, a missing field, or a wait with no
 timeout is a :class:`ScenarioError` naming the file and line (exit 3).
 """
 from __future__ import annotations
@@ -317,8 +319,9 @@ def budget_s(steps: list[dict]) -> float:
             + sum(1.0 + SLOW_OPS.get(s["nemesis"], 0.0) for s in steps if "nemesis" in s) + TAIL_S)
 
 
-#: extra seconds a nemesis op may take (a wipe formats storage: a JVM start on Kafka)
-SLOW_OPS = {"start-wipe": 20.0, "stop-wipe": 5.0}
+#: extra seconds a nemesis op may take (a wipe formats storage: a JVM start on Kafka; a voter
+#: change waits up to 20 s for a catch-up, and on Kafka runs a JVM tool per RPC)
+SLOW_OPS = {"start-wipe": 20.0, "stop-wipe": 5.0, "start-membership": 45.0, "stop-membership": 30.0}
 
 
 def steps_generator(steps: list[dict], gate: ClientGate, tail_s: float = TAIL_S,
