@@ -5,7 +5,8 @@ from nemesis.faults import EXPLICIT, FAMILIES, KINDS, Fault, check_kind, kinds_f
 
 
 def test_families():
-    assert FAMILIES == ("partition", "kill", "pause", "crash", "packet", "flap", "rolling", "wipe", "power-loss")
+    assert FAMILIES == ("partition", "kill", "pause", "crash", "packet", "flap", "rolling", "wipe", "power-loss",
+                        "membership")
     assert KINDS["crash"] == ("majority", "all") and KINDS["rolling"] == ("kill",)
 
 

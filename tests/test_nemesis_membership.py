@@ -241,3 +241,10 @@ def test_a_node_the_stop_could_not_add_back_is_added_by_the_next_start():
     db.observers[3] = ["d3", db.hw]                       # back
     value = m.start(Fault("membership", "replace"))
     assert value["added_back"][0]["outcome"] == "ok" and 3 in db.voters
+
+
+def test_cli_refuses_membership_at_kraft_version_0_with_exit_3(tmp_path, capsys):
+    from harness.cli import main
+    assert main(["run", "--nemesis", "membership:remove+replace", "--time-limit", "5", "--store", str(tmp_path),
+                 "--no-progress"]) == 3
+    assert "not supported at kraft.version 0" in capsys.readouterr().err

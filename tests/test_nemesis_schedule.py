@@ -17,7 +17,7 @@ def test_unknown_name_error_message():
     with pytest.raises(ValueError) as info:
         FaultSchedule(["kill", "foo"], random.Random(1))
     assert str(info.value) == ("unknown nemesis 'foo': choose from partition, kill, pause, crash, packet, "
-                               "flap, rolling, wipe, power-loss, lag, catchup, elect, batch")
+                               "flap, rolling, wipe, power-loss, membership, lag, catchup, elect, batch")
 
 
 def test_parse_fault_names():
