@@ -30,7 +30,7 @@ test: venv engine spark maven
 	$(PY) -m pytest -q -ra -m "not slow"
 
 # Long real runs: every catalogued --unsafe bug caught under its schedule (about 15 minutes).
-test-slow: venv engine
+test-slow: venv engine maven
 	$(PY) -m pytest -q -ra -m slow
 
 unit: venv
