@@ -29,7 +29,8 @@ run: venv engine spark $(if $(filter kafka,$(DB)),maven)
 test: venv engine spark maven
 	$(PY) -m pytest -q -ra -m "not slow"
 
-# Long real runs: every catalogued --unsafe bug caught under its schedule (about 15 minutes).
+# Long real runs: every catalogued --unsafe bug caught under its schedule, and every variant of the
+# disk-loss timeline on both targets (about an hour).
 test-slow: venv engine maven
 	$(PY) -m pytest -q -ra -m slow
 
