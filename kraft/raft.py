@@ -48,7 +48,6 @@ from .voting import grant_pre_vote, grant_vote, is_up_to_date
 log = logging.getLogger("kraft.raft")
 
 TICK_S = 0.01
-#: Most records returned by one Fetch response.
 #: Append linger: how long the leader batches appends before one fsync (s).
 APPEND_LINGER_S = 0.002
 HW_CHECKPOINT_INTERVAL_S = 0.2

@@ -17,6 +17,7 @@ import pytest
 
 from clusters.lazyfs.control import ControlClient, ControlError
 from clusters.lazyfs.mounts import LazyMounts, lazyfs_mounts, sweep
+from kraft.durable import fsync_dir
 
 
 def _fuse_missing() -> str | None:
@@ -58,14 +59,6 @@ def write(path: Path, data: bytes, *, sync: str | None = None, flags: int = os.O
             os.fsync(fd)
         elif sync == "fdatasync":
             os.fdatasync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
     finally:
         os.close(fd)
 
