@@ -264,6 +264,10 @@ class NemesisController:
             value["targets"] = targets
             self._hold(fault, targets)
             value["wiped"] = on_nodes(targets, self.db.wipe, what="wipe")
+            if self.disks is not None and targets:
+                # a replaced disk is new hardware: a later power loss must not bring the old
+                # one back (the wipe's rm and mkdir were never fsynced into its parent)
+                on_nodes(targets, self.disks.sync, what="wipe sync")
         else:
             targets, leader_unknown = self._process_targets(fault)
             value["targets"] = targets

@@ -26,6 +26,8 @@ class Disks(Protocol):
     def crash(self, node: str, torn: bool = False, lost_renames: bool = False,
               seed: int | None = None) -> dict: ...
 
+    def sync(self, node: str) -> dict: ...
+
 
 def crash_settings(params: dict, rng: random.Random) -> dict[str, bool]:
     """``{"torn", "lost_renames"}``: the fault's params where given (bools), else a fair coin

@@ -16,7 +16,11 @@ class FakeDisks:
     """Records crashes; a crash of a node whose process still runs is a test failure."""
 
     def __init__(self, db):
-        self.db, self.crashes = db, []
+        self.db, self.crashes, self.synced = db, [], []
+
+    def sync(self, node):
+        self.synced.append(node)
+        return {}
 
     def crash(self, node, torn=False, lost_renames=False, seed=None):
         assert node not in self.db.running, f"{node}'s disk crashed while its process ran"
@@ -67,3 +71,19 @@ def test_runs_that_name_power_loss_get_disks():
     assert not wants_power_loss(RunConfig(seed=1, nemesis=["kill", "crash"]))
     steps = [{"nemesis": "start-power-loss", "value": {"kind": "one"}}]
     assert wants_power_loss(RunConfig(seed=1, nemesis=[], scenario=steps))
+
+
+def test_a_wipe_is_made_durable_on_power_loss_disks():
+    # regression: a power loss after a wipe brought the old disk back (the old directory id
+    # and quorum-state), since the wipe's rm -rf and mkdir were never fsynced
+    class WipingDB(FakeDB):
+        def wipe(self, node):
+            self.kill(node)
+            return {"down": False, "old_directory_id": "a", "new_directory_id": "b", "last_offset": 3}
+
+    cluster = FakeCluster(3)
+    db = WipingDB(cluster.nodes)
+    disks = FakeDisks(db)
+    ctl = NemesisController(cluster, db, lambda: "n1", random.Random(4), disks=disks)
+    v = ctl.start(Fault("wipe", "nodes", targets=("n2",)))
+    assert v["wiped"]["n2"]["new_directory_id"] == "b" and disks.synced == ["n2"]
