@@ -279,13 +279,19 @@ def test_reused_connection_samples(single):
 
 def test_three_controllers_one_leader_and_lags(three):
     ports, broker = three
-    answers = {}
-    for node, port in ports.items():
-        try:
-            answers[node] = dq.describe_quorum(HOST, port, 5.0)
-        except dq.KafkaDefiniteError as e:
-            answers[node] = e
-    leaders = {n: a for n, a in answers.items() if isinstance(a, dq.QuorumSample)}
+    deadline = time.monotonic() + 30
+    while True:     # a new leader reports -1 for a voter until that voter's first Fetch
+        answers = {}
+        for node, port in ports.items():
+            try:
+                answers[node] = dq.describe_quorum(HOST, port, 5.0)
+            except dq.KafkaDefiniteError as e:
+                answers[node] = e
+        leaders = {n: a for n, a in answers.items() if isinstance(a, dq.QuorumSample)}
+        if (len(leaders) == 1 and all(0 <= v.log_end_offset for v in next(iter(leaders.values())).voters)) \
+                or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert len(leaders) == 1, answers
     [(node, s)] = leaders.items()
     assert s.leader_id == node and s.version == 2
