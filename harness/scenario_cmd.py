@@ -27,9 +27,7 @@ def scenario_path(name: str) -> Path:
     """A scenario FILE, or the name of a built-in one (``kraft-chaos scenario list``)."""
     from .timeline import builtin_scenarios
     path = Path(name)
-    if not path.exists() and name in builtin_scenarios():
-        return builtin_scenarios()[name]
-    return path
+    return path if path.exists() else builtin_scenarios().get(name, path)
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:

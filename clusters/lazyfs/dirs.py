@@ -31,6 +31,18 @@ def fuse_error(e: OSError) -> pyfuse3.FUSEError:
 _err = fuse_error
 
 
+
+def _check_removable(path: str, is_dir: bool, want_dir: bool) -> None:
+    """POSIX's checks before ``path`` is removed or replaced: raises FUSEError ENOTDIR when a
+    directory is wanted and ``path`` is not one, EISDIR the other way round, ENOTEMPTY for a
+    directory that has entries (rmdir, unlink, rename onto an existing name)."""
+    if want_dir and not is_dir:
+        raise pyfuse3.FUSEError(errno.ENOTDIR)
+    if not want_dir and is_dir:
+        raise pyfuse3.FUSEError(errno.EISDIR)
+    if is_dir and os.listdir(path):
+        raise pyfuse3.FUSEError(errno.ENOTEMPTY)
+
 class DirectoryOps:
     """Directory and namespace handlers of :class:`clusters.lazyfs.fs.LazyFS` (a mixin)."""
 
@@ -152,13 +164,7 @@ class DirectoryOps:
         path = self._child(parent_inode, name)
         try:
             st = os.lstat(path)
-            is_dir = stat_mod.S_ISDIR(st.st_mode)
-            if want_dir and not is_dir:
-                raise pyfuse3.FUSEError(errno.ENOTDIR)
-            if not want_dir and is_dir:
-                raise pyfuse3.FUSEError(errno.EISDIR)
-            if is_dir and os.listdir(path):
-                raise pyfuse3.FUSEError(errno.ENOTEMPTY)
+            _check_removable(path, stat_mod.S_ISDIR(st.st_mode), want_dir)
             ino = self.inodes.ino_for(st.st_ino, parent_inode, name)
             tname = self._to_trash(path, ino)
         except OSError as e:
@@ -195,13 +201,7 @@ class DirectoryOps:
                     raise pyfuse3.FUSEError(errno.EEXIST)
                 if dst_st.st_ino == st.st_ino:
                     return
-                src_dir, dst_dir = stat_mod.S_ISDIR(st.st_mode), stat_mod.S_ISDIR(dst_st.st_mode)
-                if src_dir and not dst_dir:
-                    raise pyfuse3.FUSEError(errno.ENOTDIR)
-                if dst_dir and not src_dir:
-                    raise pyfuse3.FUSEError(errno.EISDIR)
-                if dst_dir and os.listdir(dst):
-                    raise pyfuse3.FUSEError(errno.ENOTEMPTY)
+                _check_removable(dst, stat_mod.S_ISDIR(dst_st.st_mode), stat_mod.S_ISDIR(st.st_mode))
                 replaced = self.inodes.ino_for(dst_st.st_ino, parent_inode_new, name_new)
                 tname = self._to_trash(dst, replaced)
             os.rename(src, dst)
