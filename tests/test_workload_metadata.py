@@ -9,7 +9,8 @@ from generator import Context
 from history import HistoryWriter
 from kraft import client as kclient
 from workloads.metadata import (MetadataGenerator, MetadataOptions, _error, as_final_records,
-                                caught_up_nodes, metadata_final_reads, topic_name, topic_value)
+                                caught_up_nodes, metadata_final_reads, topic_name, topic_value,
+                                voters_caught_up)
 from workloads.topology import Topology
 
 
@@ -72,6 +73,37 @@ BODY = {"LeaderId": 2, "LeaderEpoch": 3, "HighWatermark": 5,
 
 def test_caught_up_nodes_are_those_at_the_leaders_log_end():
     assert caught_up_nodes(BODY, TOPO) == ["c1", "c2"]
+
+
+def test_voters_caught_up_refuses_a_lagging_or_unfetched_voter():
+    assert not voters_caught_up(BODY)
+    fresh = {**BODY, "CurrentVoters": [{"ReplicaId": 1, "LogEndOffset": -1},
+                                       {"ReplicaId": 2, "LogEndOffset": 5}, {"ReplicaId": 3, "LogEndOffset": 5}]}
+    assert not voters_caught_up(fresh)          # a new Kafka leader before voter 1's first Fetch
+    done = {**BODY, "CurrentVoters": [{"ReplicaId": i, "LogEndOffset": 5} for i in (1, 2, 3)]}
+    assert voters_caught_up(done)
+    assert not voters_caught_up({**done, "LeaderId": 7}) and not voters_caught_up({})
+
+
+def test_settled_leader_waits_past_an_election_for_one_caught_up_answer():
+    import asyncio
+    from workloads.registry import settled_leader
+    done = {**BODY, "CurrentVoters": [{"ReplicaId": i, "LogEndOffset": 5} for i in (1, 2, 3)]}
+    answers = [(None, None), ("c2", {**BODY, "CurrentVoters": [{"ReplicaId": i, "LogEndOffset": -1 if i != 2 else 5}
+                                                                 for i in (1, 2, 3)]}), ("c2", done)]
+
+    class Q:
+        calls = 0
+
+        async def describe_leader(self):
+            Q.calls += 1
+            return answers[min(Q.calls, len(answers)) - 1]
+
+    assert asyncio.run(settled_leader(Q(), 5.0, poll_s=0.01)) == ("c2", done) and Q.calls == 3
+    Q.calls = 0
+    answers[2] = answers[1]
+    leader, body = asyncio.run(settled_leader(Q(), 0.05, poll_s=0.01))
+    assert leader == "c2" and not voters_caught_up(body)     # gives up with the last answer
 
 
 class _Wl:

@@ -241,6 +241,17 @@ def caught_up_nodes(body: dict, topology) -> list[str]:
             if isinstance(ends.get(topology.ids[n]), int) and ends[topology.ids[n]] >= top]
 
 
+def voters_caught_up(body: dict) -> bool:
+    """True when every voter in a DescribeQuorum ``body`` has a LogEndOffset at least the
+    leader's own (``LeaderId``'s entry); False with no voters, no leader entry, or a voter
+    whose LogEndOffset is missing or -1 (not yet fetched from this leader)."""
+    ends = [v.get("LogEndOffset") for v in body.get("CurrentVoters") or [] if isinstance(v, dict)]
+    top = {v.get("ReplicaId"): v.get("LogEndOffset")
+           for v in body.get("CurrentVoters") or [] if isinstance(v, dict)}.get(body.get("LeaderId"))
+    return (bool(ends) and isinstance(top, int) and top >= 0
+            and all(isinstance(e, int) and e >= top for e in ends))
+
+
 async def metadata_final_reads(wl: MetadataWorkload, leader: str | None, body: dict | None,
                                logs: dict[str, list]) -> None:
     """Record the final reads (see the module docstring) from the leader's DescribeQuorum

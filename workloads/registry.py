@@ -8,6 +8,7 @@ workload itself.
 """
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from typing import Awaitable, Callable, Protocol
@@ -15,7 +16,7 @@ from typing import Awaitable, Callable, Protocol
 from .append import AppendWorkload, final_reads
 from .base import ClientWorkload
 from .kv import KvWorkload
-from .metadata import MetadataWorkload, metadata_final_reads
+from .metadata import MetadataWorkload, metadata_final_reads, voters_caught_up
 
 log = logging.getLogger("kraft_chaos.workloads")
 
@@ -70,11 +71,32 @@ async def append_final_phase(wl: AppendWorkload, quorum: Quorum) -> None:
     await final_reads(wl, leader, FINAL_READ_TIMEOUT_S if leader else LEADERLESS_READ_TIMEOUT_S)
 
 
+async def settled_leader(quorum: Quorum, timeout_s: float,
+                         poll_s: float = 0.5) -> tuple[str | None, dict | None]:
+    """``(leader, its DescribeQuorum body)`` once one leader's own answer shows every voter at
+    its log end offset (:func:`workloads.metadata.voters_caught_up`); after ``timeout_s`` (s)
+    the last answer, whatever it shows, or ``(None, None)``.
+
+    One answer both names the leader and proves the catch-up: a leader elected between a
+    catch-up wait and a later DescribeQuorum (Kafka's new leader reports -1 for a voter until
+    its first Fetch) cannot slip a body with lagging or unknown voters into the final reads.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        leader, body = await quorum.describe_leader()
+        if leader is not None and body and voters_caught_up(body):
+            return leader, body
+        if loop.time() + poll_s >= deadline:
+            return leader, body
+        await asyncio.sleep(poll_s)
+
+
 async def metadata_final_phase(wl: MetadataWorkload, quorum: Quorum) -> None:
     """The metadata workload's end: a leader, caught-up controllers, then the controllers'
     committed metadata logs, read from their data dirs, as final reads."""
     await healed_leader(quorum)
-    leader, body = await quorum.describe_leader()
+    leader, body = await settled_leader(quorum, CATCH_UP_TIMEOUT_S)
     log.info("final reads of the controllers' metadata logs (leader %s, high watermark %s)",
              leader, body.get("HighWatermark") if body else None)
     await metadata_final_reads(wl, leader, body, await quorum.read_logs())
