@@ -22,7 +22,8 @@ def test_a_leader_that_stops_answering_leaves_the_view(tmp_path):
             s = state[self.node]
             if s == "lead":
                 return {"LeaderId": 1, "LeaderEpoch": 3, "HighWatermark": 5,
-                        "CurrentVoters": [{"ReplicaId": 1, "LogEndOffset": 5}], "Observers": []}
+                        "CurrentVoters": [{"ReplicaId": 1, "LogEndOffset": 5}],
+                        "Observers": [{"ReplicaId": 2, "LogEndOffset": 4}]}
             if s == "follow":
                 raise kclient.DefiniteError("NOT_LEADER_OR_FOLLOWER", leader_id=1, leader_epoch=3)
             raise kclient.DefiniteError("connection")
@@ -49,5 +50,5 @@ def test_a_leader_that_stops_answering_leaves_the_view(tmp_path):
         return seen, gone, mon.view.leader
 
     seen, gone, back = asyncio.run(main())
-    assert seen == ("n1", 3, {"n1": 5})
+    assert seen == ("n1", 3, {"n1": 5, "n2": 4})      # an observer's log end too (KIP-853)
     assert gone is None and back == "n1"

@@ -119,8 +119,9 @@ class QuorumMonitor:
             hw = body.get("HighWatermark")
             if isinstance(hw, int):
                 self.view.high_watermark = hw
-            for v in body.get("CurrentVoters") or []:
-                name = self.topology.node_for_id(v.get("ReplicaId"))
+            # observers too (KIP-853): a wiped voter replicates as one before it is re-added
+            for v in [*(body.get("CurrentVoters") or []), *(body.get("Observers") or [])]:
+                name = self.topology.node_for_id(v.get("ReplicaId")) if isinstance(v, dict) else None
                 if name is not None and isinstance(v.get("LogEndOffset"), int):
                     self.view.log_end[name] = v["LogEndOffset"]
 
