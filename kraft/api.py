@@ -1,5 +1,13 @@
 """API keys (Kafka's, from KIP-595/KIP-853) and this project's client API keys."""
 
+#: Data plane broker RPCs (issue 17; docs/data-plane.md; Kafka's keys, and ours for the
+#: two kinds of Fetch, which here share a port with the quorum's Fetch).
+PRODUCE = 0
+LIST_OFFSETS = 2
+METADATA = 3
+OFFSET_FOR_LEADER_EPOCH = 23
+CONSUMER_FETCH = 1100
+REPLICA_FETCH = 1101
 FETCH = 1
 VOTE = 52
 BEGIN_QUORUM_EPOCH = 53
@@ -22,4 +30,7 @@ NAMES = {FETCH: "Fetch", VOTE: "Vote", BEGIN_QUORUM_EPOCH: "BeginQuorumEpoch",
          ADD_RAFT_VOTER: "AddRaftVoter", REMOVE_RAFT_VOTER: "RemoveRaftVoter",
          UPDATE_RAFT_VOTER: "UpdateRaftVoter",
          APPEND: "Append", READ: "Read",
-         KV_WRITE: "KvWrite", KV_GET: "KvGet"}
+         KV_WRITE: "KvWrite", KV_GET: "KvGet",
+         PRODUCE: "Produce", LIST_OFFSETS: "ListOffsets", METADATA: "Metadata",
+         OFFSET_FOR_LEADER_EPOCH: "OffsetForLeaderEpoch", CONSUMER_FETCH: "ConsumerFetch",
+         REPLICA_FETCH: "ReplicaFetch"}

@@ -16,6 +16,12 @@ many bytes),
 ``controller.quorum.retry.backoff.ms`` (20),
 ``pre_vote`` (true), ``check_quorum`` (true), ``cluster.id`` (optional; checked
 against meta.properties), ``unsafe`` (comma list), ``seed`` (election jitter).
+
+Data plane (brokers; docs/data-plane.md): ``process.roles`` (``controller``, the
+default, or ``broker``), ``replica.lag.time.max.ms`` (3000: a follower not caught
+up for this long leaves the ISR), ``replica.high.watermark.checkpoint.interval.ms``
+(500), ``log.flush.interval.ms`` (1000: the page-cache-ack flush period),
+``replica.fetch.wait.max.ms`` (500: the ReplicaFetch long poll).
 """
 from __future__ import annotations
 
@@ -64,6 +70,13 @@ class NodeConfig:
     seed: int | None = None
     #: KIP-853 ``controller.quorum.bootstrap.servers``: ``((host, port), ...)``.
     bootstrap_servers: tuple[tuple[str, int], ...] = ()
+    #: ``process.roles``: "controller" (a voter, as before) or "broker" (docs/data-plane.md).
+    process_roles: str = "controller"
+    #: Broker data plane (kraft/broker.py), in ms.
+    replica_lag_time_max_ms: int = 3000
+    replica_hw_checkpoint_interval_ms: int = 500
+    log_flush_interval_ms: int = 1000
+    replica_fetch_wait_max_ms: int = 500
 
     @property
     def voter_ids(self) -> list[int]:
@@ -154,6 +167,9 @@ def parse_config(text: str) -> NodeConfig:
         raise ConfigError("missing required key controller.quorum.voters "
                           "(or controller.quorum.bootstrap.servers)")
     voters = parse_voters(p["controller.quorum.voters"]) if "controller.quorum.voters" in p else ()
+    roles = p.get("process.roles", "controller").strip()
+    if roles not in ("controller", "broker"):
+        raise ConfigError(f"process.roles: expected controller or broker, got {roles!r}")
     node_id = num("node.id", None)
     if node_id is None:
         raise ConfigError("missing required key node.id")
@@ -173,6 +189,11 @@ def parse_config(text: str) -> NodeConfig:
         cluster_id=p.get("cluster.id") or None,
         unsafe=unsafe,
         seed=num("seed", None),
+        process_roles=roles,
+        replica_lag_time_max_ms=num("replica.lag.time.max.ms", 3000),
+        replica_hw_checkpoint_interval_ms=num("replica.high.watermark.checkpoint.interval.ms", 500),
+        log_flush_interval_ms=num("log.flush.interval.ms", 1000),
+        replica_fetch_wait_max_ms=num("replica.fetch.wait.max.ms", 500),
     )
 
 

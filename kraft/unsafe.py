@@ -27,6 +27,12 @@ SWITCHES = {
     "no-fetch-validation": "the leader skips the (FetchOffset, LastFetchedEpoch) check, so a follower "
                            "keeps a deposed leader's uncommitted records under newer ones (the "
                            "truncation bug KIP-101 and KIP-595's DivergingEpoch fix)",
+    "truncate-to-hw": "a broker becoming a follower truncates its partition log to its own high "
+                      "watermark checkpoint instead of asking the leader (OffsetForLeaderEpoch), so "
+                      "acknowledged records are lost or replicas diverge (Kafka 0.8; KIP-101)",
+    "page-cache-ack": "a broker counts partition records toward the high watermark once written "
+                      "to the page cache, fsyncing only every log.flush.interval.ms (Kafka's real "
+                      "default; a power loss loses acknowledged records)",
 }
 
 #: What kind of safety mechanism each switch turns off.
@@ -35,6 +41,7 @@ CLASSES = {
     "forget-vote": "elections", "no-read-index": "reads", "no-check-quorum": "elections",
     "no-pre-vote": "elections", "vote-after-failed-prevote": "elections", "vote-ignores-offset": "elections", "commit-minority": "commit",
     "ack-before-commit": "acknowledgement", "lease-read": "reads", "no-fetch-validation": "recovery",
+    "truncate-to-hw": "recovery", "page-cache-ack": "acknowledgement",
 }
 
 
