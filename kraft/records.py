@@ -7,7 +7,8 @@ On disk a record is::
     offset  i64
     epoch   i32
     type    u8    0 = data; control records: 1 = LeaderChange, 2 = KRaftVersion,
-                  3 = KRaftVoters (KIP-853)
+                  3 = KRaftVoters (KIP-853); 4 = Metadata (the data plane's
+                  cluster metadata, kraft/metadata_image.py)
     payload       UTF-8 JSON
 
 All integers are big-endian.
@@ -30,16 +31,20 @@ LEADER_CHANGE = "LeaderChange"
 #: KIP-853 control records: KRaftVersionRecord and VotersRecord (kraft/voter_set.py).
 KRAFT_VERSION = "KRaftVersion"
 VOTERS = "KRaftVoters"
-_TYPE_CODES = {DATA: 0, LEADER_CHANGE: 1, KRAFT_VERSION: 2, VOTERS: 3}
+#: Cluster metadata (RegisterBrokerRecord, TopicRecord, ...; docs/data-plane.md): the
+#: payload is a JSON object whose ``"type"`` names the record (kraft/metadata_image.py).
+METADATA = "Metadata"
+_TYPE_CODES = {DATA: 0, LEADER_CHANGE: 1, KRAFT_VERSION: 2, VOTERS: 3, METADATA: 4}
 _TYPE_NAMES = {v: k for k, v in _TYPE_CODES.items()}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Record:
     """One log record: ``offset`` (int), ``epoch`` (leader epoch, int),
-    ``type`` ("data", "LeaderChange", "KRaftVersion" or "KRaftVoters") and ``payload``
-    (any JSON value; for LeaderChange ``{"LeaderId": int, "Voters": [int],
-    "GrantingVoters": [int]}``; the KIP-853 ones in kraft/voter_set.py)."""
+    ``type`` ("data", "LeaderChange", "KRaftVersion", "KRaftVoters" or "Metadata") and
+    ``payload`` (any JSON value; for LeaderChange ``{"LeaderId": int, "Voters": [int],
+    "GrantingVoters": [int]}``; the KIP-853 ones in kraft/voter_set.py; Metadata ones
+    in kraft/metadata_image.py)."""
 
     offset: int
     epoch: int
