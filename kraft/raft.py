@@ -34,6 +34,7 @@ from .kv import KvStateMachine
 from .log import Log
 from .log_service import LogService
 from .membership import should_resign
+from .metadata_replay import MetadataReplay
 from .meta import Meta
 from .observer import Discovery, discovery_targets, learn_endpoints, learn_leader_endpoint
 from .quorum_state import ElectionState, read_state, write_state
@@ -93,6 +94,7 @@ class RaftNode(QuorumView):
         self._plain_appends: set[int] = set()   # pending offsets from Append (not KvWrite)
         self._pending_reads: list[tuple[int, asyncio.Future]] = []   # (read round, answer)
         self.kv = KvStateMachine()           # applied from committed records (kraft/kv.py)
+        self.metadata = MetadataReplay()     # committed Metadata records (kraft/metadata_replay.py)
         self._read_round = 0                 # Leader: the newest read-index round (grows for life)
         self._echo_round = 0                 # Follower: the newest round the leader sent us
         self._flush_handle: asyncio.Handle | None = None
@@ -578,11 +580,18 @@ class RaftNode(QuorumView):
             self._complete_reads()
 
     def _apply_committed(self) -> None:
-        """Apply the newly committed records (up to the high watermark) to the kv state machine."""
+        """Apply the newly committed records (up to the high watermark) to the kv state
+        machine and the metadata image."""
         self.kv.apply_committed(self.log, self.hw)
+        self.metadata.apply_committed(self.log, self.hw)
 
     def _epoch_committed(self) -> bool:
         return self.hw > self._epoch_start or "early-high-watermark" in self.cfg.unsafe
+
+    def leader_epoch_committed(self) -> bool:
+        """True iff this node is the leader and the first record of its epoch is committed
+        (so every record committed by earlier leaders is below the high watermark, KIP-595)."""
+        return self.kind is StateKind.LEADER and self.hw > self._epoch_start
 
     def _complete_reads(self) -> None:
         """Read-index (Raft §6.4): answer a read of round r once a majority (ourselves

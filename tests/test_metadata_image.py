@@ -185,3 +185,26 @@ def test_metadata_record_type_encodes_and_scans():
     found, valid = rec.scan(rec.encode(r), 0)
     assert found[0][0] == r and valid == len(rec.encode(r))
     assert rec.Record.from_wire(json.loads(json.dumps(r.to_wire()))) == r
+
+
+def test_replay_applies_committed_metadata_only():
+    from kraft.metadata_replay import MetadataReplay
+
+    class FakeLog:
+        def __init__(self, recs):
+            self.recs = recs
+
+        def read(self, start, end):
+            return self.recs[start:end]
+
+    log = FakeLog([rec.Record(0, 1, rec.LEADER_CHANGE, {}), rec.Record(1, 1, rec.METADATA, register(1, 1)),
+                   rec.Record(2, 1, rec.DATA, 5), rec.Record(3, 1, rec.METADATA, fence(7, 0)),
+                   rec.Record(4, 1, rec.METADATA, fence(1, 1, False))])
+    replay, seen = MetadataReplay(), []
+    replay.listeners.append(lambda img: seen.append(img.offset))
+    assert replay.apply_committed(log, 2) == 1 and replay.applied == 2
+    assert replay.image.brokers[1].fenced and seen == [1]
+    assert replay.apply_committed(log, 2) == 0 and seen == [1]
+    assert replay.apply_committed(log, 5) == 1          # the bad record at 3 is skipped, reported
+    assert replay.errors and replay.errors[0][0] == 3 and "unknown broker 7" in replay.errors[0][1]
+    assert replay.image.offset == 4 and not replay.image.brokers[1].fenced and seen == [1, 4]
