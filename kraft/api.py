@@ -8,6 +8,11 @@ METADATA = 3
 OFFSET_FOR_LEADER_EPOCH = 23
 CONSUMER_FETCH = 1100
 REPLICA_FETCH = 1101
+#: Data plane controller RPCs (issue 17; kraft/controller.py; Kafka's keys).
+CREATE_TOPICS = 19
+ALTER_PARTITION = 56
+BROKER_REGISTRATION = 62
+BROKER_HEARTBEAT = 63
 FETCH = 1
 VOTE = 52
 BEGIN_QUORUM_EPOCH = 53
@@ -33,4 +38,6 @@ NAMES = {FETCH: "Fetch", VOTE: "Vote", BEGIN_QUORUM_EPOCH: "BeginQuorumEpoch",
          KV_WRITE: "KvWrite", KV_GET: "KvGet",
          PRODUCE: "Produce", LIST_OFFSETS: "ListOffsets", METADATA: "Metadata",
          OFFSET_FOR_LEADER_EPOCH: "OffsetForLeaderEpoch", CONSUMER_FETCH: "ConsumerFetch",
-         REPLICA_FETCH: "ReplicaFetch"}
+         REPLICA_FETCH: "ReplicaFetch",
+         CREATE_TOPICS: "CreateTopics", ALTER_PARTITION: "AlterPartition",
+         BROKER_REGISTRATION: "BrokerRegistration", BROKER_HEARTBEAT: "BrokerHeartbeat"}

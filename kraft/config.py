@@ -22,6 +22,8 @@ default, or ``broker``), ``replica.lag.time.max.ms`` (3000: a follower not caugh
 up for this long leaves the ISR), ``replica.high.watermark.checkpoint.interval.ms``
 (500), ``log.flush.interval.ms`` (1000: the page-cache-ack flush period),
 ``replica.fetch.wait.max.ms`` (500: the ReplicaFetch long poll).
+Controllers: ``broker.session.timeout.ms`` (3000: a broker with no heartbeat for this
+long is fenced by the active controller; KIP-631).
 """
 from __future__ import annotations
 
@@ -77,6 +79,8 @@ class NodeConfig:
     replica_hw_checkpoint_interval_ms: int = 500
     log_flush_interval_ms: int = 1000
     replica_fetch_wait_max_ms: int = 500
+    #: Controller data plane (kraft/controller.py): KIP-631 broker session, in ms.
+    broker_session_timeout_ms: int = 3000
 
     @property
     def voter_ids(self) -> list[int]:
@@ -194,6 +198,7 @@ def parse_config(text: str) -> NodeConfig:
         replica_hw_checkpoint_interval_ms=num("replica.high.watermark.checkpoint.interval.ms", 500),
         log_flush_interval_ms=num("log.flush.interval.ms", 1000),
         replica_fetch_wait_max_ms=num("replica.fetch.wait.max.ms", 500),
+        broker_session_timeout_ms=num("broker.session.timeout.ms", 3000),
     )
 
 
