@@ -1,0 +1,283 @@
+"""The queue workload's client for our brokers (``--db kraft --brokers B``): the broker RPCs
+of docs/data-plane.md ("Broker RPCs") over ``kraft.client.KraftClient.request``.
+
+:class:`KraftQueueClient` is a ``QueueClient`` (workloads/queue.py): it learns each
+partition's leader from Metadata (3), sends Produce (0), ConsumerFetch (1100) and
+ListOffsets (2) to that leader, and CreateTopics (19) to any broker (which forwards it to
+the active controller). A ``NOT_LEADER_OR_FOLLOWER``, an unknown partition or a lost
+connection marks the metadata stale; the next request refreshes it first. There are no
+retries inside: each call is one op of the history.
+
+Errors (Jepsen's split, as ``kraft.client``): :class:`kraft.client.DefiniteError` when
+the request certainly had no effect (``fail``): ``NOT_LEADER_OR_FOLLOWER``,
+``NOT_ENOUGH_REPLICAS`` (refused before appending), ``UNKNOWN_TOPIC_OR_PARTITION``,
+``INVALID_REQUIRED_ACKS``, no leader known (``LEADER_NOT_AVAILABLE``, nothing sent), a
+connection that could not be made. :class:`kraft.client.IndefiniteError` when it may have
+(``info``): ``NOT_ENOUGH_REPLICAS_AFTER_APPEND`` (appended, ISR shrank),
+``REQUEST_TIMED_OUT``, a timeout, a lost connection, any other code. Reads (poll,
+end_offset) change nothing, so every error code they get is definite; their timeouts stay
+indefinite as for every request.
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any, Callable, Iterable, Sequence
+
+from kraft import api, errors
+from kraft import client as kclient
+
+#: Kafka error codes this client handles by name (``kraft.errors`` has the broker's own;
+#: the controller's are Kafka's numbers)
+OFFSET_OUT_OF_RANGE = getattr(errors, "OFFSET_OUT_OF_RANGE", 1)
+UNKNOWN_TOPIC_OR_PARTITION = getattr(errors, "UNKNOWN_TOPIC_OR_PARTITION", 3)
+LEADER_NOT_AVAILABLE = getattr(errors, "LEADER_NOT_AVAILABLE", 5)
+NOT_ENOUGH_REPLICAS = getattr(errors, "NOT_ENOUGH_REPLICAS", 19)
+NOT_ENOUGH_REPLICAS_AFTER_APPEND = getattr(errors, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", 20)
+INVALID_REQUIRED_ACKS = getattr(errors, "INVALID_REQUIRED_ACKS", 21)
+TOPIC_ALREADY_EXISTS = getattr(errors, "TOPIC_ALREADY_EXISTS", 36)
+INVALID_PARTITIONS = getattr(errors, "INVALID_PARTITIONS", 37)
+INVALID_REPLICATION_FACTOR = getattr(errors, "INVALID_REPLICATION_FACTOR", 38)
+INVALID_CONFIG = getattr(errors, "INVALID_CONFIG", 40)
+NOT_CONTROLLER = getattr(errors, "NOT_CONTROLLER", 41)
+_EXTRA_NAMES = {OFFSET_OUT_OF_RANGE: "OFFSET_OUT_OF_RANGE", LEADER_NOT_AVAILABLE: "LEADER_NOT_AVAILABLE",
+                UNKNOWN_TOPIC_OR_PARTITION: "UNKNOWN_TOPIC_OR_PARTITION",
+                NOT_ENOUGH_REPLICAS: "NOT_ENOUGH_REPLICAS",
+                NOT_ENOUGH_REPLICAS_AFTER_APPEND: "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+                INVALID_REQUIRED_ACKS: "INVALID_REQUIRED_ACKS", TOPIC_ALREADY_EXISTS: "TOPIC_ALREADY_EXISTS",
+                INVALID_PARTITIONS: "INVALID_PARTITIONS", INVALID_REPLICATION_FACTOR: "INVALID_REPLICATION_FACTOR",
+                INVALID_CONFIG: "INVALID_CONFIG", NOT_CONTROLLER: "NOT_CONTROLLER"}
+
+#: Produce errors after which the record certainly is not in any log
+PRODUCE_DEFINITE = frozenset({errors.NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, UNKNOWN_TOPIC_OR_PARTITION,
+                              INVALID_REQUIRED_ACKS, errors.INVALID_REQUEST, errors.INCONSISTENT_CLUSTER_ID,
+                              errors.UNSUPPORTED_VERSION})
+#: CreateTopics errors after which the topic certainly was not created
+CREATE_DEFINITE = frozenset({INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, NOT_CONTROLLER,
+                             errors.INVALID_REQUEST, errors.INCONSISTENT_CLUSTER_ID, errors.UNSUPPORTED_VERSION})
+#: errors after which the partition's leader must be looked up again
+STALE_METADATA = frozenset({errors.NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,
+                            errors.FENCED_LEADER_EPOCH, errors.UNKNOWN_LEADER_EPOCH})
+ACKS = (0, 1, -1)
+#: CreateTopics' api key (Kafka's)
+CREATE_TOPICS = getattr(api, "CREATE_TOPICS", 19)
+
+
+def error_name(code: int) -> str:
+    """Kafka's name of error ``code`` (``kraft.errors.name``, with the codes it lacks)."""
+    name = errors.name(code)
+    return _EXTRA_NAMES.get(code, name) if name.startswith("UNKNOWN_ERROR_") else name
+
+
+def parse_endpoint(text: str) -> tuple[str, int]:
+    """``"host:port"`` -> ``(host, port)``; raises ``ValueError`` naming a malformed one."""
+    host, sep, port = str(text).rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"bad broker endpoint {text!r}: expected host:port")
+    return host, int(port)
+
+
+def check_acks(acks: Any) -> int:
+    """``acks`` as Produce's ``Acks``: 0, 1 or -1 (``"all"`` is -1). Raises ``ValueError``."""
+    if acks == "all":
+        return -1
+    if isinstance(acks, bool) or acks not in ACKS:
+        raise ValueError(f"acks must be 0, 1, -1 or 'all', got {acks!r}")
+    return int(acks)
+
+
+def raise_for(body: dict, definite: Iterable[int], what: str) -> None:
+    """Raise :class:`kraft.client.DefiniteError` (code in ``definite``) or
+    :class:`kraft.client.IndefiniteError` (any other code) for a body whose ``ErrorCode``
+    is not NONE; the exception's ``code`` is the error's name and its message says ``what``."""
+    code = body.get("ErrorCode", errors.UNKNOWN_SERVER_ERROR)
+    if code == errors.NONE:
+        return
+    cls = kclient.DefiniteError if code in definite else kclient.IndefiniteError
+    raise cls(error_name(code), f"{what}: {body.get('ErrorMessage') or error_name(code)}")
+
+
+class KraftQueueClient:
+    """A ``QueueClient`` for our brokers.
+
+    ``bootstrap``: ``"host:port"`` of some brokers (where Metadata and CreateTopics go).
+    ``cluster_id``: the cluster's. ``timeout_ms``: bounds each request (ms). ``acks``:
+    Produce's (0, 1, -1/"all"). ``client_factory(host, port, cluster_id, timeout_ms)``
+    makes the connections (default ``kraft.client.KraftClient``). ``seed`` orders the
+    brokers asked for metadata. Raises ``ValueError`` for an empty or malformed
+    ``bootstrap`` or bad ``acks``/``timeout_ms``.
+    """
+
+    def __init__(self, bootstrap: Sequence[str], cluster_id: str, *, timeout_ms: int = 3000,
+                 acks: Any = -1, client_factory: Callable[..., Any] | None = None, seed: Any = None):
+        self.bootstrap = [parse_endpoint(b) for b in bootstrap]
+        if not self.bootstrap:
+            raise ValueError("the queue client needs at least one broker endpoint (--brokers on --db kraft)")
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0:
+            raise ValueError(f"timeout_ms must be a positive int, got {timeout_ms!r}")
+        self.cluster_id, self.timeout_ms, self.acks = cluster_id, timeout_ms, check_acks(acks)
+        self.factory = client_factory or (lambda h, p, c, t: kclient.KraftClient(h, p, c, timeout_ms=t))
+        self.rng = random.Random(seed)
+        self._conns: dict[tuple[str, int], Any] = {}
+        self._locks: dict[tuple[str, int], asyncio.Lock] = {}
+        #: broker id -> (host, port), (topic, partition) -> leader id; from the last Metadata
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.leaders: dict[tuple[str, int], int] = {}
+        self.stale = True
+        #: the ``host:port`` the last request went to (for the history's ``node``)
+        self.last_endpoint: str | None = None
+
+    # -- connections ------------------------------------------------------------------
+    async def _request(self, where: tuple[str, int], api_key: int, body: dict) -> dict:
+        """One request to ``where`` (a lock keeps one in flight per connection). Raises as
+        ``KraftClient.request``; a lost connection also marks the metadata stale."""
+        conn = self._conns.get(where)
+        if conn is None:
+            conn = self._conns[where] = self.factory(where[0], where[1], self.cluster_id, self.timeout_ms)
+            self._locks[where] = asyncio.Lock()
+        self.last_endpoint = f"{where[0]}:{where[1]}"
+        try:
+            async with self._locks[where]:
+                return await conn.request(api_key, body)
+        except kclient.ClientError:
+            self.stale = True
+            raise
+
+    def _endpoints(self) -> list[tuple[str, int]]:
+        """Where to ask for metadata: every known broker and bootstrap endpoint, shuffled."""
+        seen = list(dict.fromkeys([*self.bootstrap, *self.brokers.values()]))
+        self.rng.shuffle(seen)
+        return seen
+
+    # -- metadata ---------------------------------------------------------------------
+    async def refresh(self) -> dict:
+        """Metadata (3) from the first broker that answers; updates :attr:`brokers` and
+        :attr:`leaders` and returns the body. Raises the last broker's error
+        (``kraft.client.ClientError``) when none answers."""
+        last: kclient.ClientError | None = None
+        for where in self._endpoints():
+            try:
+                body = await self._request(where, api.METADATA, {})
+            except kclient.ClientError as e:
+                last = e
+                continue
+            if body.get("ErrorCode", 0) != errors.NONE:
+                last = kclient.DefiniteError(error_name(body["ErrorCode"]), "Metadata")
+                continue
+            self._apply_metadata(body)
+            return body
+        self.stale = True
+        raise last or kclient.DefiniteError("connection", "no broker to ask for metadata")
+
+    def _apply_metadata(self, body: dict) -> None:
+        brokers, leaders = {}, {}
+        for b in body.get("Brokers") or []:
+            brokers[int(b["Id"])] = (str(b["Host"]), int(b["Port"]))
+        for t in body.get("Topics") or []:
+            for p in t.get("Partitions") or []:
+                leaders[(t["Name"], int(p["Index"]))] = int(p.get("Leader", -1))
+        self.brokers, self.leaders, self.stale = brokers, leaders, False
+
+    async def leader(self, topic: str, partition: int) -> tuple[str, int]:
+        """``(host, port)`` of the partition's leader, refreshing stale metadata first.
+        Raises :class:`kraft.client.DefiniteError` ``LEADER_NOT_AVAILABLE`` (or
+        ``UNKNOWN_TOPIC_OR_PARTITION``) when no live leader is known: nothing was sent."""
+        key = (topic, partition)
+        if self.stale or key not in self.leaders or self.leaders[key] not in self.brokers:
+            await self.refresh()
+        lid = self.leaders.get(key)
+        if lid is None:
+            self.stale = True
+            raise kclient.DefiniteError("UNKNOWN_TOPIC_OR_PARTITION", f"{topic}-{partition} is not in the metadata")
+        if lid < 0 or lid not in self.brokers:
+            self.stale = True
+            raise kclient.DefiniteError("LEADER_NOT_AVAILABLE", f"{topic}-{partition} has no leader (leader {lid})")
+        return self.brokers[lid]
+
+    async def _to_leader(self, topic: str, partition: int, api_key: int, body: dict) -> dict:
+        """Send ``body`` to the partition's leader; a reply naming stale metadata marks it so."""
+        resp = await self._request(await self.leader(topic, partition), api_key,
+                                   {"Topic": topic, "Partition": partition, **body})
+        if resp.get("ErrorCode", 0) in STALE_METADATA:
+            self.stale = True
+        return resp
+
+    # -- the QueueClient interface ------------------------------------------------------
+    async def create_topic(self, topic: str, partitions: int, replication_factor: int, configs: dict) -> None:
+        """CreateTopics (19) via any broker (tried in turn while none can be reached). A topic
+        that already exists counts as created (a retried create of ours). Returns once the
+        controller committed it, then waits (up to ``timeout_ms``) for the brokers' metadata
+        to name a leader of every partition. Raises :class:`kraft.client.DefiniteError`
+        (INVALID_REPLICATION_FACTOR, INVALID_CONFIG, NOT_CONTROLLER, ...) or
+        :class:`kraft.client.IndefiniteError` (REQUEST_TIMED_OUT, timeout)."""
+        req = {"Topics": [{"Name": topic, "NumPartitions": partitions, "ReplicationFactor": replication_factor,
+                           "Configs": dict(configs)}]}
+        last: kclient.ClientError | None = None
+        for where in self._endpoints():
+            try:
+                body = await self._request(where, CREATE_TOPICS, req)
+            except kclient.DefiniteError as e:      # nothing sent: the next broker
+                last = e
+                continue
+            results = [t for t in body.get("Topics") or [] if t.get("Name") == topic]
+            result = results[0] if results else {"ErrorCode": body.get("ErrorCode", errors.UNKNOWN_SERVER_ERROR)}
+            if result.get("ErrorCode") != TOPIC_ALREADY_EXISTS:
+                raise_for(result, CREATE_DEFINITE, f"CreateTopics {topic}")
+            await self._await_leaders(topic, partitions)
+            return
+        raise last or kclient.DefiniteError("connection", "no broker to send CreateTopics to")
+
+    async def _await_leaders(self, topic: str, partitions: int) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_ms / 1000.0
+        while True:
+            try:
+                await self.refresh()
+                if all(self.leaders.get((topic, p), -1) in self.brokers for p in range(partitions)):
+                    return
+            except kclient.ClientError:
+                pass
+            if loop.time() >= deadline:
+                self.stale = True
+                return
+            await asyncio.sleep(0.1)
+
+    async def send(self, topic: str, partition: int, value: int) -> int:
+        """Produce ``value`` to the partition's leader with this client's acks; returns its
+        offset (-1 at acks=0, where the broker does not say). Raises as the module says."""
+        body = await self._to_leader(topic, partition, api.PRODUCE, {"Acks": self.acks, "Value": value})
+        raise_for(body, PRODUCE_DEFINITE, f"Produce to {topic}-{partition}")
+        return int(body.get("BaseOffset", -1))
+
+    async def poll(self, topic: str, partition: int, offset: int, max_records: int) -> list[tuple[int, int]]:
+        """ConsumerFetch from ``offset`` on the leader: up to ``max_records`` ``(offset,
+        value)`` below its high watermark (none at or past it). Raises
+        :class:`kraft.client.DefiniteError` ``OFFSET_OUT_OF_RANGE`` for an offset past the
+        log end (or any other error code), indefinite on a timeout or a lost connection."""
+        body = await self._to_leader(topic, partition, api.CONSUMER_FETCH,
+                                     {"Offset": offset, "MaxRecords": max_records})
+        raise_for(body, (body.get("ErrorCode"),), f"ConsumerFetch {topic}-{partition} at {offset}")
+        return [(int(o), v) for o, v in body.get("Records") or []]
+
+    async def end_offset(self, topic: str, partition: int) -> int:
+        """ListOffsets on the leader: its high watermark. Raises as :meth:`poll`."""
+        body = await self._to_leader(topic, partition, api.LIST_OFFSETS, {})
+        raise_for(body, (body.get("ErrorCode"),), f"ListOffsets {topic}-{partition}")
+        return int(body["HighWatermark"])
+
+    async def close(self) -> None:
+        """Close every connection (errors ignored); idempotent."""
+        conns, self._conns, self._locks = list(self._conns.values()), {}, {}
+        for c in conns:
+            try:
+                await c.close()
+            except Exception:
+                pass
+
+
+def kraft_queue_client(bootstrap: Sequence[str], cluster_id: str, options: Any) -> KraftQueueClient:
+    """The factory the kraft target hands the queue workload: a :class:`KraftQueueClient`
+    with ``options.timeout_ms`` and ``options.acks`` (default -1) and ``options.seed``
+    when the options have them."""
+    return KraftQueueClient(bootstrap, cluster_id, timeout_ms=getattr(options, "timeout_ms", 3000),
+                            acks=getattr(options, "acks", -1), seed=getattr(options, "seed", None))
