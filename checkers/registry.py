@@ -22,6 +22,10 @@ from .lost_write import LostWrite
 from .membership import Membership, wanted as membership_wanted
 from .nonmonotonic_read import NonmonotonicRead
 from .phantom import Phantom
+from .queue_lost import QueueLost
+from .queue_offsets import QueueDuplicate, QueueInconsistentOffsets
+from .queue_order import QueueNonmonotonicPoll, QueueReordered
+from .queue_phantom import QueuePhantom
 from .stats import Stats
 
 log = logging.getLogger("kraft_chaos.checkers")
@@ -66,6 +70,13 @@ FACTORIES: dict[str, Callable[[CheckContext], Checker]] = {
                                                keep=_kv_op),
     "stats": lambda ctx: Stats(),
     "membership": lambda ctx: Membership(),
+    # the queue workload's (Jepsen's Kafka queue checker), by (partition, offset)
+    "queue-lost": lambda ctx: QueueLost(),
+    "queue-duplicate": lambda ctx: QueueDuplicate(),
+    "queue-inconsistent-offsets": lambda ctx: QueueInconsistentOffsets(),
+    "queue-reordered": lambda ctx: QueueReordered(),
+    "queue-nonmonotonic-poll": lambda ctx: QueueNonmonotonicPoll(),
+    "queue-phantom": lambda ctx: QueuePhantom(),
 }
 
 

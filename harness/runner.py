@@ -2,7 +2,7 @@
 
 Sequence (``run_test``): connect engine -> ensure node image -> DockerCluster
 (run id ``<timestamp>-<seed>``) -> the target's DB (``--db``, targets/registry.py)
-``setup()`` -> wait for a leader
+``setup()`` -> wait for a leader -> the workload's ``setup()`` (e.g. its topic)
 -> the workload's client generator and the nemesis's generator together,
 run by one interpreter (generator/), for ``time_limit`` s -> heal
 everything -> the workload's final phase (its spec's ``final``, e.g. the
@@ -237,6 +237,7 @@ class _Run:
         cfg = self.config
         self.history = HistoryWriter(store.history_path(self.run_dir))
         wl = self.workload = self._make_workload(Topology.from_db(self.db, nodes))
+        await self._setup_workload(wl)
         gen = wl.client_generator()
         workers: dict = wl.workers()
         limit = cfg.time_limit
@@ -321,6 +322,15 @@ class _Run:
     def _fault_nodes(self) -> list[str]:
         """The nodes the nemesis may touch: ``--nemesis-targets`` of the DB."""
         return self.db.fault_nodes(self.config.nemesis_targets)
+
+    async def _setup_workload(self, wl) -> None:
+        """The workload's own preparation (``ClientWorkload.setup``, e.g. creating its topic),
+        before its clients and the nemesis start; its failure is a :class:`RunSetupError`."""
+        from workloads.base import WorkloadSetupError
+        try:
+            await wl.setup()
+        except WorkloadSetupError as e:
+            raise RunSetupError(f"workload {self.config.workload}: {e}") from e
 
     def _make_workload(self, topology):
         """The configured workload (by name, workloads/registry.py) on ``topology``."""

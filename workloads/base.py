@@ -13,6 +13,11 @@ from .topology import Topology
 from .worker import ClientWorker
 
 
+class WorkloadSetupError(RuntimeError):
+    """A workload's :meth:`ClientWorkload.setup` could not prepare the cluster (e.g. its
+    topic was never created); the runner reports it as a setup failure (exit 4)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class ClientOptions:
     """Knobs every client workload has.
@@ -96,6 +101,11 @@ class ClientWorkload:
     def pool(self) -> ClientPool:
         """A fresh client pool (one client per node) for one owner."""
         return ClientPool(self.topology, self.cluster_id, self.options.timeout_ms, self.client_factory)
+
+    async def setup(self) -> None:
+        """Prepare the cluster before the clients start (the runner awaits it once, after the
+        first leader and before the first op); nothing by default. Raises
+        :class:`WorkloadSetupError` when the cluster cannot be prepared."""
 
     def generator(self) -> Generator:
         """The client ops, endless, unpaced (:meth:`client_generator` paces them)."""

@@ -17,6 +17,8 @@ from .append import AppendWorkload, final_reads
 from .base import ClientWorkload
 from .kv import KvWorkload
 from .metadata import MetadataWorkload, metadata_final_reads, voters_caught_up
+from .queue import QueueWorkload
+from .queue_drain import drain
 
 log = logging.getLogger("kraft_chaos.workloads")
 
@@ -102,6 +104,14 @@ async def metadata_final_phase(wl: MetadataWorkload, quorum: Quorum) -> None:
     await metadata_final_reads(wl, leader, body, await quorum.read_logs())
 
 
+async def queue_final_phase(wl: QueueWorkload, quorum: Quorum) -> None:
+    """The queue workload's end: a quorum leader (the brokers' partition leaders come from
+    it), then the drain of every partition from offset 0 to its high watermark
+    (workloads/queue_drain.py, which waits for each partition's leader)."""
+    await healed_leader(quorum)
+    await drain(wl)
+
+
 @dataclasses.dataclass(frozen=True)
 class WorkloadSpec:
     """A workload as the runner sees it.
@@ -139,6 +149,13 @@ WORKLOAD_SPECS: dict[str, WorkloadSpec] = {
         MetadataWorkload,
         ("lost-write", "phantom", "duplicate", *QUORUM_CHECKERS),
         final=metadata_final_phase, dbs=("kafka",)),
+    "queue": WorkloadSpec(
+        "queue", "Jepsen's Kafka queue: unique sends to K partitions, polls from committed "
+        "positions, a final drain; lost, duplicate, reordered, phantom records",
+        QueueWorkload,
+        ("queue-lost", "queue-duplicate", "queue-inconsistent-offsets", "queue-reordered",
+         "queue-nonmonotonic-poll", "queue-phantom", *QUORUM_CHECKERS),
+        final=queue_final_phase, dbs=("kraft", "kafka")),
 }
 
 

@@ -16,7 +16,9 @@ class Topology:
     timeout_ms) -> client`` (None: our ``kraft.client.KraftClient``).
     ``bootstrap`` lists the ``host:port`` endpoints of the nodes a target's
     own clients connect to (Kafka's brokers; our quorum's clients use
-    ``addresses``). Raises ``ValueError`` when a node lacks an
+    ``addresses``). ``queue_client_factory``: how the queue workload makes
+    its producer/consumer, ``(bootstrap, options) -> QueueClient``
+    (workloads/queue.py), or None when the target has none. Raises ``ValueError`` when a node lacks an
     address or an id, or two nodes share an id.
     """
 
@@ -25,6 +27,7 @@ class Topology:
     ids: Mapping[str, int]
     quorum_factory: Callable[[str, int, str, int], Any] | None = None
     bootstrap: tuple[str, ...] = ()
+    queue_client_factory: Callable[[tuple[str, ...], Any], Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -41,11 +44,13 @@ class Topology:
     def from_db(cls, db, nodes=None) -> "Topology":
         """Build from a ``targets.base.DB``: its quorum nodes (or ``nodes``), their
         ``address``/``node_id``, its ``quorum_client_factory()`` and the endpoints of
-        its client nodes."""
+        its client nodes, and its ``queue_client_factory()`` if it has one."""
         nodes = tuple(db.quorum_nodes() if nodes is None else nodes)
+        queue = getattr(db, "queue_client_factory", None)
         return cls(nodes, {n: tuple(db.address(n)) for n in nodes},
                    {n: int(db.node_id(n)) for n in nodes}, db.quorum_client_factory(),
-                   tuple(db.client_endpoint(n) for n in db.client_nodes()))
+                   tuple(db.client_endpoint(n) for n in db.client_nodes()),
+                   queue() if callable(queue) else None)
 
     def node_for_id(self, node_id: int | None) -> str | None:
         """The node name whose KRaft id is ``node_id``; None when unknown or None."""
