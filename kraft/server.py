@@ -13,6 +13,7 @@ import asyncio
 import logging
 
 from . import api, errors, wire
+from .controller import ControllerService
 from .kv_service import KvService
 from .log_service import LogService
 from .membership import MembershipService
@@ -45,6 +46,10 @@ class Server:
             api.KV_WRITE: kv.handle_write,
             api.KV_GET: kv.handle_get,
         }
+        # Data plane, controller role (kraft/controller.py): the active controller's RPCs.
+        self.controller = ControllerService(node) if node.cfg.process_roles == "controller" else None
+        if self.controller is not None:
+            self._handlers.update(self.controller.handlers())
 
     async def _describe_quorum(self, body: dict) -> dict:
         return self.node.describe_quorum()
@@ -52,12 +57,16 @@ class Server:
     async def start(self) -> None:
         """Bind and listen. Raises OSError if the address is unavailable."""
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
+        if self.controller is not None:
+            self.controller.start()
         log.info("listening on %s:%d", self.host, self.port)
 
     async def close(self) -> None:
         """Stop listening and drop every connection, also one accepted but not yet served
         (its handler starts after this and closes it unanswered)."""
         self._closed = True
+        if self.controller is not None:
+            await self.controller.close()
         if self._server is not None:
             self._server.close()
         for t in list(self._conns):
