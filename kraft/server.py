@@ -13,6 +13,7 @@ import asyncio
 import logging
 
 from . import api, errors, wire
+from .broker import BrokerService
 from .controller import ControllerService
 from .kv_service import KvService
 from .log_service import LogService
@@ -50,6 +51,10 @@ class Server:
         self.controller = ControllerService(node) if node.cfg.process_roles == "controller" else None
         if self.controller is not None:
             self._handlers.update(self.controller.handlers())
+        # Data plane, broker role (kraft/broker.py): replication and the broker RPCs.
+        self.broker = BrokerService(node) if node.cfg.process_roles == "broker" else None
+        if self.broker is not None:
+            self._handlers.update(self.broker.handlers())
 
     async def _describe_quorum(self, body: dict) -> dict:
         return self.node.describe_quorum()
@@ -59,6 +64,8 @@ class Server:
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
         if self.controller is not None:
             self.controller.start()
+        if self.broker is not None:
+            self.broker.start()
         log.info("listening on %s:%d", self.host, self.port)
 
     async def close(self) -> None:
@@ -71,6 +78,8 @@ class Server:
             self._server.close()
         for t in list(self._conns):
             t.cancel()
+        if self.broker is not None:      # after the connections: their handlers stop first
+            await self.broker.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
