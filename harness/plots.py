@@ -1,4 +1,5 @@
-"""Jepsen's performance plots of a history: ``latency-raw.png`` and ``rate.png``.
+"""Jepsen's performance plots of a history: ``latency-raw.png``, ``latency-quantiles.png``
+and ``rate.png``.
 
 Both have time (s since the test started) on x, and the nemesis's faults as
 shaded bands, one colour per fault name, so a latency spike or a drop in
@@ -23,6 +24,11 @@ TYPE_COLOURS = {"ok": "#81BFFC", "info": "#FFA400", "fail": "#FF1E90"}
 FAULT_COLOURS = {"partition": "#C5A0AF", "kill": "#E9A4A0", "pause": "#A0C5E9", "crash": "#E9D3A0"}
 #: Width of a throughput bucket (s).
 RATE_BUCKET_S = 1.0
+#: Latency quantiles of ``latency-quantiles.png``: (quantile, label, line colour).
+QUANTILES = ((0.5, "p50", "#1F77B4"), (0.95, "p95", "#2CA02C"), (0.99, "p99", "#FF7F0E"),
+             (1.0, "max", "#D62728"))
+#: ``latency-quantiles.png`` aims at about this many windows over the run (each at least 1 s).
+QUANTILE_WINDOWS = 60
 #: Size (inches) and resolution of every PNG here and in harness/trends.py.
 FIGSIZE = (10, 4.5)
 DPI = 110
@@ -185,6 +191,64 @@ def draw_rate(data: PlotData, path: Path) -> None:
     _save(fig, path)
 
 
+def quantile_window_s(end_s: float | None) -> float:
+    """The window (s) of ``latency-quantiles.png`` for a run lasting ``end_s`` s: a whole
+    number of seconds, at least 1, giving about :data:`QUANTILE_WINDOWS` windows."""
+    import math
+    return float(max(1, math.ceil((end_s or 0.0) / QUANTILE_WINDOWS)))
+
+
+def latency_quantiles(data: PlotData, window_s: float | None = None) -> dict:
+    """Latency quantiles per f and window, as Jepsen's ``latency-quantiles`` computes them:
+    every completed client op (ok, fail and info alike) falls in the window of its invoke
+    time, and each window with ops gets the :data:`QUANTILES` of their latencies.
+
+    Returns ``{f: (mids, {label: values})}``: ``mids`` the windows' midpoints (s since the
+    test started), ``values`` latencies (ms), both numpy arrays of one length.
+    ``window_s`` defaults to :func:`quantile_window_s` of the run's length.
+    """
+    import numpy as np
+    w = window_s or quantile_window_s(data.end)
+    by_f: dict[str, list[tuple[array, array]]] = {}
+    for (f, _t), (xs, ys, _order) in data.points.items():
+        by_f.setdefault(f, []).append((xs, ys))
+    out = {}
+    for f, parts in sorted(by_f.items()):
+        x = np.concatenate([np.frombuffer(p[0]) for p in parts])
+        y = np.concatenate([np.frombuffer(p[1]) for p in parts])
+        if not len(x):
+            continue
+        bucket = np.floor(x / w).astype(np.int64)
+        order = np.argsort(bucket, kind="stable")
+        bucket, y = bucket[order], y[order]
+        keys, starts = np.unique(bucket, return_index=True)
+        groups = np.split(y, starts[1:])
+        values = {label: np.array([np.quantile(g, q) for g in groups]) for q, label, _c in QUANTILES}
+        out[f] = ((keys + 0.5) * w, values)
+    return out
+
+
+def draw_latency_quantiles(data: PlotData, path: Path, window_s: float | None = None) -> None:
+    """``latency-quantiles.png``: p50, p95, p99 and max latency (ms, log scale) of each f per
+    window (:func:`latency_quantiles`), one colour per quantile and one marker per f,
+    faults shaded."""
+    fig, ax = plt.subplots(figsize=FIGSIZE)
+    _shade(ax, data)
+    w = window_s or quantile_window_s(data.end)
+    colours = {label: c for _q, label, c in QUANTILES}
+    for i, (f, (mids, values)) in enumerate(latency_quantiles(data, w).items()):
+        for label, ys in values.items():
+            ax.plot(mids, ys, lw=1, marker="osD^v<>"[i % 7], ms=3, color=colours[label],
+                    ls="-" if i == 0 else ":", label=f"{f} {label}")
+    ax.set_yscale("log")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("latency (ms)")
+    ax.set_title(f"latency-quantiles ({w:g} s windows)")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper right", fontsize=7, ncol=3)
+    _save(fig, path)
+
+
 def plot_latency(history: list[dict], path: Path) -> None:
     """``latency-raw.png`` of an op list (see :func:`draw_latency`)."""
     draw_latency(PlotData.of(history), path)
@@ -196,15 +260,17 @@ def plot_rate(history: list[dict], path: Path) -> None:
 
 
 def write_plots(history: "Iterable[dict] | PlotData", run_dir: Path) -> list[Path]:
-    """Write ``latency-raw.png`` and ``rate.png`` into ``run_dir``; returns their paths.
+    """Write ``latency-raw.png``, ``rate.png`` and ``latency-quantiles.png`` into ``run_dir``;
+    returns their paths.
 
     ``history``: the ops in index order, a list or a stream (e.g.
     ``history.iter_history(path)``), read once; or a :class:`PlotData`
     already fed (e.g. during the checkers' pass).
     """
     run_dir = Path(run_dir)
-    paths = [run_dir / "latency-raw.png", run_dir / "rate.png"]
+    paths = [run_dir / "latency-raw.png", run_dir / "rate.png", run_dir / "latency-quantiles.png"]
     data = history if isinstance(history, PlotData) else PlotData.of(history)
     draw_latency(data, paths[0])
     draw_rate(data, paths[1])
+    draw_latency_quantiles(data, paths[2])
     return paths

@@ -16,10 +16,10 @@ def test_fault_intervals_pair_start_and_stop_infos():
     assert fault_intervals([]) == []
 
 
-def test_write_plots_makes_two_pngs(tmp_path):
+def test_write_plots_makes_three_pngs(tmp_path):
     h, _ = clean_run(300)
     paths = write_plots(h.ops, tmp_path)
-    assert [p.name for p in paths] == ["latency-raw.png", "rate.png"]
+    assert [p.name for p in paths] == ["latency-raw.png", "rate.png", "latency-quantiles.png"]
     for p in paths:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
 
@@ -44,3 +44,19 @@ def test_plot_data_keeps_arrays_and_the_faults():
     assert len(xs) == len(ys) == len(order) == sum(
         1 for o in h.ops if o["f"] == "append" and o["type"] == "ok")
     assert list(order) == sorted(order) and min(ys) >= 1e-3
+
+
+def test_latency_quantiles_per_window_are_ordered():
+    """p50 <= p95 <= p99 <= max in every window, windows of whole seconds at their midpoints."""
+    from harness.plots import PlotData, latency_quantiles, quantile_window_s
+    h, _ = clean_run(300)
+    data = PlotData.of(h.ops)
+    assert quantile_window_s(30) == 1.0 and quantile_window_s(600) == 10.0
+    q = latency_quantiles(data, window_s=0.05)
+    assert "append" in q
+    mids, values = q["append"]
+    assert list(values) == ["p50", "p95", "p99", "max"]
+    assert len(mids) == len(values["max"]) > 1 and all(abs((m / 0.05) % 1 - 0.5) < 1e-6 for m in mids)
+    for a, b in (("p50", "p95"), ("p95", "p99"), ("p99", "max")):
+        assert (values[a] <= values[b]).all()
+    assert latency_quantiles(PlotData()) == {}
