@@ -83,8 +83,9 @@ class FakeBroker:
         return self.epoch
 
     async def heartbeat(self, offset: int | None = None) -> dict:
+        offset = self.epoch if offset is None else offset
         resp = await self.call(api.BROKER_HEARTBEAT, {"BrokerId": self.id, "BrokerEpoch": self.epoch,
-                                                      "CurrentMetadataOffset": self.epoch if offset is None else offset})
+                                                      "CurrentMetadataOffset": offset})
         if resp["ErrorCode"] == errors.NONE:
             self.fenced = resp["IsFenced"]
         return resp
@@ -311,4 +312,26 @@ def test_new_active_controller_keeps_live_brokers_and_serves(tmp_path):
             fakes[6].alive = False
             await eventually(lambda: image(second).brokers[6].fenced, what="fencing by the new controller")
             assert all(6 not in st.isr for st in image(second).partitions.values())
+    asyncio.run(run())
+
+
+def test_active_controller_writes_partition_changes_the_image_still_needs(tmp_path):
+    """A FenceBrokerRecord committed without its partition changes (as when a controller
+    dies between them) is followed up by the active controller's own change."""
+    async def run():
+        async with cluster(tmp_path) as (nodes, fakes):
+            leader = await active(nodes)
+            await all_unfenced(nodes, fakes)
+            assert (await create(nodes, fakes, "t"))["Topics"][0]["ErrorCode"] == errors.NONE
+            p0 = image(leader).partitions[("t", 0)]
+            victim = fakes[p0.leader]
+            victim.alive = False
+            await leader.node.append_and_commit({"type": "FenceBrokerRecord", "id": victim.id,
+                                                 "epoch": victim.epoch}, rtype=METADATA)
+            await eventually(lambda: image(leader).partitions[("t", 0)].leader != p0.leader, what="re-election")
+            st = image(leader).partitions[("t", 0)]
+            assert st.leader == p0.replicas[1] and victim.id not in st.isr and st.leader_epoch == 1
+            fences = [r for r in metadata_log(leader) if r.payload["type"] == "FenceBrokerRecord"]
+            assert len(fences) == 1                     # ours: the change came from the follow-up
+            assert all(not r.node.metadata.errors for r in nodes)
     asyncio.run(run())
