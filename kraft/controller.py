@@ -86,6 +86,7 @@ class ControllerService:
 
     @property
     def session_timeout_s(self) -> float:
+        """``broker.session.timeout.ms`` in seconds (KIP-631 broker session)."""
         return self.node.cfg.broker_session_timeout_ms / 1000.0
 
     def is_active(self) -> bool:
