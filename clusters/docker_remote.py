@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import io
-import math
 import posixpath
 import shutil
 import tarfile
@@ -15,40 +14,8 @@ import docker.errors
 
 from clusters.remote import ExecResult, Remote, RemoteError
 
-#: exit status of coreutils ``timeout`` when the command ran out of time (SIGTERM / SIGKILL)
-TIMEOUT_EXIT_CODES = (124, 137)
-#: seconds between ``timeout``'s SIGTERM and its SIGKILL
-KILL_AFTER_S = 2
-
-
-def _argv(cmd: Sequence[str] | str) -> list[str]:
-    """``cmd`` as an argv list: a string becomes ``["sh", "-c", cmd]``.
-
-    Raises ``TypeError``/``ValueError`` for anything else or an empty command.
-    """
-    if isinstance(cmd, str):
-        if not cmd.strip():
-            raise ValueError("command string is empty")
-        return ["sh", "-c", cmd]
-    if isinstance(cmd, (bytes, bytearray)):
-        raise TypeError(f"command must be str or a sequence of str, got bytes: {cmd!r}")
-    argv = list(cmd)
-    if not argv:
-        raise ValueError("command argv is empty")
-    bad = [a for a in argv if not isinstance(a, str)]
-    if bad:
-        raise TypeError(f"command argv items must be str, got {bad!r} in {argv!r}")
-    return argv
-
-
-def _with_timeout(argv: list[str], timeout_s: float | None) -> list[str]:
-    """Prefix ``argv`` with coreutils ``timeout -k 2 <s>`` when ``timeout_s`` is set (seconds > 0)."""
-    if timeout_s is None:
-        return argv
-    if timeout_s <= 0:
-        raise ValueError(f"timeout_s must be positive or None, got {timeout_s!r}")
-    secs = max(1, math.ceil(timeout_s * 1000) / 1000)
-    return ["timeout", "-k", str(KILL_AFTER_S), f"{secs:g}", *argv]
+from clusters.commands import KILL_AFTER_S, TIMEOUT_EXIT_CODES  # noqa: F401 - re-exported
+from clusters.commands import as_argv as _argv, with_timeout as _with_timeout
 
 
 def _decode(b: bytes | None) -> str:

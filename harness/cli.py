@@ -152,7 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"client workers (default {D.concurrency})")
     r.add_argument("--rate", type=_number("--rate"), default=D.rate, help=f"total ops/s (default {D.rate:g})")
     r.add_argument("--seed", type=_seed, default=None, help="random seed (default: a random one)")
-    r.add_argument("--cluster", choices=["docker"], default="docker", help="backend (default docker)")
+    from clusters.registry import CHOICES as BACKENDS
+    r.add_argument("--cluster", choices=BACKENDS, default=RunConfig.cluster,
+                   help="where the nodes run: docker (a container each), netns (Linux namespaces on "
+                        "this host, as root; --db kraft only) or auto (docker when an engine answers, "
+                        f"else netns) (default {RunConfig.cluster})")
     r.add_argument("--db", type=_db, default="kraft",
                    help="system under test: kraft (our quorum, default) or kafka (Apache Kafka)")
     r.add_argument("--kafka-version", type=_kafka_version, default=RunConfig.kafka_version,
@@ -191,7 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     from harness.check_file import add_file_options
     add_file_options(c)
 
-    sub.add_parser("teardown", help="remove every container and network labelled kraft-chaos")
+    sub.add_parser("teardown", help="remove every container and network labelled kraft-chaos, and "
+                                    "every namespace, link and iptables rule of the netns backend")
     from harness.analyze_cmd import add_parsers
     add_parsers(sub)
     from harness.bugs import add_parser as add_bugs_parser
@@ -409,24 +414,26 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_teardown(args: argparse.Namespace) -> int:
-    """``kraft-chaos teardown``: remove everything labelled by kraft-chaos, then the lazyfs
-    disks of power-loss runs that did not clean up."""
-    from clusters.engine import connect_engine
+    """``kraft-chaos teardown``: remove what every backend left (clusters.registry.
+    teardown_everything), then the lazyfs disks of power-loss runs that did not clean up.
+    Exit 4 when no backend could be swept."""
     from clusters.errors import ClusterError
-    from clusters.teardown import teardown_all
+    from clusters.registry import teardown_everything
 
     try:
-        removed = teardown_all(connect_engine())
+        removed, notes = teardown_everything()
     except ClusterError as e:
         print(f"kraft-chaos teardown: {e}", file=sys.stderr)
         return EXIT_CLUSTER
     for name in removed:
         print(f"removed {name}")
+    for note in notes:
+        print(note, file=sys.stderr)
     from .disks import sweep_disks
-    for line in sweep_disks():       # after the containers, which hold copies of the mounts
+    for line in sweep_disks():       # after the nodes, which hold copies of the mounts
         print(line)
     print(f"removed {len(removed)} object(s)")
-    return 0
+    return EXIT_CLUSTER if len(notes) == 2 else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,7 +23,7 @@ class RunConfig:
     default). ``db`` names the target (targets/registry.py); ``kafka_version``,
     ``kafka_topology`` (dedicated: ``nodes`` controllers plus brokers; combined:
     ``nodes`` combined nodes) shape the ``kafka`` target; ``kraft_version`` (0 static
-    voters, 1 KIP-853; None: the target's default, 0 on kraft, 1 on kafka) both. ``nemesis_targets``: quorum, clients or all
+    voters, 1 KIP-853; None: the target's default, 0 on kraft, 1 on kafka) both. ``cluster``: the backend (docker, netns, or auto: docker when an engine answers). ``nemesis_targets``: quorum, clients or all
     (``targets.base.DB.fault_nodes``). ``seed`` drives every random choice.
     """
 
@@ -34,7 +34,7 @@ class RunConfig:
     workload: str = DEFAULT.workload
     concurrency: int = DEFAULT.concurrency
     rate: float = DEFAULT.rate
-    cluster: str = "docker"
+    cluster: str = "auto"     # docker, netns or auto (clusters/registry.py)
     db: str = "kraft"
     kafka_version: str = "4.3.1"
     kafka_topology: str = "dedicated"
@@ -74,7 +74,7 @@ class RunConfig:
                 "--nemesis-interval", num(self.nemesis_interval),
                 "--nemesis-duration", num(self.nemesis_duration), "--nemesis-mode", self.nemesis_mode,
                 "--seed", str(self.seed)]
-        if self.cluster != "docker":
+        if self.cluster != RunConfig.cluster:
             args += ["--cluster", self.cluster]
         if self.db != RunConfig.db:
             args += ["--db", self.db]

@@ -1,7 +1,9 @@
 """Runs one test end to end: cluster, DB, workload + nemesis, final phase, collection, checking.
 
-Sequence (``run_test``): connect engine -> ensure node image -> DockerCluster
-(run id ``<timestamp>-<seed>``) -> the target's DB (``--db``, targets/registry.py)
+Sequence (``run_test``): the backend (``--cluster``, clusters/registry.py; ``auto``
+picks docker when an engine answers, else netns) -> what the nodes run there
+(harness/deploy.py: the node image, or deployed files) -> the cluster, by name through
+``clusters.registry.make_cluster`` (run id ``<timestamp>-<seed>``) -> the target's DB (``--db``, targets/registry.py)
 ``setup()`` -> wait for a leader -> the workload's ``setup()`` (e.g. its topic)
 -> the workload's client generator and the nemesis's generator together,
 run by one interpreter (generator/), for ``time_limit`` s -> heal
@@ -103,8 +105,10 @@ def run_test(config: RunConfig, run_dir: Path | None = None,
         raise ValueError(f"unknown nemesis mode {config.nemesis_mode!r}: choose from {', '.join(MODES)}")
     from nemesis.membership import check_run_config
     check_run_config(config)     # membership needs kraft.version 1
-    if config.cluster != "docker":
-        raise ValueError(f"unknown cluster backend {config.cluster!r}: choose from docker")
+    from clusters.registry import check_name
+    from .deploy import check_supported
+    if check_name(config.cluster) != "auto":     # ValueError naming the choices
+        check_supported(config.db, config.cluster)
     run_dir = Path(run_dir) if run_dir is not None else prepare_run(config)
     handler = attach_file_log(run_dir)
     try:
@@ -193,23 +197,27 @@ class _Run:
 
     async def _body(self) -> dict:
         from clusters.addressing import node_names
-        from clusters.docker_cluster import DockerCluster
-        from clusters.engine import connect_engine
+        from clusters.registry import make_cluster, resolve_backend
+        from .deploy import node_software
         from .disks import RunDisks, wants_power_loss
         from targets.registry import target_spec
 
         cfg = self.config
         target = target_spec(cfg.db)
-        client = self.engine = await self._blocking(connect_engine)
-        image = await self._blocking(target.image, client, cfg, lambda m: log.info("%s", m))
+        backend = await self._blocking(resolve_backend, cfg.cluster)
+        self.engine = backend.engine
+        log.info("backend: %s%s", backend.name, f" (--cluster auto: {backend.why})" if backend.why else "")
+        software = await self._blocking(node_software, target, backend, cfg, lambda m: log.info("%s", m))
         n = target.node_count(cfg)
         binds = None
         if wants_power_loss(cfg):
             self.disks = await self._blocking(RunDisks, node_names(n), target.disk_dir)
             binds = self.disks.binds
-        self.cluster = DockerCluster(n, self.run_id, image, subnet=cfg.subnet,
-                                     keep=cfg.keep_cluster, client=client, binds=binds)
-        log.info("setting up %d %s nodes (run id %s, image %s)", n, cfg.db, self.run_id, image)
+        self.cluster = make_cluster(backend.name, n, self.run_id, software, subnet=cfg.subnet,
+                                    keep=cfg.keep_cluster, binds=binds, engine=backend.engine,
+                                    root_dir=self.run_dir / "netns")
+        log.info("setting up %d %s nodes on %s (run id %s%s)", n, cfg.db, backend.name, self.run_id,
+                 f", image {software.image}" if software.image else "")
         await self._blocking(self.cluster.setup)
         self.db = target.make_db(self.cluster, self.cluster_id, cfg)
         await self._blocking(self.db.setup)

@@ -150,7 +150,7 @@ def test_run_maps_cluster_error_to_exit_4(tmp_path, monkeypatch, capsys):
         raise ClusterError("No Docker engine answers at unix:///nowhere: run `make engine`")
 
     monkeypatch.setattr(clusters.engine, "connect_engine", no_engine)
-    code = cli.main(["run", "--store", str(tmp_path), "--seed", "3", "--no-progress",
+    code = cli.main(["run", "--cluster", "docker", "--store", str(tmp_path), "--seed", "3", "--no-progress",
                      "--time-limit", "1"])
     captured = capsys.readouterr()
     assert code == 4

@@ -1,0 +1,144 @@
+"""The cluster backends (``--cluster``), chosen by name through one factory.
+
+- ``docker``: one container per node (:class:`clusters.docker_cluster.DockerCluster`); the
+  nodes run a node image.
+- ``netns``: one set of Linux namespaces per node on this host
+  (:class:`clusters.netns_cluster.NetnsCluster`); the nodes run the host's python3 on
+  files deployed from this checkout. Needs root; no container engine.
+- ``auto``: ``docker`` when a Docker engine answers, else ``netns``
+  (:func:`resolve_backend`).
+
+Callers say what the nodes run as a :class:`Software` (an image for Docker; files and
+environment for netns) and get a :class:`~clusters.remote.Cluster` from
+:func:`make_cluster`; they never construct a backend's class themselves.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+from typing import Any, Mapping
+
+from clusters.errors import ClusterError
+from clusters.remote import Cluster
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("docker", "netns")
+#: what ``--cluster`` accepts
+CHOICES = ("auto", *BACKENDS)
+#: seconds ``auto`` waits for a Docker engine to answer
+AUTO_PROBE_S = 3.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Software:
+    """What the nodes run, in the form each backend takes.
+
+    ``image``: the node image's tag (``docker``). ``files``: ``{node path: host path}``
+    deployed read-only on every node, ``env``: environment of every command on a node
+    (``netns``; e.g. ``{"/opt/kraft/kraft": <repo>/kraft}`` and ``PYTHONPATH=/opt/kraft``,
+    the layout of the node image).
+    """
+
+    image: str | None = None
+    files: Mapping[str, Path] = dataclasses.field(default_factory=dict)
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Resolved:
+    """A backend chosen: ``name`` (docker or netns), the Docker ``engine`` client when that
+    is docker (else None), and ``why`` (how ``auto`` chose; "" when named)."""
+
+    name: str
+    engine: Any = None
+    why: str = ""
+
+
+def check_name(name: str) -> str:
+    """``name`` if it is one of :data:`CHOICES`; else ``ValueError`` naming the choices."""
+    if name not in CHOICES:
+        raise ValueError(f"unknown cluster backend --cluster {name!r}: choose from {', '.join(CHOICES)}")
+    return name
+
+
+def resolve_backend(name: str, connect=None) -> Resolved:
+    """The backend ``name`` stands for, with a Docker engine client for ``docker``.
+
+    ``auto``: ``docker`` if an engine answers within :data:`AUTO_PROBE_S` s, else
+    ``netns`` (``why`` carries the engine's error). ``connect(timeout_s)`` defaults to
+    :func:`clusters.engine.connect_engine`. Raises ``ValueError`` for an unknown name and
+    :class:`ClusterError` when ``docker`` is named and no engine answers.
+    """
+    check_name(name)
+    if connect is None:
+        from clusters.engine import connect_engine as connect
+    if name == "netns":
+        return Resolved("netns")
+    if name == "docker":
+        return Resolved("docker", connect(timeout_s=5))
+    try:
+        return Resolved("docker", connect(timeout_s=AUTO_PROBE_S), "a Docker engine answers")
+    except ClusterError as e:
+        return Resolved("netns", None, f"no Docker engine answers ({str(e).split('Cause:')[-1].strip()})")
+
+
+def make_cluster(backend: str, n_nodes: int, run_id: str, software: Software, *, subnet: str,
+                 keep: bool = False, binds: Mapping[str, Mapping[str, str]] | None = None,
+                 engine: Any = None, root_dir: str | Path | None = None) -> Cluster:
+    """The :class:`~clusters.remote.Cluster` of ``backend`` (``docker`` or ``netns``; resolve
+    ``auto`` first) with ``n_nodes`` nodes ``n1..nN`` on ``subnet`` for run ``run_id``, not
+    yet set up.
+
+    ``software``: what the nodes run (``docker`` needs its ``image``). ``binds``: ``{node:
+    {host path: node path}}`` bound read-write. ``engine``: the Docker client (docker; None:
+    connect). ``root_dir``: where a netns cluster keeps its nodes' files (None: a temporary
+    directory). Raises ``ValueError`` for an unknown backend or bad arguments.
+    """
+    if backend == "docker":
+        if not software.image:
+            raise ValueError("the docker backend needs the node image (Software.image)")
+        from clusters.docker_cluster import DockerCluster
+        return DockerCluster(n_nodes, run_id, software.image, subnet=subnet, keep=keep, client=engine,
+                             binds={n: dict(b) for n, b in (binds or {}).items()} or None)
+    if backend == "netns":
+        from clusters.netns_cluster import NetnsCluster
+        return NetnsCluster(n_nodes, run_id, subnet=subnet, keep=keep, files=software.files, env=software.env,
+                            binds=binds, root_dir=root_dir)
+    if backend == "auto":
+        raise ValueError("resolve --cluster auto with resolve_backend before make_cluster")
+    raise ValueError(f"unknown cluster backend {backend!r}: choose from {', '.join(BACKENDS)}")
+
+
+def teardown_everything(connect=None) -> tuple[list[str], list[str]]:
+    """Remove what every backend left behind, of every run: Docker containers and networks
+    labelled ``kraft-chaos.run`` (when an engine answers) and the netns backend's
+    namespaces, processes, links and FORWARD rules (when this host has ``ip``).
+
+    Returns ``(removed, notes)``: one line per object removed, and one per backend that was
+    skipped, with the reason. Raises ``docker.errors.APIError`` when the engine refuses a
+    removal, :class:`ClusterError` when the netns sweep cannot run its tools.
+    """
+    removed: list[str] = []
+    notes: list[str] = []
+    if connect is None:
+        from clusters.engine import connect_engine as connect
+    try:
+        engine = connect(timeout_s=AUTO_PROBE_S)
+    except ClusterError as e:
+        notes.append(f"docker: skipped, {e}")
+    else:
+        from clusters.teardown import teardown_all
+        try:
+            removed += teardown_all(engine)
+        finally:
+            engine.close()
+    import os
+    import shutil
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        notes.append("netns: skipped (needs root and ip)")
+    else:
+        from clusters.netns_net import sweep
+        removed += sweep(None)
+    return removed, notes
