@@ -21,7 +21,6 @@ indefinite as for every request.
 from __future__ import annotations
 
 import asyncio
-import random
 from typing import Any, Callable, Iterable, Sequence
 
 from kraft import api, errors
@@ -53,7 +52,7 @@ PRODUCE_DEFINITE = frozenset({errors.NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS
                               INVALID_REQUIRED_ACKS, errors.INVALID_REQUEST, errors.INCONSISTENT_CLUSTER_ID,
                               errors.UNSUPPORTED_VERSION})
 #: CreateTopics errors after which the topic certainly was not created
-CREATE_DEFINITE = frozenset({INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, NOT_CONTROLLER,
+CREATE_DEFINITE = frozenset({TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, NOT_CONTROLLER,
                              errors.INVALID_REQUEST, errors.INCONSISTENT_CLUSTER_ID, errors.UNSUPPORTED_VERSION})
 #: errors after which the partition's leader must be looked up again
 STALE_METADATA = frozenset({errors.NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,
@@ -103,13 +102,15 @@ class KraftQueueClient:
     ``bootstrap``: ``"host:port"`` of some brokers (where Metadata and CreateTopics go).
     ``cluster_id``: the cluster's. ``timeout_ms``: bounds each request (ms). ``acks``:
     Produce's (0, 1, -1/"all"). ``client_factory(host, port, cluster_id, timeout_ms)``
-    makes the connections (default ``kraft.client.KraftClient``). ``seed`` orders the
-    brokers asked for metadata. Raises ``ValueError`` for an empty or malformed
+    makes the connections (default ``kraft.client.KraftClient``). Metadata and
+    CreateTopics go to the bootstrap brokers in the order given (the caller's preferred
+    first), then to the other brokers the metadata named. Building one does no I/O.
+    Raises ``ValueError`` for an empty or malformed
     ``bootstrap`` or bad ``acks``/``timeout_ms``.
     """
 
     def __init__(self, bootstrap: Sequence[str], cluster_id: str, *, timeout_ms: int = 3000,
-                 acks: Any = -1, client_factory: Callable[..., Any] | None = None, seed: Any = None):
+                 acks: Any = -1, client_factory: Callable[..., Any] | None = None):
         self.bootstrap = [parse_endpoint(b) for b in bootstrap]
         if not self.bootstrap:
             raise ValueError("the queue client needs at least one broker endpoint (--brokers on --db kraft)")
@@ -117,7 +118,6 @@ class KraftQueueClient:
             raise ValueError(f"timeout_ms must be a positive int, got {timeout_ms!r}")
         self.cluster_id, self.timeout_ms, self.acks = cluster_id, timeout_ms, check_acks(acks)
         self.factory = client_factory or (lambda h, p, c, t: kclient.KraftClient(h, p, c, timeout_ms=t))
-        self.rng = random.Random(seed)
         self._conns: dict[tuple[str, int], Any] = {}
         self._locks: dict[tuple[str, int], asyncio.Lock] = {}
         #: broker id -> (host, port), (topic, partition) -> leader id; from the last Metadata
@@ -144,10 +144,8 @@ class KraftQueueClient:
             raise
 
     def _endpoints(self) -> list[tuple[str, int]]:
-        """Where to ask for metadata: every known broker and bootstrap endpoint, shuffled."""
-        seen = list(dict.fromkeys([*self.bootstrap, *self.brokers.values()]))
-        self.rng.shuffle(seen)
-        return seen
+        """Where to ask for metadata: the bootstrap brokers in order, then the others known."""
+        return list(dict.fromkeys([*self.bootstrap, *self.brokers.values()]))
 
     # -- metadata ---------------------------------------------------------------------
     async def refresh(self) -> dict:
@@ -204,12 +202,11 @@ class KraftQueueClient:
 
     # -- the QueueClient interface ------------------------------------------------------
     async def create_topic(self, topic: str, partitions: int, replication_factor: int, configs: dict) -> None:
-        """CreateTopics (19) via any broker (tried in turn while none can be reached). A topic
-        that already exists counts as created (a retried create of ours). Returns once the
-        controller committed it, then waits (up to ``timeout_ms``) for the brokers' metadata
-        to name a leader of every partition. Raises :class:`kraft.client.DefiniteError`
-        (INVALID_REPLICATION_FACTOR, INVALID_CONFIG, NOT_CONTROLLER, ...) or
-        :class:`kraft.client.IndefiniteError` (REQUEST_TIMED_OUT, timeout)."""
+        """CreateTopics (19) via any broker (tried in turn while none can be reached); returns
+        once the controller committed the topic. Raises :class:`kraft.client.DefiniteError`
+        (TOPIC_ALREADY_EXISTS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, NOT_CONTROLLER,
+        ...) or :class:`kraft.client.IndefiniteError` (REQUEST_TIMED_OUT, timeout). The
+        partitions' leaders may reach the brokers' metadata a little later."""
         req = {"Topics": [{"Name": topic, "NumPartitions": partitions, "ReplicationFactor": replication_factor,
                            "Configs": dict(configs)}]}
         last: kclient.ClientError | None = None
@@ -219,28 +216,12 @@ class KraftQueueClient:
             except kclient.DefiniteError as e:      # nothing sent: the next broker
                 last = e
                 continue
+            self.stale = True
             results = [t for t in body.get("Topics") or [] if t.get("Name") == topic]
             result = results[0] if results else {"ErrorCode": body.get("ErrorCode", errors.UNKNOWN_SERVER_ERROR)}
-            if result.get("ErrorCode") != TOPIC_ALREADY_EXISTS:
-                raise_for(result, CREATE_DEFINITE, f"CreateTopics {topic}")
-            await self._await_leaders(topic, partitions)
+            raise_for(result, CREATE_DEFINITE, f"CreateTopics {topic}")
             return
         raise last or kclient.DefiniteError("connection", "no broker to send CreateTopics to")
-
-    async def _await_leaders(self, topic: str, partitions: int) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout_ms / 1000.0
-        while True:
-            try:
-                await self.refresh()
-                if all(self.leaders.get((topic, p), -1) in self.brokers for p in range(partitions)):
-                    return
-            except kclient.ClientError:
-                pass
-            if loop.time() >= deadline:
-                self.stale = True
-                return
-            await asyncio.sleep(0.1)
 
     async def send(self, topic: str, partition: int, value: int) -> int:
         """Produce ``value`` to the partition's leader with this client's acks; returns its
@@ -275,9 +256,12 @@ class KraftQueueClient:
                 pass
 
 
-def kraft_queue_client(bootstrap: Sequence[str], cluster_id: str, options: Any) -> KraftQueueClient:
-    """The factory the kraft target hands the queue workload: a :class:`KraftQueueClient`
-    with ``options.timeout_ms`` and ``options.acks`` (default -1) and ``options.seed``
-    when the options have them."""
-    return KraftQueueClient(bootstrap, cluster_id, timeout_ms=getattr(options, "timeout_ms", 3000),
-                            acks=getattr(options, "acks", -1), seed=getattr(options, "seed", None))
+def kraft_queue_factory(cluster_id: str, client_factory: Callable[..., Any] | None = None):
+    """The factory ``(bootstrap, options) -> KraftQueueClient`` the kraft target hands the
+    queue workload (workloads/queue.py's contract): ``cluster_id`` closed over, and the
+    options' ``timeout_ms`` and ``acks`` (defaults 3000 and -1); ``client_factory`` as
+    :class:`KraftQueueClient`'s."""
+    def factory(bootstrap: Sequence[str], options: Any) -> KraftQueueClient:
+        return KraftQueueClient(bootstrap, cluster_id, timeout_ms=getattr(options, "timeout_ms", 3000),
+                                acks=getattr(options, "acks", -1), client_factory=client_factory)
+    return factory

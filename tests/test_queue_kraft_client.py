@@ -9,7 +9,7 @@ import pytest
 
 from kraft import api, errors
 from kraft.client import DefiniteError, IndefiniteError
-from targets.kraft_queue import KraftQueueClient, check_acks, kraft_queue_client, parse_endpoint
+from targets.kraft_queue import KraftQueueClient, check_acks, kraft_queue_factory, parse_endpoint
 from tests.queue_fakes import FakeBrokers
 
 CONFIGS = {"min.insync.replicas": 2, "unclean.leader.election.enable": False}
@@ -19,7 +19,7 @@ def run(coro_fn, n: int = 3, **client_kw):
     """``await coro_fn(brokers, client)`` with fresh fake brokers and a client of them."""
     async def main():
         async with FakeBrokers(n) as brokers:
-            client = KraftQueueClient(brokers.endpoints, "c1", seed=1, **{"timeout_ms": 500, **client_kw})
+            client = KraftQueueClient(brokers.endpoints, "c1", **{"timeout_ms": 500, **client_kw})
             try:
                 return await coro_fn(brokers, client)
             finally:
@@ -29,7 +29,7 @@ def run(coro_fn, n: int = 3, **client_kw):
 
 async def _topic(brokers, client, partitions: int = 3):
     await client.create_topic("q", partitions, 3, CONFIGS)
-    return brokers.topics["q"]
+    return brokers.topics["q"]   # the fake's metadata names the leaders at once
 
 
 def test_create_send_poll_end_offset_route_to_the_leader():
@@ -121,6 +121,7 @@ def test_timeout_and_lost_connection_are_indefinite_a_down_broker_definite():
 def test_no_leader_or_unknown_partition_is_definite_and_nothing_is_sent():
     async def body(brokers, client):
         parts = await _topic(brokers, client, 1)
+        await client.send("q", 0, 0)
         parts[0].leader = -1
         with pytest.raises(DefiniteError) as e:      # the old leader refuses: metadata stale
             await client.send("q", 0, 1)
@@ -154,7 +155,9 @@ def test_create_topic_errors_and_retries():
         with pytest.raises(IndefiniteError):
             await client.create_topic("q", 1, 3, CONFIGS)
         await client.create_topic("q", 1, 3, CONFIGS)
-        await client.create_topic("q", 1, 3, CONFIGS)     # TOPIC_ALREADY_EXISTS: ours, done
+        with pytest.raises(DefiniteError) as e:
+            await client.create_topic("q", 1, 3, CONFIGS)
+        assert e.value.code == "TOPIC_ALREADY_EXISTS"
         assert len(brokers.topics["q"]) == 1
     run(body)
 
@@ -178,5 +181,5 @@ def test_bad_input_is_a_clear_value_error():
 
     class Options:
         acks, timeout_ms = 1, 700
-    c = kraft_queue_client(["127.0.0.1:1"], "c1", Options())
-    assert (c.acks, c.timeout_ms) == (1, 700)
+    c = kraft_queue_factory("c1")(("127.0.0.1:1",), Options())
+    assert (c.acks, c.timeout_ms, c.cluster_id) == (1, 700, "c1")
