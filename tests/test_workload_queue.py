@@ -430,3 +430,38 @@ def test_clients_fail_definitely_on_an_unknown_topic(tmp_path):
     c = cluster.factory(BROKERS, QueueOptions())
     with pytest.raises(kclient.DefiniteError, match="UNKNOWN_TOPIC_OR_PARTITION"):
         asyncio.run(c.send("nope", 0, 1))
+
+
+@pytest.mark.parametrize("knobs,valid", [({}, True), ({"drop_every": 4}, False)])
+def test_a_stored_queue_run_is_checked_by_the_queue_checkers(tmp_path, knobs, valid):
+    """``kraft-chaos check`` path: test.json names the workload; its spec picks the checkers."""
+    from harness import store
+    from harness.check_run import check_run_dir
+
+    run = store.create_run_dir(tmp_path / "store", "queue-none", "20250101T000000.000Z")
+    cluster = FakeQueueCluster(**knobs)
+    wl = QueueWorkload(queue_topology(cluster), "cid", HistoryWriter(run / "history.jsonl"), 3,
+                       QueueOptions(concurrency=4, rate=1000.0))
+
+    async def main():
+        await wl.setup()
+        stop = asyncio.Event()
+        task = asyncio.create_task(wl.run(stop, monitor=False))
+        await asyncio.sleep(0.2)
+        stop.set()
+        await task
+        await drain(wl, timeout_s=5.0, retry_s=0.01)
+
+    asyncio.run(main())
+    wl.history.close()
+    store.write_test_json(run, {"nodes": 3, "workload": "queue", "db": "kafka"}, 3,
+                          "kraft-chaos run --workload queue")
+    results = check_run_dir(run)
+    assert set(QUEUE_CHECKERS) <= set(results["checkers"])
+    assert results["checkers"]["queue-lost"]["valid"] is valid
+    if valid:
+        assert all(results["checkers"][n]["valid"] is True for n in QUEUE_CHECKERS)
+    else:       # the next send reuses a dropped ack's offset: two values there, out of order
+        assert results["valid"] is False and results["anomalies"]["queue-lost"] > 0
+        assert results["checkers"]["queue-inconsistent-offsets"]["valid"] is False
+        assert results["checkers"]["queue-phantom"]["valid"] is True
