@@ -65,6 +65,10 @@ SCHEDULES: dict[str, Schedule] = {
     # real power losses: the nodes' disks (lazyfs) drop what was not fsynced, torn writes and
     # lost renames included
     "power": Schedule(("power-loss", "kill"), interval=2.0, duration=1.5, time_limit=40.0),
+    # power losses aimed at the leader as often as at anyone: a leader's unflushed tail is
+    # what its followers may already hold, so losing it is what recovery bugs need
+    "power-leader": Schedule(("power-loss:leader", "power-loss", "kill:leader"), interval=2.0,
+                             duration=1.5, time_limit=40.0),
     # the same with 16 KiB log segments, which roll every second or two
     "power-small": Schedule(("power-loss", "kill"), interval=2.0, duration=1.5, time_limit=40.0,
                             segment_bytes=16384),
