@@ -1,4 +1,5 @@
-"""An in-memory queue cluster and its QueueClient (workloads/queue.py), with ways to misbehave.
+"""An in-memory queue cluster and its QueueClient (workloads/queue.py), with ways to misbehave;
+helpers that run the queue workload on it and judge the history.
 
 Every partition is a list of values; every record is committed at once (the
 high watermark is the log end). A :class:`FakeQueueCluster`'s knobs make it
@@ -17,8 +18,13 @@ from __future__ import annotations
 
 import asyncio
 
+from checkers.fold import ops_of
+from checkers.registry import check_all_folds
+from history import HistoryWriter, read_history
 from kraft import client as kclient
-
+from workloads.queue import QueueOptions, QueueWorkload
+from workloads.queue_drain import drain
+from workloads.registry import WORKLOAD_SPECS
 from workloads.topology import Topology
 
 BROKERS = ("b1:9092", "b2:9092", "b3:9092")
@@ -142,3 +148,38 @@ def queue_topology(cluster: FakeQueueCluster | None = None) -> Topology:
     nodes = ("n1", "n2", "n3")
     return Topology(nodes, {n: (f"10.0.0.{n[1:]}", 9093) for n in nodes}, {n: int(n[1:]) for n in nodes},
                     bootstrap=BROKERS, queue_client_factory=cluster.factory if cluster else None)
+
+
+#: the queue workload's own checkers (the quorum ones need monitor samples)
+QUEUE_CHECKERS = [n for n in WORKLOAD_SPECS["queue"].checkers if n.startswith("queue-")]
+
+
+def make_wl(tmp_path, cluster, **opts):
+    """A QueueWorkload on ``cluster`` writing ``tmp_path/history.jsonl``."""
+    history = HistoryWriter(tmp_path / "history.jsonl")
+    return QueueWorkload(queue_topology(cluster), "cid", history, 7, QueueOptions(**opts))
+
+
+def run_queue(tmp_path, cluster, seconds=0.4, **opts):
+    """setup, clients for ``seconds``, drain; returns (workload, history ops)."""
+    opts = {"concurrency": 6, "rate": 2000.0, **opts}
+    wl = make_wl(tmp_path, cluster, **opts)
+
+    async def main():
+        await wl.setup()
+        stop = asyncio.Event()
+        task = asyncio.create_task(wl.run(stop, monitor=False))
+        await asyncio.sleep(seconds)
+        stop.set()
+        await task
+        return await drain(wl, timeout_s=5.0, retry_s=0.01)
+
+    wl.reached = asyncio.run(main())
+    wl.history.close()
+    return wl, read_history(wl.history.path)
+
+
+def verdicts(ops):
+    """``({checker: valid}, {checker: result})`` of the queue checkers over ``ops``."""
+    res = check_all_folds(ops_of(ops), QUEUE_CHECKERS)
+    return {n: r["valid"] for n, r in res["checkers"].items()}, res["checkers"]
