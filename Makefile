@@ -11,6 +11,9 @@ STAMP  := $(VENV)/.installed
 
 # empty: `kraft-chaos run`'s defaults, the catalogue's default schedule (harness/bug_catalogue.py)
 RUN_ARGS ?=
+# where the nodes run: docker, netns (namespaces on this host, as root; no engine needed) or
+# auto (empty: kraft-chaos run's default, docker when an engine answers, else netns)
+CLUSTER ?=
 # the system under test: kraft (our quorum) or kafka (Apache Kafka: 5 controllers, 3 brokers)
 DB ?= kraft
 # `make run DB=kafka`: topic creations through the brokers for 120 s of partitions, kills and
@@ -22,8 +25,8 @@ ANALYZE_ARGS ?= store
 
 .PHONY: run test test-slow unit bench analyze engine spark maven venv fuse image clean teardown
 
-run: venv engine spark $(if $(filter kafka,$(DB)),maven)
-	$(VENV)/bin/kraft-chaos run $(if $(filter kafka,$(DB)),$(KAFKA_RUN_ARGS)) $(RUN_ARGS)
+run: venv $(if $(filter netns,$(CLUSTER)),,engine) spark $(if $(filter kafka,$(DB)),maven)
+	$(VENV)/bin/kraft-chaos run $(if $(CLUSTER),--cluster $(CLUSTER)) $(if $(filter kafka,$(DB)),$(KAFKA_RUN_ARGS)) $(RUN_ARGS)
 
 # The default suite: unit tests and short Docker runs (a few minutes).
 test: venv engine spark maven
@@ -37,13 +40,15 @@ test-slow: venv engine maven
 unit: venv
 	$(PY) -m pytest -q -m "not docker"
 
-# DB=kafka: Apache Kafka's quorum beside ours (first leader, CreateTopics vs appends, failover)
+# DB=kafka: Apache Kafka's quorum beside ours (first leader, CreateTopics vs appends, failover).
+# harness.bench_backends: cluster start-up and first leader on docker beside netns.
 bench: venv engine spark $(if $(filter kafka,$(DB)),maven)
 ifeq ($(DB),kafka)
 	$(PY) -m harness.bench_targets
 else
 	$(PY) -m harness.bench_linearizability
 	$(PY) -m harness.bench
+	$(PY) -m harness.bench_backends
 	$(PY) -m harness.bench_check_memory
 	$(PY) -m harness.bench_spark
 endif

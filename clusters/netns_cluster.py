@@ -52,7 +52,8 @@ RUN_ID_RE_TEXT = r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$"
 OVERLAY_DIRS = ("etc", "var", "opt")
 #: directories that are the node's own, empty at start
 PRIVATE_DIRS = ("run", "tmp")
-#: where a node finds ``python3`` (a link to the host interpreter): first on its PATH
+#: where a node finds ``python3`` (the host interpreter with ``-S``: no site-packages, as in the
+#: node image, and a quicker start): first on its PATH
 TOOLS_DIR = "/opt/kraft-chaos/bin"
 #: seconds a node's init may take to set up its namespaces
 INIT_TIMEOUT_S = 30.0
@@ -81,7 +82,7 @@ class NetnsCluster(Cluster):
     snapshot of each host file or directory (caches left out, Python files byte-compiled)
     mounted read-only at that path in every node, e.g. ``{"/opt/kraft/kraft": repo/kraft}``.
     ``env``: extra environment of every command (``PATH`` starts with :data:`TOOLS_DIR`,
-    which holds ``python3``, a link to ``python`` (default :func:`host_python`)).
+    whose ``python3`` runs ``python`` (default :func:`host_python`) with ``-S``).
     ``binds``: ``{node: {host path: node path}}`` bound read-write (a lazyfs mount as a data
     dir). ``root_dir``: where the nodes' files go (``<root_dir>/<node>/upper/etc/...``);
     created if missing; None: a temporary directory, removed at teardown.
@@ -202,10 +203,9 @@ class NetnsCluster(Cluster):
         self.root.mkdir(parents=True, exist_ok=True)
         software = self.root / "software"
         (software / "bin").mkdir(parents=True, exist_ok=True)
-        link = software / "bin" / "python3"
-        if link.is_symlink() or link.exists():
-            link.unlink()
-        link.symlink_to(self.python)
+        wrapper = software / "bin" / "python3"
+        wrapper.write_text(f"#!/bin/sh\nexec {shlex.quote(self.python)} -S \"$@\"\n")
+        wrapper.chmod(0o755)
         for i, (inside, src) in enumerate(sorted(self.files.items())):
             dest = software / "files" / str(i) / src.name
             if dest.exists():

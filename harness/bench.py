@@ -1,4 +1,5 @@
-"""``make bench``: commit throughput/latency and leader failover time on a real Docker cluster.
+"""``make bench``: commit throughput/latency and leader failover time on a real cluster
+(``--cluster``: docker by default, or netns).
 
 Prints, for a 5-node cluster without faults:
 
@@ -17,19 +18,17 @@ import asyncio
 import statistics
 import sys
 import time
-from pathlib import Path
+from types import SimpleNamespace
 
 from checkers.stats import quantile
-from clusters.docker_cluster import DockerCluster
-from clusters.engine import connect_engine
 from clusters.errors import ClusterError
-from clusters.image import ensure_node_image
+from clusters.registry import make_cluster, resolve_backend
 from targets.kraft_db import KraftDB
 from harness.leader import wait_for_catch_up, wait_for_leader
 from harness.runner import cluster_id_for
+from harness.deploy import node_software
 from kraft.client import ClientError, KraftClient
-
-KRAFT_DIR = Path(__file__).resolve().parent.parent / "kraft"
+from targets.registry import target_spec
 
 
 async def throughput(db: KraftDB, nodes: list[str], cid: str, clients: int, seconds: float) -> dict:
@@ -128,13 +127,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=20.0, help="throughput phase length (s)")
     ap.add_argument("--kills", type=int, default=10, help="leader kills for the failover median")
     ap.add_argument("--subnet", default="10.77.0.0/24")
+    ap.add_argument("--cluster", choices=["docker", "netns", "auto"], default="docker", help="backend (default docker)")
     args = ap.parse_args(argv)
     seed = 595
     cid = cluster_id_for(seed)
     try:
-        client = connect_engine()
-        image = ensure_node_image(client, KRAFT_DIR, log=lambda m: print(m, flush=True))
-        cluster = DockerCluster(args.nodes, f"bench-{int(time.time())}", image, subnet=args.subnet, client=client)
+        backend = resolve_backend(args.cluster)
+        options = SimpleNamespace(seed=seed, nodes=args.nodes, base_image=None)
+        software = node_software(target_spec("kraft"), backend, options, lambda m: print(m, flush=True))
+        cluster = make_cluster(backend.name, args.nodes, f"bench-{int(time.time())}", software,
+                               subnet=args.subnet, engine=backend.engine)
     except ClusterError as e:
         print(f"bench: {e}", file=sys.stderr)
         return 4

@@ -27,9 +27,10 @@ import time
 from types import SimpleNamespace
 
 from checkers.stats import quantile
-from clusters.docker_cluster import DockerCluster
 from clusters.engine import connect_engine
 from clusters.errors import ClusterError
+from clusters.registry import Resolved, make_cluster
+from harness.deploy import node_software
 from harness.leader import find_leader_async, wait_for_catch_up, wait_for_leader
 from harness.runner import cluster_id_for
 from kraft.client import ClientError, KraftClient
@@ -195,10 +196,10 @@ def bench_target(name: str, args, engine) -> dict:
     spec = target_spec(name)
     options = SimpleNamespace(seed=SEED, nodes=5, base_image=None, unsafe=[], fetch_max_records=None,
                               kafka_version=args.kafka_version, kafka_topology="dedicated", kraft_version=1)
-    image = spec.image(engine, options, lambda m: print(m, flush=True))
+    software = node_software(spec, Resolved("docker", engine), options, lambda m: print(m, flush=True))
     cid = cluster_id_for(SEED)
-    cluster = DockerCluster(spec.node_count(options), f"bench-{name}-{int(time.time())}", image,
-                            subnet=args.subnet, client=engine)
+    cluster = make_cluster("docker", spec.node_count(options), f"bench-{name}-{int(time.time())}", software,
+                           subnet=args.subnet, engine=engine)
     db = None
     try:
         cluster.setup()

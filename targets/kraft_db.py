@@ -105,7 +105,7 @@ class KraftDB(DB):
                  pre_vote: bool = True, check_quorum: bool = True,
                  unsafe: list[str] | tuple[str, ...] = (), fetch_max_records: int | None = None, *, paths: NodePaths = NodePaths(),
                  segment_bytes: int | None = None,
-                 stop_timeout_s: float = 5.0, startup_check_s: float = 0.5, kraft_version: int = 0):
+                 stop_timeout_s: float = 5.0, startup_check_s: float = 1.0, kraft_version: int = 0):
         if not isinstance(cluster_id, str) or not cluster_id or any(c.isspace() for c in cluster_id):
             raise ValueError(f"cluster_id must be a non-empty string without whitespace, got {cluster_id!r}")
         if isinstance(seed, bool) or not isinstance(seed, int):
@@ -360,7 +360,9 @@ class KraftDB(DB):
 
     def setup(self) -> None:
         """Install config, format and start every node (in parallel), then check they still run
-        after ``startup_check_s`` seconds.
+        after ``startup_check_s`` seconds (1 s by default: a node with a bad config exits once
+        its imports are done, 0.2-0.7 s after its start on a loaded 2-core host; on the netns
+        backend, with no exec latency, 0.5 s sometimes saw it still running).
 
         Raises :class:`DBError` naming the failed nodes (with their log tails).
         """

@@ -27,3 +27,65 @@ def run_labelled(engine, run_id: str) -> tuple[list, list]:
 def harness_run_id(run_dir, seed: int) -> str:
     """The run id the harness labels a run's objects with: ``<store dir name>-<seed>``."""
     return f"{run_dir.name}-{seed}"
+
+
+def netns_skip_reason() -> str | None:
+    """Why the netns backend cannot run here (not root, a missing tool), or None."""
+    import os
+    from clusters.netns_cluster import missing_tools
+    if os.geteuid() != 0:
+        return "the netns backend needs root"
+    missing = missing_tools()
+    return f"the netns backend needs {', '.join(missing)}" if missing else None
+
+
+def netns_leftovers(run_id: str) -> list[str]:
+    """What the netns backend left of run ``run_id`` on this host, one line each, read with
+    ``ip netns list``, ``ip link`` and ``iptables -S``: [] when nothing."""
+    import subprocess
+    from clusters.netns_net import TAG_PREFIX, bridge_name, netns_name, run_tag
+
+    def out(*argv: str) -> str:
+        return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+
+    prefix = netns_name(run_id, "")
+    found = [f"netns {line.split()[0]}" for line in out("ip", "netns", "list").splitlines()
+             if line.startswith(prefix)]
+    found += [f"link {line.strip()}" for line in out("ip", "-o", "link").splitlines()
+              if f"kcv{run_tag(run_id)}" in line or bridge_name(run_id) in line]
+    found += [f"iptables {line}" for line in out("iptables", "-S").splitlines()
+              if f"{TAG_PREFIX}{run_id}\"" in line or bridge_name(run_id) in line]
+    return found
+
+
+class Backend:
+    """One backend as the teardown tests see it: ``name``, a subnet of its own,
+    ``live_nodes(run_id)`` (running containers, or namespaces with processes) and
+    ``leftovers(run_id)`` (anything of the run still on the host: [] when clean)."""
+
+    def __init__(self, name: str, subnet: str, engine=None):
+        self.name, self.subnet, self.engine = name, subnet, engine
+
+    def live_nodes(self, run_id: str) -> int:
+        if self.name == "docker":
+            return len([c for c in run_labelled(self.engine, run_id)[0] if c.status == "running"])
+        from clusters.netns_net import ns_pids, run_namespaces
+        return sum(1 for ns in run_namespaces(run_id) if ns_pids(ns))
+
+    def leftovers(self, run_id: str) -> list[str]:
+        if self.name == "docker":
+            containers, networks = run_labelled(self.engine, run_id)
+            return [c.name for c in containers] + [n.name for n in networks]
+        return netns_leftovers(run_id)
+
+
+@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker),
+                        pytest.param("netns", marks=pytest.mark.netns)])
+def backend(request) -> Backend:
+    """Each backend in turn (skipped with the reason where it cannot run)."""
+    if request.param == "docker":
+        return Backend("docker", "10.75.0.0/24", request.getfixturevalue("engine"))
+    reason = netns_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    return Backend("netns", "10.88.75.0/24")

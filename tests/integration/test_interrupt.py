@@ -1,4 +1,5 @@
-"""Ctrl-C (SIGINT) and SIGTERM during a run: exit 130, history kept, nothing left behind."""
+"""Ctrl-C (SIGINT) and SIGTERM during a run: exit 130, history kept, nothing left behind;
+on each backend (``backend`` fixture: docker, netns)."""
 from __future__ import annotations
 
 import json
@@ -9,20 +10,16 @@ import time
 
 import pytest
 
-from tests.integration.conftest import harness_run_id, run_labelled
-
-pytestmark = pytest.mark.docker
-
-SUBNET = "10.75.0.0/24"
+from tests.integration.conftest import harness_run_id
 
 
 @pytest.mark.parametrize("sig,seed", [(signal.SIGINT, 9191001), (signal.SIGTERM, 9191002)])
-def test_interrupted_run_tears_down(engine, tmp_path, sig, seed):
+def test_interrupted_run_tears_down(backend, tmp_path, sig, seed):
     store = tmp_path / "store"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--nodes", "3", "--time-limit", "60",
-         "--nemesis", "partition", "--nemesis-interval", "1", "--subnet", SUBNET,
-         "--store", str(store), "--seed", str(seed)],
+        [sys.executable, "-m", "harness", "run", "--cluster", backend.name, "--nodes", "3",
+         "--time-limit", "60", "--nemesis", "partition", "--nemesis-interval", "1",
+         "--subnet", backend.subnet, "--store", str(store), "--seed", str(seed)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -31,26 +28,26 @@ def test_interrupted_run_tears_down(engine, tmp_path, sig, seed):
             hs = list(store.glob("*/*/history.jsonl"))
             if hs:
                 run_id = harness_run_id(hs[0].parent, seed)
-                if sum(1 for _ in hs[0].open()) > 50 and run_labelled(engine, run_id)[0]:
+                if sum(1 for _ in hs[0].open()) > 50 and backend.live_nodes(run_id):
                     history = hs[0]
                     break
             assert proc.poll() is None, proc.stdout.read()
             time.sleep(0.5)
         assert history is not None, "the run never got going"
-        assert len(run_labelled(engine, run_id)[0]) == 3
+        assert backend.live_nodes(run_id) == 3
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, out
-    assert run_labelled(engine, run_id) == ([], [])
+    assert backend.leftovers(run_id) == []
     # the history written so far is intact, every line parses
     lines = history.read_text().splitlines()
     assert len(lines) > 50 and all(json.loads(line)["index"] == i for i, line in enumerate(lines))
 
 
-def test_failed_run_tears_down(engine, tmp_path):
+def test_failed_run_tears_down(backend, tmp_path):
     """A run whose nodes cannot start (an unknown unsafe switch reaches their
     config) fails with a clear DBError naming the node's complaint, and
     leaves nothing behind."""
@@ -59,7 +56,7 @@ def test_failed_run_tears_down(engine, tmp_path):
 
     seed = 9191003
     with pytest.raises(DBError, match="unknown unsafe switch bogus"):
-        run_test(RunConfig(seed=seed, nodes=3, time_limit=5, subnet=SUBNET, store=str(tmp_path),
-                           unsafe=["bogus"]), progress=False)
+        run_test(RunConfig(seed=seed, nodes=3, time_limit=5, subnet=backend.subnet, store=str(tmp_path),
+                           unsafe=["bogus"], cluster=backend.name), progress=False)
     run_dir = next(tmp_path.glob("*/*"))
-    assert run_labelled(engine, harness_run_id(run_dir, seed)) == ([], [])
+    assert backend.leftovers(harness_run_id(run_dir, seed)) == []
