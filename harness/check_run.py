@@ -43,8 +43,9 @@ def check_run_dir(run_dir: Path) -> dict:
 
     Reads ``history.jsonl``, ``test.json`` (which workload ran, hence which
     checkers) and ``nodes/`` (node data is left out when ``nodes/`` holds
-    none), and also writes ``latency-raw.png`` and ``rate.png``
-    (harness/plots.py). Returns ``{"valid", "anomalies": {checker: count},
+    none), and also writes ``latency-raw.png``, ``rate.png`` and ``latency-quantiles.png``
+    (harness/plots.py) and, for a history of at most ``REPORT_MAX_BYTES``, ``timeline.html``
+    (harness/timeline_html.py). Returns ``{"valid", "anomalies": {checker: count},
     "checkers": {checker: result}, "stats": ...}``. Raises
     ``history.HistoryError`` (with the line number) for a malformed history,
     ``FileNotFoundError`` when there is none, and ValueError for an unknown
@@ -64,8 +65,11 @@ def check_run_dir(run_dir: Path) -> dict:
     nodes = load_node_data(ndir) if ndir.is_dir() else None
     ctx = CheckContext(run_dir=run_dir, config=run_config(run_dir))
     from harness.plots import PlotFold, write_plots
-    raw = check_all_folds(lambda: iter_history(path), spec.checkers, nodes or None, ctx,
-                          extra={"plots": PlotFold()})
+    from harness.timeline_html import REPORT_MAX_BYTES, TimelineFold, write_timeline
+    extra = {"plots": PlotFold()}
+    if path.stat().st_size <= REPORT_MAX_BYTES:
+        extra["timeline"] = TimelineFold()
+    raw = check_all_folds(lambda: iter_history(path), spec.checkers, nodes or None, ctx, extra=extra)
     results = {"valid": raw["valid"], "anomalies": raw["anomaly_counts"],
                "checkers": raw["checkers"], "stats": raw["stats"]}
     store.write_json(store.results_path(run_dir), results)
@@ -73,4 +77,9 @@ def check_run_dir(run_dir: Path) -> dict:
         write_plots(raw["extra"]["plots"], run_dir)
     except Exception as e:   # a plot must never cost the verdict
         log.error("could not write plots: %r", e)
+    if "timeline" in raw["extra"]:
+        try:
+            write_timeline(raw["extra"]["timeline"], run_dir, f"timeline: {run_dir.name}")
+        except Exception as e:   # nor the timeline
+            log.error("could not write timeline.html: %r", e)
     return results

@@ -1,5 +1,6 @@
 """The ``kraft-chaos`` command line: ``run``, ``check``, ``teardown``, and ``analyze``,
-``export``, ``synth`` (harness/analyze_cmd.py), ``matrix`` (harness/matrix.py).
+``export``, ``synth`` (harness/analyze_cmd.py), ``matrix`` (harness/matrix.py), ``serve``
+(harness/serve.py).
 
 Exit codes (DEVELOPERS.md): 0 valid, 1 invalid, 2 unknown; 3 bad input
 (bad arguments, malformed history), 4 the cluster or engine could not be set
@@ -205,6 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_scenario_parsers(sub)
     from harness.matrix import add_parser as add_matrix_parser
     add_matrix_parser(sub)
+    from harness.serve import add_parser as add_serve_parser
+    add_serve_parser(sub)
     return p
 
 
@@ -444,12 +447,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(str(e), file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        from harness import analyze_cmd, bugs, matrix, scenario_cmd
+        from harness import analyze_cmd, bugs, matrix, scenario_cmd, serve
         return {"run": cmd_run, "check": cmd_check, "teardown": cmd_teardown,
                 "analyze": analyze_cmd.cmd_analyze, "export": analyze_cmd.cmd_export,
                 "synth": analyze_cmd.cmd_synth, "bugs": bugs.cmd_bugs,
                 "scenario": scenario_cmd.cmd_scenario, "shrink": scenario_cmd.cmd_shrink,
-                "matrix": matrix.cmd_matrix}[args.command](args)
+                "matrix": matrix.cmd_matrix, "serve": serve.cmd_serve}[args.command](args)
     except BrokenPipeError:      # e.g. `kraft-chaos check DIR | head`
         sys.stdout = None
         return 0
