@@ -3,7 +3,7 @@
 // code and prints, as JSON, what was drawn and what the hover showed.
 // argv: timeline.js, the page's data (JSON file), then optional hover x, y (CSS px).
 const fs = require("fs");
-const TL = require(process.argv[2]);
+const TL = require(require("path").resolve(process.argv[2]));
 const data = fs.readFileSync(process.argv[3], "utf8");
 let rects = 0, texts = 0;
 function ctx() {
