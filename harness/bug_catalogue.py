@@ -121,8 +121,9 @@ CATALOGUE: tuple[Bug, ...] = (
         "answers reads while its only follower catches up over several Fetches"),
     Bug("leader-restart", ("leader-restart", "no-fsync"), "recovery", "crash", "KAFKA-10527",
         "needs lost unsynced writes to show: no-fsync provides them under plain crashes (5/5); "
-        "on its own under the power schedule, whose disks drop the leader's unflushed tail, it "
-        "was caught in 2 of 5 runs (issue 16)"),
+        "on its own, real power losses (lazyfs) drop the leader's unflushed tail: caught in 2 of "
+        "5 runs under the power schedule and 3 of 5 under power-leader, whose other 2 runs "
+        "ended unknown with no leader after healing (issue 16)"),
     Bug("forget-vote", ("forget-vote",), "elections", "elect5", None,
         "caught when a candidate, whose vote for itself was never written, is killed and comes "
         "back in its old epoch (epoch-regression)"),
