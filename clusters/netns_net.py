@@ -156,14 +156,15 @@ def kill_pids(pids: list[int], wait_s: float = 5.0) -> None:
             pass
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
-        alive = [p for p in pids if _alive(p)]
+        alive = [p for p in pids if process_alive(p)]
         if not alive:
             return
         time.sleep(0.05)
     log.warning("processes %s survived SIGKILL for %.0f s", alive, wait_s)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"

@@ -58,15 +58,24 @@ class NetnsRemote(Remote):
                 "env", "-i", *(f"{k}={v}" for k, v in self.env.items())]
 
     def _run(self, node: str, cmd: object, argv: list[str], timeout_s: float | None,
-             stdin: bytes | None = None, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
+             stdin: bytes | None = None, stdout=None) -> subprocess.CompletedProcess:
+        """Run ``argv`` on the host and wait for it to exit; its output goes to temporary
+        files (or ``stdout``), not pipes, so a background process the command leaves behind
+        with its stdout open does not hold the call."""
         host_timeout = None if timeout_s is None else timeout_s + KILL_AFTER_S + HOST_GRACE_S
-        try:
-            return subprocess.run(argv, input=stdin, stdout=stdout, stderr=subprocess.PIPE,
-                                  timeout=host_timeout, start_new_session=True)
-        except subprocess.TimeoutExpired:
-            raise RemoteError(node, cmd, f"timed out after {timeout_s} s (the node did not answer)") from None
-        except OSError as e:
-            raise RemoteError(node, cmd, f"cannot run nsenter: {e}") from e
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            try:
+                res = subprocess.run(argv, input=stdin, stdout=stdout or out, stderr=err,
+                                     timeout=host_timeout, start_new_session=True)
+            except subprocess.TimeoutExpired:
+                raise RemoteError(node, cmd, f"timed out after {timeout_s} s (the node did not answer)") from None
+            except OSError as e:
+                raise RemoteError(node, cmd, f"cannot run nsenter: {e}") from e
+            out.seek(0)
+            err.seek(0)
+            res.stdout = out.read() if stdout is None else b""
+            res.stderr = err.read()
+        return res
 
     def _check_alive(self, node: str, cmd: object, res: subprocess.CompletedProcess) -> None:
         """nsenter's own failure (exit 1 with its message) means the node is gone."""

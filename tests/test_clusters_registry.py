@@ -1,0 +1,87 @@
+"""The backend factory (clusters/registry.py) and the target x backend table (harness/deploy.py):
+names, auto's choice, clear errors; no engine or namespaces needed."""
+from __future__ import annotations
+
+import pytest
+
+from clusters.errors import ClusterError
+from clusters.registry import CHOICES, Software, check_name, make_cluster, resolve_backend
+from harness import cli
+from harness.deploy import UnsupportedBackend, check_supported, node_software
+
+
+class FakeEngine:
+    closed = False
+
+    def close(self):
+        self.closed = True
+
+
+def no_engine(timeout_s):
+    raise ClusterError("No Docker engine answers at unix:///nowhere: run `make engine`. Cause: refused")
+
+
+def test_choices_and_unknown_names():
+    assert CHOICES == ("auto", "docker", "netns")
+    assert check_name("netns") == "netns"
+    with pytest.raises(ValueError, match=r"--cluster 'ssh'.*auto, docker, netns"):
+        check_name("ssh")
+    with pytest.raises(ValueError, match="choose from docker, netns"):
+        make_cluster("lxc", 3, "r1", Software(), subnet="10.88.0.0/24")
+    with pytest.raises(ValueError, match="resolve --cluster auto"):
+        make_cluster("auto", 3, "r1", Software(), subnet="10.88.0.0/24")
+
+
+def test_auto_picks_docker_when_an_engine_answers_else_netns():
+    engine = FakeEngine()
+    r = resolve_backend("auto", connect=lambda timeout_s: engine)
+    assert (r.name, r.engine) == ("docker", engine) and "answers" in r.why
+    r = resolve_backend("auto", connect=no_engine)
+    assert (r.name, r.engine) == ("netns", None) and "no Docker engine answers (refused)" == r.why
+    assert resolve_backend("netns", connect=no_engine).name == "netns"
+    with pytest.raises(ClusterError, match="No Docker engine"):
+        resolve_backend("docker", connect=no_engine)
+
+
+def test_factory_builds_each_backend_by_name():
+    from clusters.docker_cluster import DockerCluster
+    from clusters.netns_cluster import NetnsCluster
+    d = make_cluster("docker", 2, "r1", Software(image="img"), subnet="10.88.0.0/24", engine=object())
+    assert isinstance(d, DockerCluster) and d.image == "img" and d.nodes == ["n1", "n2"]
+    n = make_cluster("netns", 2, "r1", Software(env={"A": "1"}), subnet="10.88.0.0/24")
+    assert isinstance(n, NetnsCluster) and n.ip("n2") == "10.88.0.12" and n.remote.env["A"] == "1"
+    with pytest.raises(ValueError, match="node image"):
+        make_cluster("docker", 2, "r1", Software(), subnet="10.88.0.0/24", engine=object())
+
+
+def test_targets_and_backends_meet_in_one_table():
+    check_supported("kraft", "netns")
+    check_supported("kafka", "docker")
+    with pytest.raises(UnsupportedBackend, match=r"--db kafka cannot run on --cluster netns.*JVM.*--cluster docker"):
+        check_supported("kafka", "netns")
+    with pytest.raises(UnsupportedBackend, match=r"auto chose netns: no engine"):
+        check_supported("kafka", "netns", "no engine")
+    from clusters.registry import Resolved
+    from targets.registry import target_spec
+    sw = node_software(target_spec("kraft"), Resolved("netns"), None, print)
+    assert sw.image is None and sw.env == {"PYTHONPATH": "/opt/kraft"}
+    assert sw.files["/opt/kraft/kraft"].joinpath("node.py").is_file()
+
+
+def test_cli_refuses_kafka_on_netns_with_exit_3(tmp_path, capsys):
+    code = cli.main(["run", "--db", "kafka", "--cluster", "netns", "--store", str(tmp_path), "--seed", "1",
+                     "--no-progress", "--time-limit", "1"])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "--db kafka cannot run on --cluster netns" in err and "Traceback" not in err
+
+
+def test_cli_bad_backend_is_exit_3(capsys):
+    assert cli.main(["run", "--cluster", "lxc"]) == 3
+    assert "invalid choice: 'lxc'" in capsys.readouterr().err
+
+
+def test_repeat_command_names_a_backend_other_than_auto():
+    from harness.run_config import RunConfig
+    assert "--cluster" not in RunConfig(seed=1).repeat_command()
+    assert "--cluster netns" in RunConfig(seed=1, cluster="netns").repeat_command()
