@@ -124,7 +124,7 @@ class NetnsCluster(Cluster):
         self.root = Path(root_dir) if root_dir is not None else None
         self.bridge = net.bridge_name(run_id)
         self.namespaces = {n: net.netns_name(run_id, n) for n in self.nodes}
-        self._inits: dict[str, int] = {}
+        self._inits: dict[str, tuple[int, int | None]] = {}   # node -> (host pid, start time)
         self._procs: dict[str, subprocess.Popen] = {}
         self._lock = threading.Lock()
         env_all = {"PATH": f"{TOOLS_DIR}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -138,8 +138,19 @@ class NetnsCluster(Cluster):
         except KeyError:
             raise ValueError(f"unknown node {node!r}; nodes are {self.nodes}") from None
 
+    def init_pids(self) -> dict[str, int]:
+        """``{node: host pid of its init}`` of the nodes set up (killing one with SIGKILL ends
+        every process of that node)."""
+        with self._lock:
+            return {n: pid for n, (pid, _) in self._inits.items()}
+
     def _init_pid(self, node: str) -> int:
-        return self._inits[node]
+        """The host pid of ``node``'s init; ``KeyError`` when it has none, or when that pid
+        now belongs to another process (it died and the pid was reused)."""
+        pid, started = self._inits[node]
+        if _start_time(pid) != started:
+            raise KeyError(node)
+        return pid
 
     # -- setup ---------------------------------------------------------------------
 
@@ -280,7 +291,7 @@ class NetnsCluster(Cluster):
                                f"{text or 'no output'} (script {script})")
         pid = self._child_of(proc.pid)
         with self._lock:
-            self._inits[node] = pid
+            self._inits[node] = (pid, _start_time(pid))
 
     @staticmethod
     def _child_of(pid: int, wait_s: float = 5.0) -> int:
@@ -309,7 +320,7 @@ class NetnsCluster(Cluster):
             self._inits.clear()
             self._procs.clear()
         try:
-            net.kill_pids(list(inits.values()))
+            net.kill_pids([pid for pid, _ in inits.values()])
         except Exception as e:  # noqa: BLE001 - teardown must not raise
             log.warning("teardown %s: killing the nodes failed: %s", self.run_id, e)
         try:
@@ -329,6 +340,15 @@ class NetnsCluster(Cluster):
             else:
                 for node in self.nodes:
                     shutil.rmtree(self.root / node / "work", ignore_errors=True)
+
+
+def _start_time(pid: int) -> int | None:
+    """Process ``pid``'s start time (clock ticks since boot, /proc/<pid>/stat field 22), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _ppid(pid: str) -> int | None:

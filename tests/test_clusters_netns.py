@@ -153,7 +153,7 @@ def test_teardown_leaves_nothing_even_when_the_body_raises(tmp_path):
     with pytest.raises(KeyError, match="boom"):
         with c:
             c.remote.exec("n1", "sleep 600 &")
-            inits = list(c._inits.values())
+            inits = list(c.init_pids().values())
             leftovers = netns_leftovers(c.run_id)
             assert sum(x.startswith("netns") for x in leftovers) == 2
             assert sum(x.startswith("iptables") for x in leftovers) == 1
@@ -189,7 +189,7 @@ def test_subnet_overlap_is_a_clear_error_and_dead_runs_are_reaped(tmp_path):
     dead = NetnsCluster(1, run_id(), subnet=SUBNET, root_dir=tmp_path / "c", keep=True)
     dead.setup()
     from clusters.netns_net import kill_pids
-    kill_pids(list(dead._inits.values()))
+    kill_pids(list(dead.init_pids().values()))
     with NetnsCluster(1, run_id(), subnet=SUBNET, root_dir=tmp_path / "d") as nxt:
         assert netns_leftovers(dead.run_id) == []
         assert nxt.remote.exec("n1", "hostname").stdout.strip() == "n1"
@@ -204,7 +204,7 @@ def test_kept_cluster_is_removed_by_the_sweep(tmp_path):
     c = NetnsCluster(2, run_id(), subnet=SUBNET, root_dir=tmp_path / "nodes", keep=True)
     with c:
         pass
-    inits = list(c._inits.values())
+    inits = list(c.init_pids().values())
     assert c.remote.exec("n2", "hostname").stdout.strip() == "n2"
     removed = sweep(c.run_id)
     assert any(x.startswith("netns") for x in removed) and any(x.startswith("iptables") for x in removed)
@@ -212,3 +212,14 @@ def test_kept_cluster_is_removed_by_the_sweep(tmp_path):
     assert not any(process_alive(p) for p in inits)
     assert sweep(c.run_id) == []
     c.teardown()
+
+
+@needs_netns
+def test_a_node_whose_init_died_is_reported_not_entered(tmp_path):
+    from clusters.netns_net import kill_pids
+    with NetnsCluster(2, run_id(), subnet=SUBNET, root_dir=tmp_path / "nodes") as c:
+        kill_pids([c.init_pids()["n1"]])
+        with pytest.raises(RemoteError, match="n1: the node is not running"):
+            c.remote.exec("n1", "true")
+        assert c.remote.exec("n2", "hostname").stdout.strip() == "n2"
+    assert netns_leftovers(c.run_id) == []
