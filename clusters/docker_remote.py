@@ -14,7 +14,7 @@ import docker.errors
 
 from clusters.remote import ExecResult, Remote, RemoteError
 
-from clusters.commands import KILL_AFTER_S, TIMEOUT_EXIT_CODES  # noqa: F401 - re-exported
+from clusters.commands import TIMEOUT_EXIT_CODES
 from clusters.commands import as_argv as _argv, with_timeout as _with_timeout
 
 
