@@ -120,7 +120,7 @@ def test_run_accepts_workload_kv(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(clusters.engine, "connect_engine", no_engine)
     assert cli.build_parser().parse_args(["run", "--workload", "kv"]).workload == "kv"
-    code = cli.main(["run", "--workload", "kv", "--store", str(tmp_path), "--seed", "3",
+    code = cli.main(["run", "--workload", "kv", "--cluster", "docker", "--store", str(tmp_path), "--seed", "3",
                      "--no-progress", "--time-limit", "1", "--subnet", "10.81.0.0/24"])
     captured = capsys.readouterr()
     assert code == 4 and "no engine here" in captured.err
