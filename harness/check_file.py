@@ -27,7 +27,8 @@ def add_file_options(c: argparse.ArgumentParser) -> None:
                    help="give up after this many seconds: verdict unknown (default: none)")
     c.add_argument("--memory-gib", type=float, default=None,
                    help="memory the search may hold, GiB (default: half the machine's); above it the verdict is unknown")
-    c.add_argument("--out", default=None, help="where to write results.json and linearizability.html")
+    c.add_argument("--out", default=None, help="where to write results.json and linearizability.html (for a "
+                                                "run directory: and its plots; the run is then only read)")
 
 
 def wants_file_check(args: argparse.Namespace) -> bool:

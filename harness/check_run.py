@@ -38,18 +38,19 @@ def run_workload_name(run_dir: Path) -> str:
     return run_workload(run_dir).name
 
 
-def check_run_dir(run_dir: Path) -> dict:
+def check_run_dir(run_dir: Path, out_dir: Path | None = None) -> dict:
     """Run the checkers on a stored run and (re)write its ``results.json``.
 
     Reads ``history.jsonl``, ``test.json`` (which workload ran, hence which
     checkers) and ``nodes/`` (node data is left out when ``nodes/`` holds
     none), and also writes ``latency-raw.png``, ``rate.png`` and ``latency-quantiles.png``
     (harness/plots.py) and, for a history of at most ``REPORT_MAX_BYTES``, ``timeline.html``
-    (harness/timeline_html.py). Returns ``{"valid", "anomalies": {checker: count},
+    (harness/timeline_html.py). With ``out_dir`` (created if need be) those files
+    go there and the run directory is only read. Returns ``{"valid", "anomalies": {checker: count},
     "checkers": {checker: result}, "stats": ...}``. Raises
     ``history.HistoryError`` (with the line number) for a malformed history,
-    ``FileNotFoundError`` when there is none, and ValueError for an unknown
-    workload in test.json.
+    ``FileNotFoundError`` when there is none, ValueError for an unknown
+    workload in test.json, OSError when ``out_dir`` cannot be written.
     """
     from checkers.fold import CheckContext
     from checkers.node_data import load_node_data
@@ -63,7 +64,9 @@ def check_run_dir(run_dir: Path) -> dict:
         raise FileNotFoundError(f"{path}: no history")
     ndir = store.nodes_dir(run_dir)
     nodes = load_node_data(ndir) if ndir.is_dir() else None
-    ctx = CheckContext(run_dir=run_dir, config=run_config(run_dir))
+    dest = run_dir if out_dir is None else Path(out_dir)     # where reports go (linearizability.html too)
+    dest.mkdir(parents=True, exist_ok=True)
+    ctx = CheckContext(run_dir=dest, config=run_config(run_dir))
     from harness.plots import PlotFold, write_plots
     from harness.timeline_html import REPORT_MAX_BYTES, TimelineFold, write_timeline
     extra = {"plots": PlotFold()}
@@ -72,14 +75,14 @@ def check_run_dir(run_dir: Path) -> dict:
     raw = check_all_folds(lambda: iter_history(path), spec.checkers, nodes or None, ctx, extra=extra)
     results = {"valid": raw["valid"], "anomalies": raw["anomaly_counts"],
                "checkers": raw["checkers"], "stats": raw["stats"]}
-    store.write_json(store.results_path(run_dir), results)
+    store.write_json(store.results_path(dest), results)
     try:
-        write_plots(raw["extra"]["plots"], run_dir)
+        write_plots(raw["extra"]["plots"], dest)
     except Exception as e:   # a plot must never cost the verdict
         log.error("could not write plots: %r", e)
     if "timeline" in raw["extra"]:
         try:
-            write_timeline(raw["extra"]["timeline"], run_dir, f"timeline: {run_dir.name}")
+            write_timeline(raw["extra"]["timeline"], dest, f"timeline: {run_dir.name}")
         except Exception as e:   # nor the timeline
             log.error("could not write timeline.html: %r", e)
     return results

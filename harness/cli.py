@@ -390,6 +390,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     """
     from harness import store
     from harness.check_file import cmd_check_file, wants_file_check
+    from pathlib import Path
+
     from harness.check_run import check_run_dir
     from history import HistoryError
 
@@ -398,17 +400,19 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     try:
         run_dir = store.resolve_run_dir(args.store_dir)
-        results = check_run_dir(run_dir)
+        results = check_run_dir(run_dir, out_dir=args.out)
     except store.StoreError as e:
         print(f"kraft-chaos check: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except HistoryError as e:
         print(f"kraft-chaos check: malformed history: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, OSError) as e:       # OSError: FileNotFoundError, an --out that cannot be written
         print(f"kraft-chaos check: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     print(format_results(results))
+    if args.out:
+        print(f"results: {store.results_path(Path(args.out))}")
     print(f"store: {run_dir}")
     test = store.read_test_json(run_dir)
     if test and test.get("command"):
