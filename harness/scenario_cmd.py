@@ -25,17 +25,18 @@ def scenario_config(doc: dict, path: Path, overrides: dict | None = None):
 
 def scenario_path(name: str) -> Path:
     """A scenario FILE, or the name of a built-in one (``kraft-chaos scenario list``)."""
-    from .timeline import builtin_scenarios
+    from .scenario_family import builtin_scenarios
     path = Path(name)
     return path if path.exists() else builtin_scenarios().get(name, path)
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:
-    """``kraft-chaos scenario run FILE|NAME``, ``scenario list`` and ``scenario
-    disk-loss-timeline`` (:mod:`harness.timeline`)."""
+    """``kraft-chaos scenario run FILE|NAME``, ``scenario list`` and the families, ``scenario
+    disk-loss-timeline`` and ``scenario isr-shrink-loss`` (:mod:`harness.scenario_family`)."""
+    from .scenario_family import FAMILIES
     if args.scenario_command == "list":
         return cmd_list()
-    if args.scenario_command == "disk-loss-timeline":
+    if args.scenario_command in FAMILIES:
         return cmd_timeline(args)
     from .cli import run_and_report
     from .scenario import ScenarioError, load
@@ -56,7 +57,7 @@ def cmd_scenario(args: argparse.Namespace) -> int:
 
 def cmd_list() -> int:
     """Print the built-in scenarios: name, first comment line, file."""
-    from .timeline import builtin_scenarios
+    from .scenario_family import builtin_scenarios
     for name, path in builtin_scenarios().items():
         first = next((ln.lstrip("# ").strip() for ln in path.read_text(encoding="utf-8").splitlines()
                       if ln.startswith("#")), "")
@@ -66,33 +67,36 @@ def cmd_list() -> int:
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:
-    """``kraft-chaos scenario disk-loss-timeline``: the variants of the target, ``--runs``
-    times each; prints the table, writes ``scenario.json`` into the store root. Exit 0 when
-    every variant matched KIP-996's table, 1 when one differed, 3 for bad input, 130 on Ctrl-C."""
+    """``kraft-chaos scenario FAMILY`` (disk-loss-timeline, isr-shrink-loss): the family's
+    variants for the target, ``--runs`` times each; prints the table, writes
+    ``scenario.json`` under ``STORE/scenarios/``. Exit 0 when every variant matched the
+    family's table, 1 when one differed, 3 for bad input, 130 on Ctrl-C."""
     from .runner import Interrupted
     from .scenario import ScenarioError
-    from .timeline import TARGET_VARIANTS, differs, format_table, run_timeline, write_doc
-    letters = args.variants or TARGET_VARIANTS[args.db]
+    from .scenario_family import differs, family, format_table, run_timeline, write_doc
+    name = args.scenario_command
+    fam = family(name)
+    letters = args.variants or fam.target_variants[args.db]
     root = args.store or "store"
-    print(f"disk-loss-timeline: --db {args.db}, variants {', '.join(letters)}, {args.runs} run(s) each, "
+    print(f"{name}: --db {args.db}, variants {', '.join(letters)}, {args.runs} run(s) each, "
           f"seeds {args.seed}..{args.seed + args.runs - 1}", flush=True)
     try:
         doc = run_timeline(args.db, letters, args.runs, args.seed, root, args.subnet,
-                           echo=lambda m: print(m, flush=True))
+                           echo=lambda m: print(m, flush=True), family_name=name)
     except (ScenarioError, ValueError) as e:
         print(f"kraft-chaos scenario: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except Interrupted:
         print("interrupted", file=sys.stderr)
         return 130
-    out = Path(root) / "scenarios" / f"disk-loss-timeline-{args.db}-{store.timestamp()}"
+    out = Path(root) / "scenarios" / f"{name}-{args.db}-{store.timestamp()}"
     path = write_doc(doc, out)
     print(format_table(doc))
     for row in doc["variants"]:
         if differs(row):
             shown = ", ".join(f"seed {r['seed']}: {r['verdict']}, {r['lost_writes']} lost, "
                               f"anomalies {r.get('anomalies') or r.get('error')}" for r in row["runs"])
-            print(f"variant {row['letter']} differs from KIP-996's table (expected {row['expected']}): {shown}")
+            print(f"variant {row['letter']} differs from {fam.source} (expected {row['expected']}): {shown}")
     print(f"scenario.json: {path}")
     return 1 if any(differs(r) for r in doc["variants"]) else 0
 
@@ -166,10 +170,12 @@ def cmd_shrink(args: argparse.Namespace) -> int:
 
 
 def _letters(text: str) -> str:
-    """``--variants``: letters a..e, each once, in the order given."""
+    """``--variants``: variant letters, each once, in the order given (which ones the family
+    and target run is checked when the runs start)."""
     letters = "".join(c for c in text if c not in ", ")
-    if not letters or any(c not in "abcde" for c in letters) or len(set(letters)) != len(letters):
-        raise argparse.ArgumentTypeError(f"--variants takes letters from abcde, each once, got {text!r}")
+    if not letters or any(not ("a" <= c <= "z") for c in letters) or len(set(letters)) != len(letters):
+        raise argparse.ArgumentTypeError(f"--variants takes variant letters (a, b, ...), each once, "
+                                         f"got {text!r}")
     return letters
 
 
@@ -185,15 +191,19 @@ def add_parsers(sub) -> None:
     r.add_argument("--keep-cluster", action="store_true")
     r.add_argument("--no-progress", action="store_true")
     ssub.add_parser("list", help="the built-in scenarios")
-    t = ssub.add_parser("disk-loss-timeline", help="KIP-996's disk-loss table (T0..T6), each variant "
-                                                   "--runs times; writes scenario.json")
-    t.add_argument("--db", choices=("kraft", "kafka"), default="kraft")
-    t.add_argument("--runs", type=_positive_int("--runs"), default=5)
-    t.add_argument("--variants", type=_letters, default=None,
-                   help="which variants, e.g. cd (default: abcde on kraft, cde on kafka)")
-    t.add_argument("--seed", type=_seed, default=1, help="first seed (default 1)")
-    t.add_argument("--store", default=None, help="store root (default ./store)")
-    t.add_argument("--subnet", type=_subnet, default=None)
+    helps = {"disk-loss-timeline": ("KIP-996's disk-loss table (T0..T6), each variant --runs times; "
+                                    "writes scenario.json", "e.g. cd (default: abcde on kraft, cde on kafka)"),
+             "isr-shrink-loss": ("Jepsen's 2013 Kafka loss: the ISR shrinks to the leader, which is "
+                                 "then cut off and replaced uncleanly (queue workload); writes "
+                                 "scenario.json", "a (min.insync.replicas=1) or b (=2); default ab")}
+    for name, (text, variants_help) in helps.items():
+        t = ssub.add_parser(name, help=text)
+        t.add_argument("--db", choices=("kraft", "kafka"), default="kraft")
+        t.add_argument("--runs", type=_positive_int("--runs"), default=5)
+        t.add_argument("--variants", type=_letters, default=None, help=f"which variants, {variants_help}")
+        t.add_argument("--seed", type=_seed, default=1, help="first seed (default 1)")
+        t.add_argument("--store", default=None, help="store root (default ./store)")
+        t.add_argument("--subnet", type=_subnet, default=None)
     k = sub.add_parser("shrink", help="shrink a failing run's fault schedule to a smallest scenario "
                                       "that still fails")
     k.add_argument("store_dir", metavar="STORE", help="a failing run's folder (or a store root: its latest)")

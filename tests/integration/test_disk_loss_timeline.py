@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from harness import timeline
+from harness import scenario_family as timeline
 
 pytestmark = [pytest.mark.docker]
 

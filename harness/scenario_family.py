@@ -1,10 +1,11 @@
-"""``kraft-chaos scenario disk-loss-timeline``: KIP-996's disk-loss table, driven step by step.
+"""Scenario families: a table of variants, each a built-in scenario file, run ``--runs`` times
+and judged by how many acknowledged writes the checkers found lost.
 
+``kraft-chaos scenario disk-loss-timeline``: KIP-996's disk-loss table, driven step by step.
 The table is in KIP-996's "Rejected alternatives" (seed 002): on three voters, S1 leads, S3
 is caught up and S2 lags (T0); S3's disk fails and it comes back empty, campaigning
 before it catches up (T1-T2); S2's election timeout fires and S3's vote may elect it,
-losing what S1 and S3 had committed (T4-T6). Each variant is a built-in scenario file
-(``harness/scenarios/disk-loss-timeline-<letter>.toml``, see :mod:`harness.scenario`):
+losing what S1 and S3 had committed (T4-T6):
 
 ====  =====================================================  ========
 a     no Pre-Vote (``--unsafe no-pre-vote``)                 loss
@@ -15,10 +16,24 @@ d     Pre-Vote, S1 also crashes at T2, kraft.version 0       loss
 e     as d, kraft.version 1 (directory ids, KIP-853)         no loss
 ====  =====================================================  ========
 
-Every variant runs ``runs`` times (seeds ``seed .. seed+runs-1``); a run's lost writes are
-its lost-write checker's anomalies, judged from the history alone. On ``--db kafka`` the
-nodes are 3 combined Kafka nodes under the ``metadata`` workload, and only c, d and e run
-(the ``--unsafe`` switches are ours; Kafka 4.x always has Pre-Vote).
+On ``--db kafka`` its nodes are 3 combined Kafka nodes under the ``metadata`` workload, and
+only c, d and e run (the ``--unsafe`` switches are ours; Kafka 4.x always has Pre-Vote).
+
+``kraft-chaos scenario isr-shrink-loss``: Jepsen's 2013 Kafka loss (seed 003, Kafka 0.8's
+replication design) under the ``queue`` workload: a partition leader's followers are cut
+off until the ISR has shrunk to the leader alone, then the leader is cut off from the rest
+of the cluster while clients still reach it; another replica is elected uncleanly:
+
+====  =====================================================  ========
+a     acks=all, min.insync.replicas=1, unclean election on    loss
+b     the same schedule, min.insync.replicas=2                no loss
+====  =====================================================  ========
+
+Each variant is a file ``harness/scenarios/<family>-<letter>.toml`` (see
+:mod:`harness.scenario`) whose leading comment holds ``kraft-chaos scenario <family>,
+variant <letter>: <title>`` and ``Expected: loss|no loss``. Every variant runs ``runs``
+times (seeds ``seed .. seed+runs-1``); a run's lost writes are its loss checkers' anomaly
+counts, judged from the history alone.
 """
 from __future__ import annotations
 
@@ -32,10 +47,39 @@ from .scenario import load
 
 NAME = "disk-loss-timeline"
 SCENARIOS_DIR = Path(__file__).parent / "scenarios"
-#: the variants each target runs
-TARGET_VARIANTS = {"kraft": "abcde", "kafka": "cde"}
 #: [run] settings that only our quorum has, dropped on Kafka
-KRAFT_ONLY = ("unsafe", "fetch_max_records")
+KRAFT_ONLY = ("unsafe", "fetch_max_records", "brokers")
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """A scenario family: ``name`` (the command and the files' prefix), ``target_variants``
+    (``{db: letters}``: which variants each target runs), ``on_kafka`` (the [run] settings a
+    Kafka run takes over the file's), ``loss_checkers`` (whose anomaly counts are lost
+    acknowledged writes) and ``source`` (whose table the variants are)."""
+
+    name: str
+    target_variants: dict[str, str]
+    on_kafka: dict[str, object]
+    loss_checkers: tuple[str, ...]
+    source: str
+
+
+FAMILIES: dict[str, Family] = {
+    NAME: Family(NAME, {"kraft": "abcde", "kafka": "cde"},
+                 {"db": "kafka", "workload": "metadata", "kafka_topology": "combined"},
+                 ("lost-write",), "KIP-996's table"),
+    "isr-shrink-loss": Family("isr-shrink-loss", {"kraft": "ab", "kafka": "ab"},
+                              {"db": "kafka", "kafka_topology": "dedicated"},
+                              ("queue-lost",), "Kafka 0.8's replication design (Jepsen, 2013)"),
+}
+
+def family(name: str) -> Family:
+    """The family ``name``; ValueError naming the choices for an unknown one."""
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise ValueError(f"unknown scenario family {name!r}: choose from {', '.join(FAMILIES)}") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,18 +120,19 @@ def _header(path: Path, key: str) -> str:
     return ""
 
 
-def variants() -> list[Variant]:
-    """Every variant of the timeline, a to e."""
+def variants(family_name: str = NAME) -> list[Variant]:
+    """Every variant of the family ``family_name`` (by default the disk-loss timeline, a to e)."""
     out = []
     for name, path in builtin_scenarios().items():
-        if name.startswith(NAME + "-"):
-            letter = name[len(NAME) + 1:]
-            first = _header(path, f"kraft-chaos scenario {NAME}, variant {letter}:")
+        letter = name[len(family_name) + 1:]
+        if name.startswith(family_name + "-") and len(letter) == 1:
+            first = _header(path, f"kraft-chaos scenario {family_name}, variant {letter}:")
             out.append(Variant(letter, first, _header(path, "Expected:"), path))
     return out
 
 
-def variant_config(variant: Variant, db: str, seed: int, store_root: str, subnet: str | None = None):
+def variant_config(variant: Variant, db: str, seed: int, store_root: str, subnet: str | None = None,
+                   family_name: str = NAME):
     """The RunConfig of one run of ``variant`` on target ``db``. Raises ``ScenarioError``
     for a malformed scenario file."""
     from .scenario_cmd import scenario_config
@@ -96,21 +141,22 @@ def variant_config(variant: Variant, db: str, seed: int, store_root: str, subnet
     if db == "kafka":
         for key in KRAFT_ONLY:
             run.pop(key, None)
-        run.update(db="kafka", workload="metadata", kafka_topology="combined")
+        run.update(family(family_name).on_kafka)
     run.update(seed=seed, store=store_root, **({"subnet": subnet} if subnet else {}))
     return scenario_config({"run": run, "steps": doc["steps"]}, variant.path)
 
 
-def lost_writes(results: dict) -> int:
-    """Acknowledged writes the lost-write checker found missing (0 when it found none)."""
-    n = (results.get("anomalies") or {}).get("lost-write", 0)
-    return n if isinstance(n, int) else 0
+def lost_writes(results: dict, checkers: tuple[str, ...] = ("lost-write",)) -> int:
+    """Acknowledged writes the ``checkers`` found missing (0 when they found none)."""
+    counts = results.get("anomalies") or {}
+    return sum(n for n in (counts.get(c, 0) for c in checkers) if isinstance(n, int))
 
 
 def run_timeline(db: str, letters: str, runs: int, seed: int, store_root: str,
                  subnet: str | None = None, echo: Callable[[str], None] = print,
-                 run: Callable | None = None) -> dict:
-    """Run the variants ``letters`` of the timeline ``runs`` times each on target ``db``.
+                 run: Callable | None = None, family_name: str = NAME) -> dict:
+    """Run the variants ``letters`` of family ``family_name`` (default the disk-loss timeline)
+    ``runs`` times each on target ``db``.
 
     Returns the ``scenario.json`` document: ``{"scenario", "db", "runs", "variants": [{"letter",
     "title", "expected", "target", "lost_total", "runs_with_loss", "runs": [{"seed", "store",
@@ -119,17 +165,19 @@ def run_timeline(db: str, letters: str, runs: int, seed: int, store_root: str,
     target does not run, ``harness.runner.Interrupted`` on Ctrl-C.
     """
     from .runner import Interrupted, run_test
-    table = {v.letter: v for v in variants()}
-    bad = [x for x in letters if x not in TARGET_VARIANTS.get(db, "") or x not in table]
+    fam = family(family_name)
+    table = {v.letter: v for v in variants(family_name)}
+    allowed = fam.target_variants.get(db, "")
+    bad = [x for x in letters if x not in allowed or x not in table]
     if bad:
-        raise ValueError(f"variant(s) {', '.join(bad)} do not run on --db {db}: "
-                         f"choose from {', '.join(TARGET_VARIANTS.get(db, ''))}")
-    doc = {"scenario": NAME, "db": db, "runs": runs, "variants": []}
+        raise ValueError(f"variant(s) {', '.join(bad)} of {family_name} do not run on --db {db}: "
+                         f"choose from {', '.join(allowed)}")
+    doc = {"scenario": family_name, "db": db, "runs": runs, "variants": []}
     for letter in letters:
         v = table[letter]
         row = {"letter": letter, "title": v.title, "expected": v.expected, "target": db, "runs": []}
         for i in range(runs):
-            cfg = variant_config(v, db, seed + i, store_root, subnet)
+            cfg = variant_config(v, db, seed + i, store_root, subnet, family_name)
             t0 = time.monotonic()
             try:
                 results, run_dir = (run or run_test)(cfg, progress=False)
@@ -142,9 +190,10 @@ def run_timeline(db: str, letters: str, runs: int, seed: int, store_root: str,
                 continue
             verdict = {True: "valid", False: "invalid"}.get(results.get("valid"), "unknown")
             kinds = {k: n for k, n in (results.get("anomalies") or {}).items() if n}
+            lost = lost_writes(results, fam.loss_checkers)
             row["runs"].append({"seed": seed + i, "store": str(run_dir), "verdict": verdict,
-                                "lost_writes": lost_writes(results), "anomalies": kinds})
-            echo(f"  {letter} run {i + 1}/{runs}: {verdict}, {lost_writes(results)} lost write(s), "
+                                "lost_writes": lost, "anomalies": kinds})
+            echo(f"  {letter} run {i + 1}/{runs}: {verdict}, {lost} lost write(s), "
                  f"{time.monotonic() - t0:.0f} s, {run_dir}")
         done = [r for r in row["runs"] if r["lost_writes"] is not None]
         row["lost_total"] = sum(r["lost_writes"] for r in done)
@@ -155,7 +204,7 @@ def run_timeline(db: str, letters: str, runs: int, seed: int, store_root: str,
 
 def format_table(doc: dict) -> str:
     """The table the command prints: one row per variant, its expected and observed loss."""
-    lines = [f"{NAME} on --db {doc['db']}, {doc['runs']} run(s) per variant",
+    lines = [f"{doc['scenario']} on --db {doc['db']}, {doc['runs']} run(s) per variant",
              f"{'':2}{'variant':<58}{'expected':<10}{'lost writes':>12}{'runs with loss':>16}  errors"]
     for row in doc["variants"]:
         errors = sum(1 for r in row["runs"] if r.get("error"))

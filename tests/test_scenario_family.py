@@ -1,11 +1,11 @@
-"""``kraft-chaos scenario disk-loss-timeline`` (harness/timeline.py): its variants, the runs
+"""``kraft-chaos scenario disk-loss-timeline`` (harness/scenario_family.py): its variants, the runs
 it makes of them, and its table, with the runs stood in for (the real runs are in
 tests/integration/test_disk_loss_timeline.py)."""
 from __future__ import annotations
 
 import pytest
 
-from harness import timeline
+from harness import scenario_family as timeline
 from harness.scenario import load
 
 
@@ -55,5 +55,14 @@ def test_run_timeline_counts_lost_writes_per_run_and_keeps_going_after_an_error(
 
 
 def test_a_variant_the_target_does_not_run_is_refused():
-    with pytest.raises(ValueError, match="variant.s. a, b do not run on --db kafka"):
+    with pytest.raises(ValueError, match="variant.s. a, b of disk-loss-timeline do not run on --db kafka"):
         timeline.run_timeline("kafka", "ab", 1, 1, "/tmp/x", run=lambda *a, **k: None)
+    with pytest.raises(ValueError, match="unknown scenario family 'nope'"):
+        timeline.run_timeline("kraft", "a", 1, 1, "/tmp/x", run=lambda *a, **k: None, family_name="nope")
+
+
+def test_a_familys_loss_is_the_sum_of_its_loss_checkers():
+    results = {"anomalies": {"lost-write": 3, "queue-lost": 4, "divergence": 9}}
+    assert timeline.lost_writes(results) == 3
+    assert timeline.lost_writes(results, timeline.family("isr-shrink-loss").loss_checkers) == 4
+    assert timeline.lost_writes({"anomalies": {"queue-lost": "n/a"}}, ("queue-lost",)) == 0
