@@ -1,8 +1,8 @@
 # kraft-chaos: the two commands a user needs are `make run` and `make test`.
 # Both set up everything themselves: the venv and packages, the Docker engine
 # (scripts/ensure-docker.sh), a Java >= 17 runtime for Spark and Kafka
-# (scripts/ensure-java.sh), Maven for Kafka's jars (scripts/ensure-maven.sh) and
-# the node images (built on first use, cached).
+# (scripts/ensure-java.sh), Maven for Kafka's jars (scripts/ensure-maven.sh), sshd for the
+# ssh backend's tests (scripts/ensure-sshd.sh) and the node images (built on first use, cached).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -12,8 +12,10 @@ STAMP  := $(VENV)/.installed
 # empty: `kraft-chaos run`'s defaults, the catalogue's default schedule (harness/bug_catalogue.py)
 RUN_ARGS ?=
 # where the nodes run: docker, netns (namespaces on this host, as root; no engine needed) or
-# auto (empty: kraft-chaos run's default, docker when an engine answers, else netns)
+# auto (empty: kraft-chaos run's default, docker when an engine answers, else netns), or ssh
+# with HOSTS=hosts.toml (one host per node, reached over SSH; see clusters/ssh_hosts.py)
 CLUSTER ?=
+HOSTS ?=
 # the system under test: kraft (our quorum) or kafka (Apache Kafka: 5 controllers, 3 brokers)
 DB ?= kraft
 # `make run DB=kafka`: topic creations through the brokers for 120 s of partitions, kills and
@@ -23,13 +25,13 @@ KAFKA_RUN_ARGS := --db kafka --workload metadata --time-limit 120 \
 	--nemesis-mode serial --nemesis-interval 6 --nemesis-duration 8
 ANALYZE_ARGS ?= store
 
-.PHONY: run test test-slow unit bench analyze engine spark maven venv fuse image clean teardown
+.PHONY: run test test-slow unit bench analyze engine spark maven venv fuse sshd image clean teardown
 
-run: venv $(if $(filter netns,$(CLUSTER)),,engine) spark $(if $(filter kafka,$(DB)),maven)
-	$(VENV)/bin/kraft-chaos run $(if $(CLUSTER),--cluster $(CLUSTER)) $(if $(filter kafka,$(DB)),$(KAFKA_RUN_ARGS)) $(RUN_ARGS)
+run: venv $(if $(filter netns ssh,$(CLUSTER)),,engine) spark $(if $(filter kafka,$(DB)),maven)
+	$(VENV)/bin/kraft-chaos run $(if $(CLUSTER),--cluster $(CLUSTER)) $(if $(HOSTS),--hosts $(HOSTS)) $(if $(filter kafka,$(DB)),$(KAFKA_RUN_ARGS)) $(RUN_ARGS)
 
 # The default suite: unit tests and short Docker runs (a few minutes).
-test: venv engine spark maven
+test: venv engine spark maven sshd
 	$(PY) -m pytest -q -ra -m "not slow"
 
 # Long real runs: every catalogued --unsafe bug caught under its schedule, and every variant of the
@@ -76,6 +78,10 @@ engine:
 fuse:
 	@bash scripts/ensure-fuse.sh
 
+# Debian's sshd and sudo, for the ssh backend's tests (they start their own sshd in namespaces).
+sshd:
+	@bash scripts/ensure-sshd.sh
+
 # Maven resolves Apache Kafka's jars (--db kafka; targets/kafka/pom.xml).
 maven:
 	@bash scripts/ensure-maven.sh
@@ -88,7 +94,7 @@ image: venv engine
 	PYTHON=$(PY) bash scripts/build-node-image.sh
 
 teardown: venv
-	$(VENV)/bin/kraft-chaos teardown
+	$(VENV)/bin/kraft-chaos teardown $(if $(HOSTS),--hosts $(HOSTS))
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -5,11 +5,14 @@
 - ``netns``: one set of Linux namespaces per node on this host
   (:class:`clusters.netns_cluster.NetnsCluster`); the nodes run the host's python3 on
   files deployed from this checkout. Needs root; no container engine.
-- ``auto``: ``docker`` when a Docker engine answers, else ``netns``
+- ``ssh``: one node per host of a hosts file (``--hosts hosts.toml``), reached over SSH
+  (:class:`clusters.ssh_cluster.SshCluster`); the nodes run the hosts' python3 on files deployed
+  from this checkout. Needs root on the hosts (a root login or ``sudo``).
+- ``auto``: ``docker`` when a Docker engine answers, else ``netns`` (never ``ssh``)
   (:func:`resolve_backend`).
 
 Callers say what the nodes run as a :class:`Software` (an image for Docker; files and
-environment for netns) and get a :class:`~clusters.remote.Cluster` from
+environment for netns and ssh) and get a :class:`~clusters.remote.Cluster` from
 :func:`make_cluster`; they never construct a backend's class themselves.
 """
 from __future__ import annotations
@@ -24,7 +27,7 @@ from clusters.remote import Cluster
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("docker", "netns")
+BACKENDS = ("docker", "netns", "ssh")
 #: what ``--cluster`` accepts
 CHOICES = ("auto", *BACKENDS)
 #: seconds ``auto`` waits for a Docker engine to answer
@@ -37,7 +40,7 @@ class Software:
 
     ``image``: the node image's tag (``docker``). ``files``: ``{node path: host path}``
     deployed read-only on every node, ``env``: environment of every command on a node
-    (``netns``; e.g. ``{"/opt/kraft/kraft": <repo>/kraft}`` and ``PYTHONPATH=/opt/kraft``,
+    (``netns``, ``ssh``; e.g. ``{"/opt/kraft/kraft": <repo>/kraft}`` and ``PYTHONPATH=/opt/kraft``,
     the layout of the node image).
     """
 
@@ -48,7 +51,7 @@ class Software:
 
 @dataclasses.dataclass(frozen=True)
 class Resolved:
-    """A backend chosen: ``name`` (docker or netns), the Docker ``engine`` client when that
+    """A backend chosen: ``name`` (docker, netns or ssh), the Docker ``engine`` client when that
     is docker (else None), and ``why`` (how ``auto`` chose; "" when named)."""
 
     name: str
@@ -74,8 +77,8 @@ def resolve_backend(name: str, connect=None) -> Resolved:
     check_name(name)
     if connect is None:
         from clusters.engine import connect_engine as connect
-    if name == "netns":
-        return Resolved("netns")
+    if name in ("netns", "ssh"):
+        return Resolved(name)
     if name == "docker":
         return Resolved("docker", connect(timeout_s=5))
     try:
@@ -86,15 +89,18 @@ def resolve_backend(name: str, connect=None) -> Resolved:
 
 def make_cluster(backend: str, n_nodes: int, run_id: str, software: Software, *, subnet: str,
                  keep: bool = False, binds: Mapping[str, Mapping[str, str]] | None = None,
-                 engine: Any = None, root_dir: str | Path | None = None) -> Cluster:
-    """The :class:`~clusters.remote.Cluster` of ``backend`` (``docker`` or ``netns``; resolve
+                 engine: Any = None, root_dir: str | Path | None = None,
+                 hosts: str | Path | None = None) -> Cluster:
+    """The :class:`~clusters.remote.Cluster` of ``backend`` (``docker``, ``netns`` or ``ssh``; resolve
     ``auto`` first) with ``n_nodes`` nodes ``n1..nN`` on ``subnet`` for run ``run_id``, not
     yet set up.
 
     ``software``: what the nodes run (``docker`` needs its ``image``). ``binds``: ``{node:
     {host path: node path}}`` bound read-write. ``engine``: the Docker client (docker; None:
     connect). ``root_dir``: where a netns cluster keeps its nodes' files (None: a temporary
-    directory). Raises ``ValueError`` for an unknown backend or bad arguments.
+    directory). ``hosts``: the hosts file of ``ssh`` (required there; ``subnet`` and
+    ``root_dir`` do not apply). Raises ``ValueError`` for an unknown backend or bad arguments
+    (``clusters.ssh_hosts.HostsFileError`` for a bad hosts file).
     """
     if backend == "docker":
         if not software.image:
@@ -106,6 +112,14 @@ def make_cluster(backend: str, n_nodes: int, run_id: str, software: Software, *,
         from clusters.netns_cluster import NetnsCluster
         return NetnsCluster(n_nodes, run_id, subnet=subnet, keep=keep, files=software.files, env=software.env,
                             binds=binds, root_dir=root_dir)
+    if backend == "ssh":
+        if not hosts:
+            raise ValueError("--cluster ssh needs --hosts FILE (a hosts.toml: see clusters/ssh_hosts.py)")
+        if binds:
+            raise ValueError("--cluster ssh cannot bind host folders into the nodes (the power-loss "
+                             "fault's lazyfs disks); use --cluster docker or netns")
+        from clusters.ssh_cluster import SshCluster
+        return SshCluster(n_nodes, run_id, hosts, keep=keep, files=software.files, env=software.env)
     if backend == "auto":
         raise ValueError("resolve --cluster auto with resolve_backend before make_cluster")
     raise ValueError(f"unknown cluster backend {backend!r}: choose from {', '.join(BACKENDS)}")
@@ -142,3 +156,11 @@ def teardown_everything(connect=None) -> tuple[list[str], list[str]]:
         from clusters.netns_net import sweep
         removed += sweep(None)
     return removed, notes
+
+
+def teardown_ssh(hosts: str | Path) -> tuple[list[str], list[str]]:
+    """Remove every kraft-chaos node of any run from the hosts of the hosts file ``hosts``
+    (:func:`clusters.ssh_cluster.sweep_hosts`): ``(removed, errors)``, one line each; an error
+    names its host and cause. Raises ``clusters.ssh_hosts.HostsFileError`` for a bad file."""
+    from clusters.ssh_cluster import sweep_hosts
+    return sweep_hosts(hosts)

@@ -114,6 +114,17 @@ def _db(text: str) -> str:
     return text
 
 
+def _hosts_file(text: str) -> str:
+    """``--hosts``: a hosts file that parses (clusters/ssh_hosts.py), as an absolute path."""
+    from pathlib import Path
+    from clusters.ssh_hosts import HostsFileError, load_hosts
+    try:
+        load_hosts(text)
+    except HostsFileError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return str(Path(text).absolute())
+
+
 def _kafka_version(text: str) -> str:
     if not re.fullmatch(r"\d+\.\d+\.\d+", text):
         raise argparse.ArgumentTypeError(f"--kafka-version must look like 4.3.1, got {text!r}")
@@ -156,8 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
     from clusters.registry import CHOICES as BACKENDS
     r.add_argument("--cluster", choices=BACKENDS, default=RunConfig.cluster,
                    help="where the nodes run: docker (a container each), netns (Linux namespaces on "
-                        "this host, as root; --db kraft only) or auto (docker when an engine answers, "
+                        "this host, as root; --db kraft only), ssh (one host each of --hosts, as root; "
+                        "--db kraft only) or auto (docker when an engine answers, "
                         f"else netns) (default {RunConfig.cluster})")
+    r.add_argument("--hosts", type=_hosts_file, default=None, metavar="HOSTS.toml",
+                   help="--cluster ssh: the hosts file (host, port, user, key_file, sudo, known_hosts, "
+                        "host_key_policy, run_dir per host; see clusters/ssh_hosts.py)")
     r.add_argument("--db", type=_db, default="kraft",
                    help="system under test: kraft (our quorum, default) or kafka (Apache Kafka)")
     r.add_argument("--kafka-version", type=_kafka_version, default=RunConfig.kafka_version,
@@ -196,8 +211,13 @@ def build_parser() -> argparse.ArgumentParser:
     from harness.check_file import add_file_options
     add_file_options(c)
 
-    sub.add_parser("teardown", help="remove every container and network labelled kraft-chaos, and "
-                                    "every namespace, link and iptables rule of the netns backend")
+    t = sub.add_parser("teardown", help="remove every container and network labelled kraft-chaos, "
+                                        "every namespace, link and iptables rule of the netns backend, "
+                                        "and (--hosts) every node, folder and rule on the ssh hosts")
+    t.add_argument("--cluster", choices=["all", "ssh"], default="all",
+                   help="all: docker, netns and (with --hosts) the ssh hosts (default); ssh: only the hosts")
+    t.add_argument("--hosts", type=_hosts_file, default=None, metavar="HOSTS.toml",
+                   help="the ssh hosts to sweep (every run's nodes, folders and iptables chains)")
     from harness.analyze_cmd import add_parsers
     add_parsers(sub)
     from harness.bugs import add_parser as add_bugs_parser
@@ -326,6 +346,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2 ** 31)
     if args.workload is None:
         args.workload = target_spec(args.db).default_workload
+    if (args.cluster == "ssh") != bool(args.hosts):
+        print("kraft-chaos run: " + ("--cluster ssh needs --hosts FILE" if args.hosts is None
+                                     else "--hosts applies to --cluster ssh only"), file=sys.stderr)
+        return EXIT_BAD_INPUT
     config = runner.RunConfig(
         seed=seed, nodes=args.nodes, time_limit=args.time_limit, nemesis=args.nemesis,
         workload=args.workload, concurrency=args.concurrency, rate=args.rate, cluster=args.cluster,
@@ -334,7 +358,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         nemesis_duration=args.nemesis_duration, nemesis_mode=args.nemesis_mode, unsafe=args.unsafe,
         fetch_max_records=args.fetch_max_records, segment_bytes=args.segment_bytes, db=args.db, kafka_version=args.kafka_version,
         kafka_topology=args.kafka_topology, kraft_version=args.kraft_version,
-        nemesis_targets=args.nemesis_targets)
+        nemesis_targets=args.nemesis_targets, hosts=args.hosts)
     return run_and_report(config, args.no_progress)
 
 
@@ -423,10 +447,23 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_teardown(args: argparse.Namespace) -> int:
     """``kraft-chaos teardown``: remove what every backend left (clusters.registry.
     teardown_everything), then the lazyfs disks of power-loss runs that did not clean up.
-    Exit 4 when no backend could be swept."""
+    Exit 4 when no backend could be swept, or an ssh host could not be. ``--cluster ssh
+    --hosts F``: only the hosts of F."""
     from clusters.errors import ClusterError
-    from clusters.registry import teardown_everything
+    from clusters.registry import teardown_everything, teardown_ssh
 
+    if args.cluster == "ssh" or args.hosts:
+        if not args.hosts:
+            print("kraft-chaos teardown: --cluster ssh needs --hosts FILE", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        removed, errors = teardown_ssh(args.hosts)
+        for name in removed:
+            print(f"removed {name.replace(': removed ', ': ', 1)}")
+        for err in errors:
+            print(f"kraft-chaos teardown: {err}", file=sys.stderr)
+        if args.cluster == "ssh":
+            print(f"removed {sum(': removed ' in n for n in removed)} object(s) from the ssh hosts")
+            return EXIT_CLUSTER if errors else 0
     try:
         removed, notes = teardown_everything()
     except ClusterError as e:

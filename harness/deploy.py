@@ -3,8 +3,9 @@
 The two choices are independent; this table is where they meet. On ``docker`` every target
 runs its node image (``targets.registry.TargetSpec.image``). On ``netns`` the nodes run
 host processes: ``kraft`` gets this checkout's ``kraft/`` at ``/opt/kraft/kraft`` with
-``PYTHONPATH=/opt/kraft`` (the node image's layout) and the host's python3. Kafka on netns
-is not deployed (its JVM and jars would have to exist on the host); asking for it is an
+``PYTHONPATH=/opt/kraft`` (the node image's layout) and the host's python3; on ``ssh`` the
+same files are copied to each host and run by its python3. Kafka on netns and ssh is not
+deployed (its JVM and jars would have to exist on the hosts); asking for it is an
 :class:`UnsupportedBackend` error (exit 3) naming both.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Callable
 from clusters.registry import Resolved, Software
 
 #: the backends each target runs on
-SUPPORTED: dict[str, tuple[str, ...]] = {"kraft": ("docker", "netns"), "kafka": ("docker",)}
+SUPPORTED: dict[str, tuple[str, ...]] = {"kraft": ("docker", "netns", "ssh"), "kafka": ("docker",)}
 
 
 class UnsupportedBackend(ValueError):
@@ -23,8 +24,8 @@ class UnsupportedBackend(ValueError):
 
 
 def check_supported(db: str, backend: str, why: str = "") -> None:
-    """Raise :class:`UnsupportedBackend` unless target ``db`` runs on ``backend`` (docker or
-    netns). ``why``: how ``--cluster auto`` chose ``backend``, quoted in the message."""
+    """Raise :class:`UnsupportedBackend` unless target ``db`` runs on ``backend`` (docker,
+    netns or ssh). ``why``: how ``--cluster auto`` chose ``backend``, quoted in the message."""
     ok = SUPPORTED.get(db, ("docker",))
     if backend not in ok:
         chose = f" (--cluster auto chose {backend}: {why})" if why else ""
@@ -43,7 +44,7 @@ def kraft_dir() -> Path:
 def node_software(target, backend: Resolved, options: Any, log: Callable[[str], None]) -> Software:
     """What the nodes of ``target`` (a ``targets.registry.TargetSpec``) run on ``backend``:
     the node image on docker (built if missing: raises ``ClusterError``/``TargetError``),
-    deployed files on netns. Raises :class:`UnsupportedBackend` for a pair that does not go
+    deployed files on netns and ssh. Raises :class:`UnsupportedBackend` for a pair that does not go
     together."""
     check_supported(target.name, backend.name, backend.why)
     if backend.name == "docker":

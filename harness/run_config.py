@@ -23,7 +23,7 @@ class RunConfig:
     default). ``db`` names the target (targets/registry.py); ``kafka_version``,
     ``kafka_topology`` (dedicated: ``nodes`` controllers plus brokers; combined:
     ``nodes`` combined nodes) shape the ``kafka`` target; ``kraft_version`` (0 static
-    voters, 1 KIP-853; None: the target's default, 0 on kraft, 1 on kafka) both. ``cluster``: the backend (docker, netns, or auto: docker when an engine answers). ``nemesis_targets``: quorum, clients or all
+    voters, 1 KIP-853; None: the target's default, 0 on kraft, 1 on kafka) both. ``cluster``: the backend (docker, netns, ssh, or auto: docker when an engine answers); ``hosts``: the hosts file of ``ssh`` (clusters/ssh_hosts.py). ``nemesis_targets``: quorum, clients or all
     (``targets.base.DB.fault_nodes``). ``seed`` drives every random choice.
     """
 
@@ -34,7 +34,7 @@ class RunConfig:
     workload: str = DEFAULT.workload
     concurrency: int = DEFAULT.concurrency
     rate: float = DEFAULT.rate
-    cluster: str = "auto"     # docker, netns or auto (clusters/registry.py)
+    cluster: str = "auto"     # docker, netns, ssh or auto (clusters/registry.py)
     db: str = "kraft"
     kafka_version: str = "4.3.1"
     kafka_topology: str = "dedicated"
@@ -52,6 +52,7 @@ class RunConfig:
     segment_bytes: int | None = None
     scenario: list[dict] | None = None
     scenario_file: str | None = None
+    hosts: str | None = None  # --cluster ssh: the hosts file
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready data (for ``test.json``)."""
@@ -76,6 +77,8 @@ class RunConfig:
                 "--seed", str(self.seed)]
         if self.cluster != RunConfig.cluster:
             args += ["--cluster", self.cluster]
+        if self.hosts:
+            args += ["--hosts", self.hosts]
         if self.db != RunConfig.db:
             args += ["--db", self.db]
         if self.db == "kafka":

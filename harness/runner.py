@@ -215,7 +215,7 @@ class _Run:
             binds = self.disks.binds
         self.cluster = make_cluster(backend.name, n, self.run_id, software, subnet=cfg.subnet,
                                     keep=cfg.keep_cluster, binds=binds, engine=backend.engine,
-                                    root_dir=self.run_dir / "netns")
+                                    root_dir=self.run_dir / "netns", hosts=cfg.hosts)
         log.info("setting up %d %s nodes on %s (run id %s%s)", n, cfg.db, backend.name, self.run_id,
                  f", image {software.image}" if software.image else "")
         await self._blocking(self.cluster.setup)

@@ -8,7 +8,8 @@ lost, A's to B arrive); it is applied ``outgoing``: dropped on the sender's
 OUTPUT instead (``iptables -A KC-<slot>-o -d <ip(A)> -j DROP`` on B), so
 the packets never leave it. Each slot (the default ``partition``, a
 flapping partition, a targeted fault's) has its own chains, so overlapping
-faults heal independently; :data:`HEAL_ALL_COMMAND` flushes every chain.
+faults heal independently; :data:`HEAL_ALL_COMMAND` flushes every ``KC-`` chain (and no
+other rule: on the ssh backend the node's firewall is its host's own).
 """
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ from clusters.remote import Cluster
 from nemesis.grudge import Grudge
 from clusters.parallel import on_nodes
 
-#: flushes every rule of ours on a node (INPUT, OUTPUT and every KC- chain), for heal_all
-HEAL_ALL_COMMAND = "iptables -w -F"
+#: flushes every rule of ours on a node (every KC- chain; the jumps to them stay), for heal_all;
+#: fails when ``iptables -S`` does
+HEAL_ALL_COMMAND = ('rules=$(iptables -w -S) && printf "%s\\n" "$rules" | while read -r a c rest; do '
+                    '[ "$a" = -N ] || continue; case "$c" in KC-*) iptables -w -F "$c" || exit 1;; esac; done')
 
 
 def chain(slot: str, outgoing: bool = False) -> str:

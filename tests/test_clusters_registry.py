@@ -22,11 +22,11 @@ def no_engine(timeout_s):
 
 
 def test_choices_and_unknown_names():
-    assert CHOICES == ("auto", "docker", "netns")
-    assert check_name("netns") == "netns"
-    with pytest.raises(ValueError, match=r"--cluster 'ssh'.*auto, docker, netns"):
-        check_name("ssh")
-    with pytest.raises(ValueError, match="choose from docker, netns"):
+    assert CHOICES == ("auto", "docker", "netns", "ssh")
+    assert check_name("netns") == "netns" and resolve_backend("ssh").name == "ssh"
+    with pytest.raises(ValueError, match=r"--cluster 'lxc'.*auto, docker, netns, ssh"):
+        check_name("lxc")
+    with pytest.raises(ValueError, match="choose from docker, netns, ssh"):
         make_cluster("lxc", 3, "r1", Software(), subnet="10.88.0.0/24")
     with pytest.raises(ValueError, match="resolve --cluster auto"):
         make_cluster("auto", 3, "r1", Software(), subnet="10.88.0.0/24")

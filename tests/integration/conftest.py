@@ -60,15 +60,30 @@ def netns_leftovers(run_id: str) -> list[str]:
 
 class Backend:
     """One backend as the teardown tests see it: ``name``, a subnet of its own,
-    ``live_nodes(run_id)`` (running containers, or namespaces with processes) and
-    ``leftovers(run_id)`` (anything of the run still on the host: [] when clean)."""
+    ``args`` (its ``kraft-chaos run`` arguments: ``--subnet``, or ``--hosts`` on ssh) and
+    ``config`` (the same as ``RunConfig`` fields), ``live_nodes(run_id)`` (running
+    containers, namespaces with processes, or live node inits on the ssh hosts) and
+    ``leftovers(run_id)`` (anything of the run still on the host(s): [] when clean).
+    ``sshd``: the ssh backend's hosts (tests/sshd_hosts.py)."""
 
-    def __init__(self, name: str, subnet: str, engine=None):
-        self.name, self.subnet, self.engine = name, subnet, engine
+    def __init__(self, name: str, subnet: str, engine=None, sshd=None):
+        self.name, self.subnet, self.engine, self.sshd = name, subnet, engine, sshd
+        if sshd is not None:
+            self.run_dir = str(sshd.dir / "runs")
+            hosts = str(sshd.hosts_toml("backend-hosts.toml", run_dir=self.run_dir))
+            self.args, self.config = ["--hosts", hosts], {"hosts": hosts}
+        else:
+            self.args, self.config = ["--subnet", subnet], {"subnet": subnet}
 
     def live_nodes(self, run_id: str) -> int:
         if self.name == "docker":
             return len([c for c in run_labelled(self.engine, run_id)[0] if c.status == "running"])
+        if self.name == "ssh":
+            import glob
+            from pathlib import Path
+            from clusters.netns_net import process_alive
+            pids = [Path(p).read_text().split()[0] for p in glob.glob(f"{self.run_dir}/{run_id}/*/init.pid")]
+            return sum(1 for p in pids if process_alive(int(p)))
         from clusters.netns_net import ns_pids, run_namespaces
         return sum(1 for ns in run_namespaces(run_id) if ns_pids(ns))
 
@@ -76,15 +91,31 @@ class Backend:
         if self.name == "docker":
             containers, networks = run_labelled(self.engine, run_id)
             return [c.name for c in containers] + [n.name for n in networks]
+        if self.name == "ssh":
+            return self.sshd.leftovers(self.run_dir)
         return netns_leftovers(run_id)
 
 
+@pytest.fixture(scope="session")
+def sshd_hosts():
+    """Three sshd hosts on 10.89.3.0/24 (tests/sshd_hosts.py), for the ssh backend."""
+    from tests.sshd_hosts import SshdHosts, sshd_skip_reason
+    reason = sshd_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    with SshdHosts(3, 3) as hosts:
+        yield hosts
+
+
 @pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker),
-                        pytest.param("netns", marks=pytest.mark.netns)])
+                        pytest.param("netns", marks=pytest.mark.netns),
+                        pytest.param("ssh", marks=pytest.mark.netns)])
 def backend(request) -> Backend:
     """Each backend in turn (skipped with the reason where it cannot run)."""
     if request.param == "docker":
         return Backend("docker", "10.75.0.0/24", request.getfixturevalue("engine"))
+    if request.param == "ssh":
+        return Backend("ssh", "10.89.3.0/24", sshd=request.getfixturevalue("sshd_hosts"))
     reason = netns_skip_reason()
     if reason:
         pytest.skip(reason)

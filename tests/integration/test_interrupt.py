@@ -1,5 +1,5 @@
 """Ctrl-C (SIGINT) and SIGTERM during a run: exit 130, history kept, nothing left behind;
-on each backend (``backend`` fixture: docker, netns)."""
+on each backend (``backend`` fixture: docker, netns, ssh)."""
 from __future__ import annotations
 
 import json
@@ -19,7 +19,7 @@ def test_interrupted_run_tears_down(backend, tmp_path, sig, seed):
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness", "run", "--cluster", backend.name, "--nodes", "3",
          "--time-limit", "60", "--nemesis", "partition", "--nemesis-interval", "1",
-         "--subnet", backend.subnet, "--store", str(store), "--seed", str(seed)],
+         *backend.args, "--store", str(store), "--seed", str(seed)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -56,7 +56,7 @@ def test_failed_run_tears_down(backend, tmp_path):
 
     seed = 9191003
     with pytest.raises(DBError, match="unknown unsafe switch bogus"):
-        run_test(RunConfig(seed=seed, nodes=3, time_limit=5, subnet=backend.subnet, store=str(tmp_path),
+        run_test(RunConfig(seed=seed, nodes=3, time_limit=5, store=str(tmp_path), **backend.config,
                            unsafe=["bogus"], cluster=backend.name), progress=False)
     run_dir = next(tmp_path.glob("*/*"))
     assert backend.leftovers(harness_run_id(run_dir, seed)) == []
