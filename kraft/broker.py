@@ -49,6 +49,8 @@ HEARTBEAT_INTERVAL_S = 0.5
 FLUSH_LINGER_S = 0.002
 #: Timer period: ISR checks, checkpoints, page-cache-ack flushes (s).
 TIMER_S = 0.05
+#: How long close() waits for the broker's tasks to end (s).
+CLOSE_WAIT_S = 2.0
 #: Back-off after a refused or failed AlterPartition (ms).
 ALTER_BACKOFF_MS = 500
 
@@ -113,9 +115,12 @@ class BrokerService:
         for h in self._flushes.values():
             h.cancel()
         self._flushes.clear()
+        for r in self.partitions.values():      # ends every fetcher's generation: even one whose
+            r.become_offline(r.leader_epoch)    # cancellation a request timeout swallowed stops
         for t in list(self._tasks):
             t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=CLOSE_WAIT_S)
         for r in self.partitions.values():
             try:
                 r.close()

@@ -23,14 +23,17 @@ log = logging.getLogger("kraft.controller_channel")
 
 
 class ControllerChannel:
-    """Requests from a broker to the active controller; one connection per endpoint.
+    """Requests from a broker to the active controller, over a pool of connections per
+    endpoint (a connection carries one request at a time; concurrent requests, e.g. a
+    heartbeat during a CreateTopics, each get one).
 
     ``node``: the broker's RaftNode; ``timeout_ms``: per request (ms).
     """
 
     def __init__(self, node: "RaftNode", timeout_ms: int):
         self.node, self.timeout_ms = node, timeout_ms
-        self._clients: dict[tuple[str, int], KraftClient] = {}
+        self._idle: dict[tuple[str, int], list[KraftClient]] = {}
+        self._busy: set[KraftClient] = set()
         self._hint: int = -1
         self._next = 0
 
@@ -50,11 +53,15 @@ class ControllerChannel:
             out += rest[k:] + rest[:k]
         return out
 
-    def _client(self, ep: tuple[str, int]) -> KraftClient:
-        c = self._clients.get(ep)
-        if c is None:
-            c = self._clients[ep] = KraftClient(ep[0], ep[1], self.node.cluster_id, timeout_ms=self.timeout_ms)
-        return c
+    async def _send(self, ep: tuple[str, int], api_key: int, body: dict) -> dict:
+        idle = self._idle.setdefault(ep, [])
+        c = idle.pop() if idle else KraftClient(ep[0], ep[1], self.node.cluster_id, timeout_ms=self.timeout_ms)
+        self._busy.add(c)
+        try:
+            return await c.request(api_key, body)
+        finally:
+            self._busy.discard(c)
+            idle.append(c)
 
     async def request(self, api_key: int, body: dict, timeout_s: float) -> dict:
         """Send ``body`` to the active controller; returns its response body (ErrorCode not
@@ -72,7 +79,7 @@ class ControllerChannel:
             redirected = False
             for ep in self._targets():
                 try:
-                    resp = await self._client(ep).request(api_key, body)
+                    resp = await self._send(ep, api_key, body)
                 except IndefiniteError as e:
                     maybe_sent = last = e
                     continue
@@ -95,6 +102,7 @@ class ControllerChannel:
 
     async def close(self) -> None:
         """Close every connection."""
-        clients, self._clients = list(self._clients.values()), {}
+        clients = [c for idle in self._idle.values() for c in idle] + list(self._busy)
+        self._idle, self._busy = {}, set()
         for c in clients:
             await c.close()
