@@ -29,6 +29,8 @@ from clusters.errors import ClusterError
 from clusters.ssh_hosts import HostSpec, expand_known_hosts
 
 log = logging.getLogger(__name__)
+# paramiko logs every connection and authentication at INFO; our messages name the hosts
+logging.getLogger("paramiko").setLevel(logging.WARNING)
 
 #: channels open at once per connection (OpenSSH's MaxSessions defaults to 10)
 MAX_CHANNELS = 8

@@ -452,18 +452,19 @@ def cmd_teardown(args: argparse.Namespace) -> int:
     from clusters.errors import ClusterError
     from clusters.registry import teardown_everything, teardown_ssh
 
+    ssh_errors: list[str] = []
     if args.cluster == "ssh" or args.hosts:
         if not args.hosts:
             print("kraft-chaos teardown: --cluster ssh needs --hosts FILE", file=sys.stderr)
             return EXIT_BAD_INPUT
-        removed, errors = teardown_ssh(args.hosts)
+        removed, ssh_errors = teardown_ssh(args.hosts)
         for name in removed:
             print(f"removed {name.replace(': removed ', ': ', 1)}")
-        for err in errors:
+        for err in ssh_errors:
             print(f"kraft-chaos teardown: {err}", file=sys.stderr)
         if args.cluster == "ssh":
             print(f"removed {sum(': removed ' in n for n in removed)} object(s) from the ssh hosts")
-            return EXIT_CLUSTER if errors else 0
+            return EXIT_CLUSTER if ssh_errors else 0
     try:
         removed, notes = teardown_everything()
     except ClusterError as e:
@@ -477,7 +478,7 @@ def cmd_teardown(args: argparse.Namespace) -> int:
     for line in sweep_disks():       # after the nodes, which hold copies of the mounts
         print(line)
     print(f"removed {len(removed)} object(s)")
-    return EXIT_CLUSTER if len(notes) == 2 else 0
+    return EXIT_CLUSTER if len(notes) == 2 or ssh_errors else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -238,3 +238,12 @@ def test_setup_failure_on_one_host_removes_the_others(hosts, run_dir):
 def test_hosts_file_round_trip(hosts, run_dir):
     specs = load_hosts(hosts_file(hosts, run_dir))
     assert [s.host for s in specs] == hosts.ips and specs[2].sudo and not specs[0].sudo
+
+
+def test_a_sweep_names_the_hosts_it_could_not_reach(hosts, run_dir, capsys):
+    f = hosts.hosts_toml("hosts-sweep.toml", hosts=[{"host": hosts.ips[0]}, {"host": hosts.ips[1], "port": 2222}],
+                         run_dir=run_dir)
+    assert cli.main(["teardown", "--cluster", "ssh", "--hosts", str(f)]) == cli.EXIT_CLUSTER
+    err = capsys.readouterr().err
+    assert f"ssh host root@{hosts.ips[1]}:2222: connection refused on port 2222" in err, err
+    assert hosts.ips[0] not in err
