@@ -117,3 +117,73 @@ def test_acks_all_is_refused_below_min_insync_replicas(tmp_path):
             assert body["ErrorCode"] == errors.NONE and body["BaseOffset"] == 1
 
     asyncio.run(asyncio.wait_for(main(), TEST_TIMEOUT_S))
+
+
+def _restart_after_divergence(tmp_path, mode):
+    """KIP-101 scenario 2 in a real cluster. The leader L has records 0..9 (epoch 0, all
+    acknowledged) and then, unreplicated, a "ghost" record at offset 10 with a high
+    watermark checkpoint of 11 (as when the follower that had it lost it in a power
+    failure). L dies; the new leader writes 10..19 in epoch 1. L comes back and follows.
+    Returns (L's records, the new leader's records, the ISR L2 ends up with)."""
+    import dataclasses
+
+    from kraft.log import Log
+    from kraft.partition import CHECKPOINT, partition_dir, write_checkpoint
+    from kraft.records import DATA, Record
+    from tests.kraft_inproc import Running
+
+    async def main():
+        async with data_plane(tmp_path) as dp:
+            await create_topic(dp, 4, TOPIC, 1, 3, {"min.insync.replicas": 2})
+            p = await partition_state(dp, 4, TOPIC, 0)
+            old = p["Leader"]
+            for v in range(10):
+                assert (await produce(dp, old, v))["ErrorCode"] == errors.NONE
+            running = dp.brokers.pop(old)
+            await running.crash()
+            d = partition_dir(running.cfg.data_dir, TOPIC, 0)
+            log = Log(d)
+            log.open()
+            log.append(Record(10, 0, DATA, "ghost"))
+            log.flush()
+            log.close()
+            write_checkpoint(d / CHECKPOINT, TOPIC, 0, 11)
+
+            survivor = next(iter(dp.brokers))
+
+            async def new_leader():
+                q = await partition_state(dp, survivor, TOPIC, 0)
+                return q if q["Leader"] in dp.brokers and q["LeaderEpoch"] > p["LeaderEpoch"] else None
+            q = await eventually(new_leader, what="a new leader")
+            leader2 = q["Leader"]
+            for v in range(10, 20):
+                body = await eventually(lambda: _ok(produce(dp, leader2, v)), what=f"produce {v}")
+                assert body["BaseOffset"] == v
+
+            unsafe = frozenset({"truncate-to-hw"}) if mode == "truncate-to-hw" else frozenset()
+            back = await Running(dataclasses.replace(running.cfg, unsafe=unsafe)).start()
+            dp.brokers[old] = back
+
+            async def rejoined():
+                q = await partition_state(dp, leader2, TOPIC, 0)
+                return q if old in q["Isr"] else None
+            q = await eventually(rejoined, what="the old leader back in the ISR")
+            mine = back.server.broker.partitions[(TOPIC, 0)].log
+            theirs = dp.brokers[leader2].server.broker.partitions[(TOPIC, 0)].log
+            await eventually(lambda: mine.end_offset >= 20, what="the old leader caught up")
+            return ([(r.offset, r.payload) for r in mine.records[:20]],
+                    [(r.offset, r.payload) for r in theirs.records[:20]], q["Isr"])
+
+    return asyncio.run(asyncio.wait_for(main(), TEST_TIMEOUT_S))
+
+
+def test_leader_epoch_truncation_removes_the_unreplicated_record_and_rejoins(tmp_path):
+    mine, theirs, isr = _restart_after_divergence(tmp_path, "leader-epoch")
+    assert mine == theirs == [(o, o) for o in range(20)]      # OffsetForLeaderEpoch cut the ghost
+    assert sorted(isr) == [4, 5, 6]                           # and the ISR expanded again
+
+
+def test_truncate_to_hw_keeps_the_ghost_and_the_replicas_diverge(tmp_path):
+    mine, theirs, _ = _restart_after_divergence(tmp_path, "truncate-to-hw")
+    assert theirs == [(o, o) for o in range(20)]
+    assert mine[10] == (10, "ghost") and mine != theirs      # KIP-101's divergence, in the ISR
