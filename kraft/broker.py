@@ -260,6 +260,10 @@ class BrokerService:
         new_isr = r.isr_proposal(now, self.cfg.replica_lag_time_max_ms)
         if new_isr is None or self.broker_epoch < 0:
             return
+        # only unfenced brokers may join (the controller answers INELIGIBLE_REPLICA otherwise)
+        new_isr = tuple(b for b in new_isr if b in r.isr or self.image.is_unfenced(b))
+        if new_isr == r.isr:
+            return
         r.pending_isr, r.pending_since_ms = new_isr, now
         log.info("%s: proposing ISR %s (was %s)", r.name, list(new_isr), list(r.isr))
         self._spawn(self._alter(r, new_isr, r.generation, r.leader_epoch, r.partition_epoch))

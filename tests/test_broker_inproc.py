@@ -187,3 +187,21 @@ def test_truncate_to_hw_keeps_the_ghost_and_the_replicas_diverge(tmp_path):
     mine, theirs, _ = _restart_after_divergence(tmp_path, "truncate-to-hw")
     assert theirs == [(o, o) for o in range(20)]
     assert mine[10] == (10, "ghost") and mine != theirs      # KIP-101's divergence, in the ISR
+
+
+def test_page_cache_ack_replicates_and_serves_below_the_high_watermark(tmp_path):
+    async def main():
+        async with data_plane(tmp_path, broker_overrides={"unsafe": frozenset({"page-cache-ack"})}) as dp:
+            await create_topic(dp, 4, TOPIC, 1, 3, {"min.insync.replicas": 2})
+            leader = (await partition_state(dp, 4, TOPIC, 0))["Leader"]
+            acked = {}
+            for v in range(10):
+                body = await produce(dp, leader, v)
+                assert body["ErrorCode"] == errors.NONE, body
+                acked[body["BaseOffset"]] = v
+            records, hw = await consume_all(dp, leader)
+            assert hw >= 10 and records == acked
+            body = await produce(dp, leader, 99, acks=0)
+            assert body["ErrorCode"] == errors.NONE and body["BaseOffset"] == -1
+
+    asyncio.run(asyncio.wait_for(main(), TEST_TIMEOUT_S))
