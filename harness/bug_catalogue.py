@@ -17,7 +17,9 @@ from typing import Any
 class Schedule:
     """``kraft-chaos run`` settings: nemeses and mode, interval and duration (s, means in
     overlap mode), workload, nodes, time limit (s), total rate (ops/s), client workers, and
-    the kraft nodes' fetch.max.records and log.segment.bytes (None: their defaults)."""
+    the kraft nodes' fetch.max.records and log.segment.bytes (None: their defaults); for the
+    data plane, ``brokers``, ``nemesis_targets`` (quorum, clients or all) and the workload's
+    ``options`` (``((name, value), ...)``: RunConfig fields such as ``acks``)."""
 
     nemesis: tuple[str, ...]
     mode: str = "overlap"
@@ -30,6 +32,9 @@ class Schedule:
     concurrency: int = 10
     fetch_max_records: int | None = None
     segment_bytes: int | None = None
+    brokers: int | None = None
+    nemesis_targets: str | None = None
+    options: tuple[tuple[str, Any], ...] = ()
 
     def run_config(self) -> dict[str, Any]:
         """The :class:`harness.runner.RunConfig` fields of this schedule."""
@@ -38,7 +43,10 @@ class Schedule:
                 "workload": self.workload, "nodes": self.nodes, "time_limit": self.time_limit,
                 "rate": self.rate, "concurrency": self.concurrency,
                 **({"fetch_max_records": self.fetch_max_records} if self.fetch_max_records else {}),
-                **({"segment_bytes": self.segment_bytes} if self.segment_bytes else {})}
+                **({"segment_bytes": self.segment_bytes} if self.segment_bytes else {}),
+                **({"brokers": self.brokers} if self.brokers else {}),
+                **({"nemesis_targets": self.nemesis_targets} if self.nemesis_targets else {}),
+                **dict(self.options)}
 
     def describe(self) -> str:
         """A short form for tables: ``partition,kill overlap 3/3 s append 5n 60 s``."""
@@ -69,6 +77,14 @@ SCHEDULES: dict[str, Schedule] = {
     # what its followers may already hold, so losing it is what recovery bugs need
     "power-leader": Schedule(("power-loss:leader", "power-loss", "kill:leader"), interval=2.0,
                              duration=1.5, time_limit=40.0),
+    # the data plane (issue 17): brokers killed and paused in quick succession, so a restarted
+    # follower may be elected before it has fetched again what it truncated
+    "queue-crash": Schedule(("kill", "pause"), interval=2.0, duration=1.5, workload="queue", nodes=3,
+                            brokers=3, nemesis_targets="clients", time_limit=60.0),
+    # the data plane: power losses of the brokers (a majority or all of them at once)
+    "queue-power": Schedule(("power-loss:majority", "power-loss:all", "kill"), interval=3.0,
+                            duration=1.5, workload="queue", nodes=3, brokers=3,
+                            nemesis_targets="clients", time_limit=60.0),
     # the same with 16 KiB log segments, which roll every second or two
     "power-small": Schedule(("power-loss", "kill"), interval=2.0, duration=1.5, time_limit=40.0,
                             segment_bytes=16384),
@@ -140,6 +156,13 @@ CATALOGUE: tuple[Bug, ...] = (
     Bug("lease-read", ("lease-read",), "reads", "isolate", None),
     Bug("no-fetch-validation", ("no-fetch-validation",), "recovery", "isolate", None,
         "KIP-101's truncation bug class"),
+    Bug("truncate-to-hw", ("truncate-to-hw",), "recovery", "queue-crash", "KIP-101",
+        "the data plane's brokers: a follower that restarts truncates to its high watermark "
+        "checkpoint, which lags the leader's, and may then be elected without records the "
+        "leader acknowledged"),
+    Bug("page-cache-ack", ("page-cache-ack",), "acknowledgement", "queue-power", None,
+        "the data plane's brokers acknowledge from the page cache (Kafka's default "
+        "flush settings); a power loss of the replicas loses acknowledged records"),
 )
 
 
