@@ -203,6 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="kraft target: log.segment.bytes (default 1 MiB); small values roll segments "
                         "every few seconds")
     r.add_argument("--no-progress", action="store_true", help="no live progress line")
+    from harness.workload_flags import add_flags
+    add_flags(r)                       # --brokers, --acks, --min-insync-replicas, ...
 
     c = sub.add_parser("check", help="re-run the checkers on a stored run, or check a history file "
                                       "for linearizability (--model, --format)")
@@ -341,8 +343,10 @@ def _console_logging(verbose: bool) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """``kraft-chaos run``: run one test and print its verdict."""
     from harness import runner
+    from harness.workload_flags import config_kwargs, resolve_brokers
 
     from targets.registry import target_spec
+    from workloads.registry import workload_spec
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2 ** 31)
     if args.workload is None:
         args.workload = target_spec(args.db).default_workload
@@ -358,7 +362,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         nemesis_duration=args.nemesis_duration, nemesis_mode=args.nemesis_mode, unsafe=args.unsafe,
         fetch_max_records=args.fetch_max_records, segment_bytes=args.segment_bytes, db=args.db, kafka_version=args.kafka_version,
         kafka_topology=args.kafka_topology, kraft_version=args.kraft_version,
-        nemesis_targets=args.nemesis_targets, hosts=args.hosts)
+        nemesis_targets=args.nemesis_targets, hosts=args.hosts, **config_kwargs(args))
+    try:
+        resolve_brokers(config, workload_spec(config.workload), target_spec(args.db))
+    except ValueError as e:
+        print(f"kraft-chaos: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return run_and_report(config, args.no_progress)
 
 

@@ -8,6 +8,13 @@ from typing import Any
 from . import store
 from .bug_catalogue import DEFAULT_SCHEDULE as DEFAULT
 
+#: RunConfig fields that are workload options (the workload's ``options_class`` fields of
+#: the same name), each with its ``kraft-chaos run`` flag; None in a RunConfig: the
+#: workload's default
+WORKLOAD_OPTIONS = {"partitions": "--partitions", "replication_factor": "--replication-factor",
+                    "acks": "--acks", "min_insync_replicas": "--min-insync-replicas",
+                    "unclean_leader_election": "--unclean-leader-election", "idempotence": "--idempotence"}
+
 
 @dataclasses.dataclass
 class RunConfig:
@@ -25,6 +32,11 @@ class RunConfig:
     ``nodes`` combined nodes) shape the ``kafka`` target; ``kraft_version`` (0 static
     voters, 1 KIP-853; None: the target's default, 0 on kraft, 1 on kafka) both. ``cluster``: the backend (docker, netns, ssh, or auto: docker when an engine answers); ``hosts``: the hosts file of ``ssh`` (clusters/ssh_hosts.py). ``nemesis_targets``: quorum, clients or all
     (``targets.base.DB.fault_nodes``). ``seed`` drives every random choice.
+    ``brokers``: broker nodes (``--brokers``; None: the target's default, or on a target
+    whose brokers are optional the workload's ``WorkloadSpec.brokers``). The fields of
+    :data:`WORKLOAD_OPTIONS` (``acks`` 0/1/-1, ``min_insync_replicas``,
+    ``unclean_leader_election``, ``partitions``, ``replication_factor``, ``idempotence``)
+    go to the workload's options when not None (:meth:`workload_options`).
     """
 
     seed: int
@@ -53,10 +65,21 @@ class RunConfig:
     scenario: list[dict] | None = None
     scenario_file: str | None = None
     hosts: str | None = None  # --cluster ssh: the hosts file
+    brokers: int | None = None
+    partitions: int | None = None
+    replication_factor: int | None = None
+    acks: int | None = None
+    min_insync_replicas: int | None = None
+    unclean_leader_election: bool | None = None
+    idempotence: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready data (for ``test.json``)."""
         return dataclasses.asdict(self)
+
+    def workload_options(self) -> dict[str, Any]:
+        """The :data:`WORKLOAD_OPTIONS` given (not None), by field name."""
+        return {k: getattr(self, k) for k in WORKLOAD_OPTIONS if getattr(self, k) is not None}
 
     def test_name(self) -> str:
         """The store folder of this test, e.g. ``append-partition+kill+pause`` (``append-scenario``)."""
@@ -97,6 +120,10 @@ class RunConfig:
             args += ["--fetch-max-records", str(self.fetch_max_records)]
         if self.segment_bytes:
             args += ["--segment-bytes", str(self.segment_bytes)]
+        if self.brokers is not None:
+            args += ["--brokers", str(self.brokers)]
+        for name, value in self.workload_options().items():
+            args += [WORKLOAD_OPTIONS[name], str(value).lower() if isinstance(value, bool) else str(value)]
         if self.store != str(store.DEFAULT_ROOT):
             args += ["--store", self.store]
         if self.keep_cluster:

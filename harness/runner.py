@@ -97,10 +97,13 @@ def run_test(config: RunConfig, run_dir: Path | None = None,
     from targets.registry import target_spec
     from workloads.registry import workload_spec
     spec = workload_spec(config.workload)   # ValueError naming the choices
-    target_spec(config.db)
+    target = target_spec(config.db)
     if config.db not in spec.dbs:
         raise ValueError(f"workload {config.workload!r} does not run on --db {config.db}: "
                          f"it supports {', '.join(spec.dbs)}")
+    from .workload_flags import resolve_brokers, workload_options
+    resolve_brokers(config, spec, target)                                # --brokers
+    workload_options(config, spec.workload.options_class, config.workload)   # --acks etc., checked
     if config.nemesis_mode not in MODES:
         raise ValueError(f"unknown nemesis mode {config.nemesis_mode!r}: choose from {', '.join(MODES)}")
     from nemesis.membership import check_run_config
@@ -343,10 +346,11 @@ class _Run:
     def _make_workload(self, topology):
         """The configured workload (by name, workloads/registry.py) on ``topology``."""
         from workloads.registry import workload_spec
+        from .workload_flags import workload_options
         cfg = self.config
         cls = workload_spec(cfg.workload).workload
         return cls(topology, self.cluster_id, self.history, cfg.seed,
-                   cls.options_class(concurrency=cfg.concurrency, rate=cfg.rate))
+                   workload_options(cfg, cls.options_class, cfg.workload))
 
     def _aim_leader(self, nodes: list[str]) -> str | None:
         """The leader to aim at: the monitor's, when its sample is fresh; else a DescribeQuorum probe."""

@@ -46,13 +46,16 @@ import tomli_w
 
 from generator import Context, Generator, Seq, Sleep, Wait, WaitFor
 
+from .run_config import WORKLOAD_OPTIONS
+
 log = logging.getLogger("kraft_chaos.scenario")
 
 WAITS = ("leader", "lagging", "caught-up", "no-leader")
 CLIENT_PHASES = ("pause", "resume")
 #: RunConfig fields a scenario's [run] table may set
 RUN_FIELDS = ("seed", "workload", "nodes", "unsafe", "fetch_max_records", "rate", "concurrency", "subnet",
-              "base_image", "store", "keep_cluster", "segment_bytes", "db", "kraft_version", "kafka_version", "kafka_topology")
+              "base_image", "store", "keep_cluster", "segment_bytes", "db", "kraft_version", "kafka_version", "kafka_topology",
+              "brokers", *WORKLOAD_OPTIONS)
 ROLE = re.compile(r"S[0-9]+")
 
 

@@ -99,6 +99,12 @@ class DB(abc.ABC):
             return list(self.cluster.nodes)
         raise ValueError(f"unknown nemesis targets {which!r}: choose from quorum, clients, all")
 
+    def queue_client_factory(self):
+        """How the queue workload makes its producer/consumer: ``factory(bootstrap: tuple of
+        "host:port", options) -> QueueClient`` (workloads/queue.py's contract), or None when
+        the target has no data plane (the default)."""
+        return None
+
     @abc.abstractmethod
     def quorum_client_factory(self) -> QuorumClientFactory:
         """How to make a :class:`QuorumClient`: ``factory(host, port, cluster_id, timeout_ms)``,

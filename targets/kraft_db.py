@@ -16,7 +16,6 @@ import posixpath
 import shlex
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 from clusters.parallel import NodeErrors, on_nodes
@@ -25,6 +24,7 @@ from kraft import client as kclient
 
 from .base import DB, QuorumClientFactory
 from .errors import TargetError
+from .kraft_roles import KraftRoles, directory_id  # noqa: F401 - directory_id re-exported
 
 log = logging.getLogger("kraft_chaos.db")
 
@@ -64,11 +64,6 @@ def node_seed(run_seed: int, node_id: int) -> int:
     return int.from_bytes(digest[:8], "big") & (2**63 - 1)
 
 
-def directory_id(run_seed: int, node_id: int) -> str:
-    """The node's KIP-853 directory id at kraft.version 1: a UUID (version 4 layout) from
-    SHA-256 of ``"<run_seed>:<node_id>:directory"``, so a run's voter set is reproducible."""
-    digest = hashlib.sha256(f"{run_seed}:{node_id}:directory".encode()).digest()
-    return str(uuid.UUID(bytes=digest[:16], version=4))
 
 
 def _positive_ms(name: str, value: int) -> int:
@@ -82,8 +77,11 @@ def kraft_quorum_client(host: str, port: int, cluster_id: str, timeout_ms: int) 
     return kclient.KraftClient(host, port, cluster_id, timeout_ms=timeout_ms)
 
 
-class KraftDB(DB):
-    """The KRaft nodes of ``cluster``: one voter per node, node ids 1..n in ``cluster.nodes`` order.
+class KraftDB(KraftRoles, DB):
+    """The KRaft nodes of ``cluster``, node ids 1..n in ``cluster.nodes`` order: the first
+    ``n - brokers`` are the voters (controllers), the last ``brokers`` (default 0) run
+    ``process.roles=broker`` (observers of the quorum that serve the data plane,
+    docs/data-plane.md), like ``--db kafka``'s dedicated topology.
 
     ``cluster_id``: the cluster id given to ``kraft format`` (non-empty, no
     whitespace). ``seed``: the run seed (node seeds derive from it, see
@@ -96,7 +94,9 @@ class KraftDB(DB):
     ``controller.quorum.voters``; 1 (KIP-853): formatted with
     ``--initial-controllers`` (directory ids from :func:`directory_id`), the
     nodes find the quorum through ``controller.quorum.bootstrap.servers``.
-    Raises ``ValueError`` for bad arguments.
+    Brokers always get ``controller.quorum.bootstrap.servers`` (and the static voters at
+    kraft.version 0) and are formatted without voters at kraft.version 1. Raises
+    ``ValueError`` for bad arguments (also ``brokers`` leaving no controller).
     """
 
     def __init__(self, cluster: Cluster, cluster_id: str, seed: int, port: int = 9093,
@@ -105,7 +105,8 @@ class KraftDB(DB):
                  pre_vote: bool = True, check_quorum: bool = True,
                  unsafe: list[str] | tuple[str, ...] = (), fetch_max_records: int | None = None, *, paths: NodePaths = NodePaths(),
                  segment_bytes: int | None = None,
-                 stop_timeout_s: float = 5.0, startup_check_s: float = 1.0, kraft_version: int = 0):
+                 stop_timeout_s: float = 5.0, startup_check_s: float = 1.0, kraft_version: int = 0,
+                 brokers: int = 0):
         if not isinstance(cluster_id, str) or not cluster_id or any(c.isspace() for c in cluster_id):
             raise ValueError(f"cluster_id must be a non-empty string without whitespace, got {cluster_id!r}")
         if isinstance(seed, bool) or not isinstance(seed, int):
@@ -117,6 +118,10 @@ class KraftDB(DB):
         for name in unsafe:
             if not isinstance(name, str) or not name or any(c in name for c in ",\n=") or name != name.strip():
                 raise ValueError(f"bad unsafe switch name {name!r}")
+        if isinstance(brokers, bool) or not isinstance(brokers, int) or not 0 <= brokers < len(cluster.nodes):
+            raise ValueError(f"brokers must be an int in 0..{len(cluster.nodes) - 1} (at least one controller "
+                             f"among the cluster's {len(cluster.nodes)} nodes), got {brokers!r}")
+        self.n_brokers = brokers
         if isinstance(kraft_version, bool) or kraft_version not in (0, 1):
             raise ValueError(f"kraft_version must be 0 or 1, got {kraft_version!r}")
         self.kraft_version = kraft_version
@@ -154,29 +159,18 @@ class KraftDB(DB):
         """:func:`kraft_quorum_client`: DescribeQuorum through our own client."""
         return kraft_quorum_client
 
-    def voters(self) -> str:
-        """The ``controller.quorum.voters`` value: ``1@ip1:port,2@ip2:port,...``."""
-        return ",".join(f"{self.node_id(n)}@{self.cluster.ip(n)}:{self.port}" for n in self.cluster.nodes)
-
-    def initial_controllers(self) -> str:
-        """KIP-853 ``--initial-controllers`` (kraft.version 1): ``id@ip:port:directory-id,...``,
-        directory ids from :func:`directory_id`."""
-        return ",".join(f"{self.node_id(n)}@{self.cluster.ip(n)}:{self.port}:{directory_id(self.seed, self.node_id(n))}"
-                        for n in self.cluster.nodes)
-
-    def bootstrap_servers(self) -> str:
-        """KIP-853 ``controller.quorum.bootstrap.servers`` (kraft.version 1): ``ip:port,...``."""
-        return ",".join(f"{self.cluster.ip(n)}:{self.port}" for n in self.cluster.nodes)
-
     def config_text(self, node: str) -> str:
         """The contents of the node's properties file (see ``kraft/config.py`` for the keys)."""
         host, port = self.address(node)
         nid = self.node_id(node)
+        broker = self.is_broker(node)
         lines = [
             f"node.id={nid}",
             f"listeners={host}:{port}",
-            (f"controller.quorum.voters={self.voters()}" if self.kraft_version == 0
-             else f"controller.quorum.bootstrap.servers={self.bootstrap_servers()}"),
+            *(["process.roles=broker"] if broker else []),
+            *([f"controller.quorum.voters={self.voters()}"] if self.kraft_version == 0 else []),
+            *([f"controller.quorum.bootstrap.servers={self.bootstrap_servers()}"]
+              if self.kraft_version == 1 or broker else []),
             f"log.dir={self.paths.data_dir}",
             f"cluster.id={self.cluster_id}",
             f"controller.quorum.election.timeout.ms={self.election_timeout_ms}",
@@ -263,8 +257,9 @@ class KraftDB(DB):
         # --cluster-id=X: a base64url id may start with "-", which argparse would take for an option
         argv = [p.python, "-m", "kraft", "format", f"--cluster-id={self.cluster_id}",
                 "--node-id", str(self.node_id(node)), "--data-dir", p.data_dir]
-        if self.kraft_version == 1:      # KIP-853: the bootstrap voter set, with directory ids
-            argv.append(f"--initial-controllers={self.initial_controllers()}")
+        if self.kraft_version == 1:      # KIP-853: the bootstrap voter set, with directory ids (brokers: none)
+            argv.append("--no-initial-controllers" if self.is_broker(node)
+                        else f"--initial-controllers={self.initial_controllers()}")
         script = (f"rm -rf {shlex.quote(p.data_dir)} {shlex.quote(p.log)} {shlex.quote(p.pid)} && "
                   f"mkdir -p {shlex.quote(p.data_dir)} && cd / && "
                   + " ".join(shlex.quote(a) for a in argv))

@@ -5,7 +5,8 @@ A target reads what it needs from the run's options: any object with the
 attributes it names (``harness.run_config.RunConfig`` has them all):
 ``seed``, ``nodes``, ``base_image``, ``unsafe``, ``fetch_max_records`` for
 ``kraft``; ``nodes``, ``kafka_version``, ``kafka_topology``, ``kraft_version``
-for ``kafka``.
+for ``kafka``; both read ``brokers`` when the options have it (None: the target's
+default, 0 extra broker nodes on kraft, 3 on kafka's dedicated topology).
 """
 from __future__ import annotations
 
@@ -40,6 +41,9 @@ class TargetSpec:
     make_db: Callable[[Cluster, str, Any], DB]
     default_workload: str
     disk_dir: str
+    #: True when the target runs no brokers unless asked (``--brokers``): a workload that
+    #: needs them (``WorkloadSpec.brokers``) then gets its default count
+    optional_brokers: bool = False
 
 
 def _kraft_image(engine, options, log: Log) -> str:
@@ -48,17 +52,30 @@ def _kraft_image(engine, options, log: Log) -> str:
     return ensure_node_image(engine, Path(kraft.__file__).parent, options.base_image, log=log)
 
 
+def _brokers(options) -> int | None:
+    """``options.brokers`` (None when absent or not given); ``ValueError`` unless an int >= 0."""
+    b = getattr(options, "brokers", None)
+    if b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 0):
+        raise ValueError(f"--brokers must be an int >= 0, got {b!r}")
+    return b
+
+
+def _kraft_count(options) -> int:
+    return options.nodes + (_brokers(options) or 0)
+
+
 def _kraft_db(cluster: Cluster, cluster_id: str, options) -> DB:
     from .kraft_db import KraftDB
     return KraftDB(cluster, cluster_id, options.seed, unsafe=list(options.unsafe),
                    fetch_max_records=options.fetch_max_records,
                    segment_bytes=getattr(options, "segment_bytes", None),
-                   kraft_version=getattr(options, "kraft_version", None) or 0)
+                   kraft_version=getattr(options, "kraft_version", None) or 0,
+                   brokers=_brokers(options) or 0)
 
 
 def _kafka_count(options) -> int:
     from .kafka.db import node_count
-    return node_count(options.kafka_topology, options.nodes)
+    return node_count(options.kafka_topology, options.nodes, _brokers(options))
 
 
 def _kafka_image(engine, options, log: Log) -> str:
@@ -72,8 +89,9 @@ def _kafka_db(cluster: Cluster, cluster_id: str, options) -> DB:
 
 
 TARGETS: dict[str, TargetSpec] = {t.name: t for t in (
-    TargetSpec("kraft", "our Python KRaft quorum (kraft/), one voter per node",
-               lambda options: options.nodes, _kraft_image, _kraft_db, "append", KRAFT_DISK),
+    TargetSpec("kraft", "our Python KRaft quorum (kraft/): --nodes voters, and --brokers broker nodes "
+               "(the data plane) after them", _kraft_count, _kraft_image, _kraft_db, "append", KRAFT_DISK,
+               optional_brokers=True),
     TargetSpec("kafka", "Apache Kafka's controllers and brokers (jars from Maven Central)",
                _kafka_count, _kafka_image, _kafka_db, "metadata", KAFKA_DISK),
 )}

@@ -130,6 +130,9 @@ class WorkloadSpec:
     checkers: tuple[str, ...]
     final: Callable[[ClientWorkload, Quorum], Awaitable[None]] | None = None
     dbs: tuple[str, ...] = ("kraft",)
+    #: broker nodes a run gets on a target whose brokers are optional (``--db kraft``)
+    #: when ``--brokers`` is not given; 0: the workload needs none
+    brokers: int = 0
 
 
 WORKLOAD_SPECS: dict[str, WorkloadSpec] = {
@@ -155,7 +158,7 @@ WORKLOAD_SPECS: dict[str, WorkloadSpec] = {
         QueueWorkload,
         ("queue-lost", "queue-duplicate", "queue-inconsistent-offsets", "queue-reordered",
          "queue-nonmonotonic-poll", "queue-phantom", *QUORUM_CHECKERS),
-        final=queue_final_phase, dbs=("kraft", "kafka")),
+        final=queue_final_phase, dbs=("kraft", "kafka"), brokers=3),
 }
 
 

@@ -36,12 +36,21 @@ TOPOLOGIES = ("dedicated", "combined")
 DEFAULT_BROKERS = 3
 
 
-def node_count(topology: str, nodes: int) -> int:
-    """How many containers a run needs: ``nodes`` controllers plus :data:`DEFAULT_BROKERS`
-    brokers (dedicated), or ``nodes`` combined servers. Raises ``ValueError``."""
+def node_count(topology: str, nodes: int, brokers: int | None = None) -> int:
+    """How many containers a run needs: ``nodes`` controllers plus ``brokers`` (default
+    :data:`DEFAULT_BROKERS`) brokers (dedicated), or ``nodes`` combined servers. Raises
+    ``ValueError`` for an unknown topology, or ``brokers`` given with the combined one
+    (every server is a broker there) or below 1."""
     if topology not in TOPOLOGIES:
         raise ValueError(f"topology must be one of {TOPOLOGIES}, got {topology!r}")
-    return nodes + DEFAULT_BROKERS if topology == "dedicated" else nodes
+    if topology == "combined":
+        if brokers is not None:
+            raise ValueError("--brokers needs --kafka-topology dedicated: in the combined topology "
+                             "every one of the --nodes servers is a broker")
+        return nodes
+    if brokers is not None and (isinstance(brokers, bool) or not isinstance(brokers, int) or brokers < 1):
+        raise ValueError(f"--brokers must be an int >= 1 for --db kafka, got {brokers!r}")
+    return nodes + (DEFAULT_BROKERS if brokers is None else brokers)
 
 
 def _on_nodes(nodes: Sequence[str], fn: Callable[[str], object], what: str) -> None:
@@ -150,6 +159,12 @@ class KafkaDB(DB):
         """``host:9092``, the broker listener of ``node`` (``host:9093`` for a controller-only one)."""
         port = sc.CONTROLLER_PORT if self.role(node) == sc.ROLE_CONTROLLER else sc.BROKER_PORT
         return f"{self.cluster.ip(node)}:{port}"
+
+    def queue_client_factory(self):
+        """The queue workload's client: confluent-kafka against the brokers
+        (:func:`targets.kafka.queue_client.kafka_queue_factory`)."""
+        from targets.kafka.queue_client import kafka_queue_factory
+        return kafka_queue_factory
 
     def quorum_client_factory(self) -> QuorumClientFactory:
         """DescribeQuorum (api key 55) over Kafka's wire protocol:

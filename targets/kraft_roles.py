@@ -1,0 +1,57 @@
+"""Which node of a ``--db kraft`` cluster does what: the controllers (voters) first, then the
+brokers (``process.roles=broker``; docs/data-plane.md), and the quorum addresses each
+needs. A mixin of :class:`targets.kraft_db.KraftDB`, which sets ``cluster``, ``port``,
+``seed``, ``cluster_id`` and ``n_brokers``.
+"""
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+
+def directory_id(run_seed: int, node_id: int) -> str:
+    """The node's KIP-853 directory id at kraft.version 1: a UUID (version 4 layout) from
+    SHA-256 of ``"<run_seed>:<node_id>:directory"``, so a run's voter set is reproducible."""
+    digest = hashlib.sha256(f"{run_seed}:{node_id}:directory".encode()).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))
+
+
+class KraftRoles:
+    """Node roles and quorum addresses of a ``KraftDB`` (see the module docstring)."""
+
+    def queue_client_factory(self):
+        """The queue workload's client (targets/kraft_queue.py): ``(bootstrap, options) ->
+        KraftQueueClient`` speaking the broker RPCs, this cluster id closed over."""
+        from .kraft_queue import kraft_queue_factory
+        return kraft_queue_factory(self.cluster_id)
+
+    def quorum_nodes(self) -> list[str]:
+        """The controllers (voters): every node but the last ``brokers``."""
+        return list(self.cluster.nodes[:len(self.cluster.nodes) - self.n_brokers])
+
+    def brokers(self) -> list[str]:
+        """The broker nodes (``process.roles=broker``), after the controllers."""
+        return list(self.cluster.nodes[len(self.cluster.nodes) - self.n_brokers:])
+
+    def client_nodes(self) -> list[str]:
+        """The brokers when there are any (the data plane's clients go there), else the voters."""
+        return self.brokers() or self.quorum_nodes()
+
+    def is_broker(self, node: str) -> bool:
+        """True for a broker node (raises ``ValueError`` for a node not in the cluster)."""
+        return self.node_id(node) > len(self.cluster.nodes) - self.n_brokers
+
+    def voters(self) -> str:
+        """The ``controller.quorum.voters`` value: ``1@ip1:port,2@ip2:port,...`` (controllers)."""
+        return ",".join(f"{self.node_id(n)}@{self.cluster.ip(n)}:{self.port}" for n in self.quorum_nodes())
+
+    def initial_controllers(self) -> str:
+        """KIP-853 ``--initial-controllers`` (kraft.version 1): ``id@ip:port:directory-id,...``,
+        directory ids from :func:`directory_id`."""
+        return ",".join(f"{self.node_id(n)}@{self.cluster.ip(n)}:{self.port}:{directory_id(self.seed, self.node_id(n))}"
+                        for n in self.quorum_nodes())
+
+    def bootstrap_servers(self) -> str:
+        """KIP-853 ``controller.quorum.bootstrap.servers`` (kraft.version 1, and brokers):
+        ``ip:port,...`` of the controllers."""
+        return ",".join(f"{self.cluster.ip(n)}:{self.port}" for n in self.quorum_nodes())
