@@ -30,6 +30,7 @@ import docker
 import docker.errors
 
 from clusters.errors import ClusterError
+from clusters.image_prune import checkout_id, image_info, max_age_s, prune_plan, ref_tag
 
 BASE_REPO = "kraft-chaos-base"
 BASE_TAG = f"{BASE_REPO}:bookworm"
@@ -240,7 +241,9 @@ def ensure_node_image(client: docker.DockerClient, kraft_dir: Path, base_image: 
     :data:`BASE_TAG` (built with debootstrap if absent); otherwise that image
     is pulled if absent and iptables/iproute2/procps are installed on it.
     The tag is ``kraft-chaos-node:<digest>`` (see :func:`kraft_digest`); an
-    existing image with that tag is reused. ``log`` receives progress lines.
+    existing image with that tag is reused. This checkout's reference tag is put on it
+    (:func:`hold_image`), and node images it held before are removed unless another
+    checkout holds them too (:func:`prune_node_images`). ``log`` receives progress lines.
 
     Raises :class:`ClusterError` on a missing ``kraft_dir``, a failed base
     build or pull, or a failed layer build (with the end of the build log).
@@ -251,11 +254,11 @@ def ensure_node_image(client: docker.DockerClient, kraft_dir: Path, base_image: 
     base, base_id = _ensure_base(client, base_image, log)
     dockerfile = node_dockerfile(base, base_id)
     tag = f"{NODE_REPO}:{kraft_digest(kraft_dir, dockerfile.encode())}"
-    if _image_id(client, tag) is not None:
-        return tag
-    log(f"building node image {tag} on {base} ...")
-    build_image(client, build_context(kraft_dir, dockerfile), tag, {"kraft-chaos.image": "node"},
-                f"node image {tag} on {base}")
+    if _image_id(client, tag) is None:
+        log(f"building node image {tag} on {base} ...")
+        build_image(client, build_context(kraft_dir, dockerfile), tag, {"kraft-chaos.image": "node"},
+                    f"node image {tag} on {base}")
+    hold_image(client, tag)
     prune_node_images(client, tag, log)
     return tag
 
@@ -276,9 +279,23 @@ def build_image(client: docker.DockerClient, context, tag: str, labels: dict[str
         raise ClusterError(f"building {what} failed: {e}") from e
 
 
+def hold_image(client: docker.DockerClient, tag: str, checkout: str | None = None) -> str | None:
+    """Put ``checkout``'s (default this checkout's) reference tag on image ``tag``
+    (:func:`clusters.image_prune.ref_tag`), so no other checkout's pruning removes it. Returns
+    the reference tag, or None when the engine refused (best effort; never raises)."""
+    ref = ref_tag(tag, checkout or checkout_id())
+    repo, _, name = ref.rpartition(":")
+    try:
+        client.images.get(tag).tag(repo, name)
+    except docker.errors.DockerException:
+        return None
+    return ref
+
+
 def prune_node_images(client: docker.DockerClient, keep: str, log: Log = print) -> list[str]:
-    """Remove the node images of older ``kraft/`` versions (every image labelled
-    ``kraft-chaos.image=node`` but ``keep``); returns the tags removed.
+    """Remove the node images (labelled ``kraft-chaos.image=node``) this checkout held but no
+    longer needs, and ones nobody references past the age limit, by
+    :func:`clusters.image_prune.prune_plan`'s rule; returns the tags removed.
 
     Best effort: an image still used by a container (for example a cluster
     kept with ``--keep-cluster``) is left alone, and no error is raised.
@@ -287,24 +304,37 @@ def prune_node_images(client: docker.DockerClient, keep: str, log: Log = print) 
 
 
 def prune_images(client: docker.DockerClient, keep: str, labels: list[str], what: str,
-                 log: Log = print) -> list[str]:
-    """Remove every image carrying all of ``labels`` (``key=value``) but the one tagged
-    ``keep``; returns the tags removed and logs them as "older ``what``". Best effort:
-    images still used by a container stay, and no error is raised."""
+                 log: Log = print, *, now: float | None = None, checkout: str | None = None) -> list[str]:
+    """Remove the tags :func:`clusters.image_prune.prune_plan` picks among the images carrying
+    all of ``labels`` (``key=value``): never ``keep``'s; this checkout's (``checkout``, default
+    :func:`~clusters.image_prune.checkout_id`) references to others, with the image when no
+    other checkout references it; unreferenced or others' images only past
+    ``KRAFT_CHAOS_IMAGE_MAX_AGE_DAYS`` (default 14; ``now``: epoch seconds, default the
+    clock). Returns the tags removed (reference tags of images that stay are not logged) and
+    logs the rest as "older ``what``". Best effort: images still used by a container stay (the
+    engine refuses; this never forces), and no error is raised, a bad age setting included
+    (then only this checkout's references go)."""
+    import time
+
+    from clusters.image_prune import ref_owner
     removed: list[str] = []
     try:
-        images = client.images.list(filters={"label": labels})
+        images = [image_info(i) for i in client.images.list(filters={"label": labels})]
     except docker.errors.DockerException:
         return removed
-    for image in images:
-        if keep in image.tags:
-            continue
-        for t in image.tags:
-            try:
-                client.images.remove(t)
-                removed.append(t)
-            except docker.errors.DockerException:
-                pass
-    if removed:
-        log(f"removed older {what}: {', '.join(removed)}")
+    try:
+        age = max_age_s()
+    except ValueError as e:
+        log(f"{e}; removing only this checkout's older {what}")
+        age = 0.0
+    plan = prune_plan(images, keep, checkout or checkout_id(), time.time() if now is None else now, age)
+    for t in plan:
+        try:
+            client.images.remove(t)
+            removed.append(t)
+        except docker.errors.DockerException:
+            pass
+    shown = [t for t in removed if ref_owner(t) is None]
+    if shown:
+        log(f"removed older {what}: {', '.join(shown)}")
     return removed

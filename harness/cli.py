@@ -208,8 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", help="re-run the checkers on a stored run, or check a history file "
                                       "for linearizability (--model, --format)")
-    c.add_argument("store_dir", metavar="RUN_DIR_OR_FILE",
-                   help="a run directory (or a store root: its latest run), or a history file")
+    c.add_argument("store_dir", metavar="RUN_DIR_OR_FILE", nargs="+",
+                   help="a run directory (or a store root: its latest run), or a history file; several "
+                        "are checked one after another in this process (exit code: the worst verdict)")
     from harness.check_file import add_file_options
     add_file_options(c)
 
@@ -416,41 +417,12 @@ def run_and_report(config, no_progress: bool = False) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """``kraft-chaos check STORE_DIR``: re-check a stored run, rewrite results.json.
-
-    With a file, or ``--model``/``--format``: the linearizability check of
-    that history file (:mod:`harness.check_file`).
-    """
-    from harness import store
-    from harness.check_file import cmd_check_file, wants_file_check
-    from pathlib import Path
-
-    from harness.check_run import check_run_dir
-    from history import HistoryError
-
-    if wants_file_check(args):
-        return cmd_check_file(args)
-
-    try:
-        run_dir = store.resolve_run_dir(args.store_dir)
-        results = check_run_dir(run_dir, out_dir=args.out)
-    except store.StoreError as e:
-        print(f"kraft-chaos check: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except HistoryError as e:
-        print(f"kraft-chaos check: malformed history: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except (ValueError, OSError) as e:       # OSError: FileNotFoundError, an --out that cannot be written
-        print(f"kraft-chaos check: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    print(format_results(results))
-    if args.out:
-        print(f"results: {store.results_path(Path(args.out))}")
-    print(f"store: {run_dir}")
-    test = store.read_test_json(run_dir)
-    if test and test.get("command"):
-        print(f"repeat with: {test['command']}")
-    return verdict_exit(results.get("valid"))
+    """``kraft-chaos check INPUT...``: re-check stored runs (rewriting results.json, or into
+    ``--out``) and check history files for linearizability (results under the store, or
+    ``--out``), one after another in this process (:mod:`harness.check_many`). Exit code:
+    the worst verdict of the inputs."""
+    from harness.check_many import cmd_check as check_many
+    return check_many(args)
 
 
 def cmd_teardown(args: argparse.Namespace) -> int:

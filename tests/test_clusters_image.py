@@ -80,37 +80,4 @@ def test_build_context_holds_dockerfile_and_package(kraft_dir, tmp_path):
         assert all(m.uid == 0 and m.gid == 0 for m in tar.getmembers())
 
 
-class _Image:
-    def __init__(self, tags):
-        self.tags = tags
-
-
-class _Images:
-    """Stand-in for client.images: ``in_use`` tags refuse removal (409, like the engine)."""
-
-    def __init__(self, tags, in_use=()):
-        self.images = [_Image([t]) for t in tags]
-        self.in_use = set(in_use)
-        self.removed = []
-
-    def list(self, filters=None):
-        assert filters == {"label": ["kraft-chaos.image=node"]}
-        return [i for i in self.images if i.tags[0] not in self.removed]
-
-    def remove(self, tag):
-        import docker
-        if tag in self.in_use:
-            raise docker.errors.APIError("conflict: image is being used by a container")
-        self.removed.append(tag)
-
-
-def test_prune_keeps_the_current_image_and_images_in_use():
-    from clusters.image import prune_node_images
-
-    class Client:
-        images = _Images(["kraft-chaos-node:old1", "kraft-chaos-node:new", "kraft-chaos-node:kept"],
-                         in_use={"kraft-chaos-node:kept"})
-    lines = []
-    assert prune_node_images(Client, "kraft-chaos-node:new", lines.append) == ["kraft-chaos-node:old1"]
-    assert Client.images.removed == ["kraft-chaos-node:old1"]
-    assert lines == ["removed older node images: kraft-chaos-node:old1"]
+# pruning: tests/test_image_prune.py

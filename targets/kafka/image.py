@@ -31,7 +31,7 @@ from typing import IO, Callable
 import docker
 import docker.errors
 
-from clusters.image import BASE_PACKAGES, build_base_image, build_image, prune_images
+from clusters.image import BASE_PACKAGES, build_base_image, build_image, hold_image, prune_images
 from targets.kafka.jars import DEFAULT_VERSION, POM, jar_listing, pom_digest, resolve_jars
 from targets.kafka.server_config import KAFKA_HOME, LIBS_DIR
 
@@ -188,8 +188,10 @@ def ensure_kafka_image(client: docker.DockerClient, version: str = DEFAULT_VERSI
     Resolves the jars (:func:`targets.kafka.jars.resolve_jars`, cached in
     ``cache_root``), makes the JRE base if absent (:func:`ensure_kafka_base`),
     then builds ``kraft-chaos-kafka:<digest>`` (see :func:`image_digest`)
-    unless an image with that tag exists. Older images of the same version
-    are removed when not in use. ``log`` receives progress lines.
+    unless an image with that tag exists. This checkout's reference tag is put on it
+    (:func:`clusters.image.hold_image`), and images of the same version it held before are
+    removed unless another checkout holds them too or a container uses them
+    (:func:`prune_kafka_images`). ``log`` receives progress lines.
 
     Raises :class:`targets.errors.TargetError` for a bad version or a failed
     Maven run, and :class:`~clusters.errors.ClusterError` for a failed base
@@ -200,21 +202,23 @@ def ensure_kafka_image(client: docker.DockerClient, version: str = DEFAULT_VERSI
     dockerfile = kafka_dockerfile(base, base_id, version)
     files = config_files()
     tag = f"{KAFKA_REPO}:{image_digest(version, pom_digest(POM), jar_listing(libs), dockerfile, files)}"
-    if _image_id(client, tag) is not None:
-        return tag
-    log(f"building Kafka {version} node image {tag} on {base} ...")
-    with tempfile.TemporaryFile() as ctx:
-        write_build_context(ctx, libs, dockerfile, files)
-        ctx.seek(0)
-        build_image(client, ctx, tag, {IMAGE_LABEL: "kafka", VERSION_LABEL: version},
-                    f"Kafka image {tag} on {base}")
+    if _image_id(client, tag) is None:
+        log(f"building Kafka {version} node image {tag} on {base} ...")
+        with tempfile.TemporaryFile() as ctx:
+            write_build_context(ctx, libs, dockerfile, files)
+            ctx.seek(0)
+            build_image(client, ctx, tag, {IMAGE_LABEL: "kafka", VERSION_LABEL: version},
+                        f"Kafka image {tag} on {base}")
+    hold_image(client, tag)
     prune_kafka_images(client, tag, version, log)
     return tag
 
 
 def prune_kafka_images(client: docker.DockerClient, keep: str, version: str, log: Log = print) -> list[str]:
-    """Remove the other Kafka node images of ``version`` (labelled ``kraft-chaos.image=kafka``
-    and ``kraft-chaos.kafka-version=<version>``) but ``keep``; returns the tags removed.
+    """Remove the Kafka node images of ``version`` (labelled ``kraft-chaos.image=kafka`` and
+    ``kraft-chaos.kafka-version=<version>``) this checkout held but no longer needs, and ones
+    nobody references past the age limit (:func:`clusters.image_prune.prune_plan`), never
+    ``keep``; returns the tags removed.
 
     Best effort: images still used by a container are kept; never raises.
     Images of other Kafka versions are left alone.
