@@ -110,6 +110,11 @@ class Handler(BaseHTTPRequestHandler):
         except UnicodeDecodeError:
             rel = "\x00"
         try:
+            if raw == "/favicon.ico":          # browsers ask on every page: no icon, and no 404 logged
+                self.send_response(HTTPStatus.NO_CONTENT)      # 204: no Content-Length (RFC 9110)
+                self.send_header("Cache-Control", "max-age=86400")
+                self.end_headers()
+                return
             if raw == "/":
                 self._html(pages.index_page(self.server.view.runs(), query.get("verdict") or None,
                                             query.get("test") or None), head)

@@ -259,8 +259,13 @@
       el.appendChild(sw); el.appendChild(doc.createTextNode(f[0]));
       legend.appendChild(el);
     });
+    /* Op i's bar in CSS pixels of the canvas, {x, y, w, h}, as drawn now (x may be off screen). */
+    v.box = function (i) {
+      var x0 = px(m.start[i]);
+      return {x: x0, y: TOP + (d.lane[i] - v.top) * v.laneH + 2, w: Math.max(px(m.end[i]), x0 + 1) - x0, h: v.laneH - 4};
+    };
     resize(); fit();
-    root.TL_VIEW = v;       // for a browser test: the view and the model
+    root.TL_VIEW = v;       // for a browser test (tests/test_serve_browser.py): the view and the model
     root.TL_MODEL = m;
   }
 
