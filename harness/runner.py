@@ -34,6 +34,8 @@ log = logging.getLogger("kraft_chaos.runner")
 
 #: seconds to wait for the first leader after the nodes start
 FIRST_LEADER_TIMEOUT_S = 60.0
+#: seconds to wait, after the first leader, for every broker node to be registered and unfenced
+BROKERS_TIMEOUT_S = 60.0
 #: a monitor sample of the leader older than this (s) is not trusted for aim
 VIEW_FRESH_S = 1.0
 
@@ -234,6 +236,8 @@ class _Run:
             raise RunSetupError(f"no leader was elected within {FIRST_LEADER_TIMEOUT_S:.0f} s of "
                                 f"starting the nodes; see {store.nodes_dir(self.run_dir)}/*/node.log")
         log.info("first leader: %s", leader)
+        if not await self._blocking(self.db.wait_for_brokers, BROKERS_TIMEOUT_S):
+            log.warning("not every broker registered within %.0f s of the first leader", BROKERS_TIMEOUT_S)
 
         await self._run_phase(nodes)
         return await self._finish(nodes)

@@ -99,6 +99,12 @@ class DB(abc.ABC):
             return list(self.cluster.nodes)
         raise ValueError(f"unknown nemesis targets {which!r}: choose from quorum, clients, all")
 
+    def wait_for_brokers(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` (s) until every broker node is registered and unfenced in
+        the cluster's metadata (a topic of replication factor B can then be created); True
+        once they are, False after the timeout. Targets without brokers: True at once."""
+        return True
+
     def queue_client_factory(self):
         """How the queue workload makes its producer/consumer: ``factory(bootstrap: tuple of
         "host:port", options) -> QueueClient`` (workloads/queue.py's contract), or None when

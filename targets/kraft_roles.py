@@ -5,8 +5,12 @@ needs. A mixin of :class:`targets.kraft_db.KraftDB`, which sets ``cluster``, ``p
 """
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import logging
 import uuid
+
+log = logging.getLogger("kraft_chaos.db")
 
 
 def directory_id(run_seed: int, node_id: int) -> str:
@@ -18,6 +22,15 @@ def directory_id(run_seed: int, node_id: int) -> str:
 
 class KraftRoles:
     """Node roles and quorum addresses of a ``KraftDB`` (see the module docstring)."""
+
+    def wait_for_brokers(self, timeout_s: float) -> bool:
+        """Until a broker's Metadata (3) lists every broker node unfenced, or ``timeout_s``
+        (s) passed; True when it did. No brokers: True at once."""
+        want = {self.node_id(n) for n in self.brokers()}
+        if not want:
+            return True
+        return asyncio.run(_brokers_listed([self.address(n) for n in self.brokers()], self.cluster_id,
+                                           want, timeout_s))
 
     def queue_client_factory(self):
         """The queue workload's client (targets/kraft_queue.py): ``(bootstrap, options) ->
@@ -55,3 +68,30 @@ class KraftRoles:
         """KIP-853 ``controller.quorum.bootstrap.servers`` (kraft.version 1, and brokers):
         ``ip:port,...`` of the controllers."""
         return ",".join(f"{self.cluster.ip(n)}:{self.port}" for n in self.quorum_nodes())
+
+
+async def _brokers_listed(endpoints: list[tuple[str, int]], cluster_id: str, want: set[int],
+                          timeout_s: float) -> bool:
+    """Ask each endpoint for Metadata in turn until one lists every id of ``want`` unfenced."""
+    from kraft import api
+    from kraft.client import ClientError, KraftClient
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    seen: set[int] = set()
+    while True:
+        for host, port in endpoints:
+            c = KraftClient(host, port, cluster_id, timeout_ms=1000)
+            try:
+                body = await c.request(api.METADATA, {})
+            except ClientError:
+                continue
+            finally:
+                await c.close()
+            seen = {b.get("Id") for b in body.get("Brokers") or [] if not b.get("Fenced")}
+            if want <= seen:
+                return True
+        if loop.time() >= deadline:
+            log.warning("brokers %s not all registered and unfenced within %.0f s (seen: %s)",
+                        sorted(want), timeout_s, sorted(seen))
+            return False
+        await asyncio.sleep(0.5)

@@ -160,6 +160,13 @@ class KafkaDB(DB):
         port = sc.CONTROLLER_PORT if self.role(node) == sc.ROLE_CONTROLLER else sc.BROKER_PORT
         return f"{self.cluster.ip(node)}:{port}"
 
+    def wait_for_brokers(self, timeout_s: float) -> bool:
+        """Until the brokers' metadata lists every broker node, or ``timeout_s`` (s) passed
+        (:func:`targets.kafka.queue_client.wait_for_brokers`)."""
+        from targets.kafka.queue_client import wait_for_brokers
+        return wait_for_brokers([self.client_endpoint(n) for n in self.brokers()],
+                                {self.node_id(n) for n in self.brokers()}, timeout_s)
+
     def queue_client_factory(self):
         """The queue workload's client: confluent-kafka against the brokers
         (:func:`targets.kafka.queue_client.kafka_queue_factory`)."""

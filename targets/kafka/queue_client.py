@@ -303,3 +303,27 @@ def kafka_queue_factory(bootstrap: Sequence[str], options: Any) -> KafkaQueueCli
     return KafkaQueueClient(bootstrap, timeout_ms=getattr(options, "timeout_ms", 5000),
                             acks=getattr(options, "acks", -1), idempotence=getattr(options, "idempotence", False),
                             isolation=getattr(options, "isolation", "read_committed"))
+
+
+def wait_for_brokers(bootstrap: Sequence[str], want: set[int], timeout_s: float) -> bool:
+    """Until a Metadata answer (``AdminClient.list_topics``) lists every broker id of
+    ``want`` (Kafka lists registered, unfenced brokers), or ``timeout_s`` (s) passed; True
+    when it did. Blocking."""
+    import time
+    from confluent_kafka.admin import AdminClient
+    if not want:
+        return True
+    admin = AdminClient({"bootstrap.servers": ",".join(bootstrap), "socket.timeout.ms": 2000}, logger=RDKAFKA_LOG)
+    deadline, seen = time.monotonic() + timeout_s, set()
+    while True:
+        try:
+            seen = set(admin.list_topics(timeout=2.0).brokers)
+        except Exception:      # KafkaException: no broker answered yet
+            seen = set()
+        if want <= seen:
+            return True
+        if time.monotonic() >= deadline:
+            log.warning("brokers %s not all registered within %.0f s (seen: %s)", sorted(want), timeout_s,
+                        sorted(seen))
+            return False
+        time.sleep(0.5)
