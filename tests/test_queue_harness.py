@@ -140,3 +140,18 @@ def test_a_scenario_run_table_may_set_brokers_and_workload_options():
     t = run_table(RunConfig(seed=3, workload="queue", db="kafka", acks=-1, min_insync_replicas=1,
                             unclean_leader_election=True))
     assert t["min_insync_replicas"] == 1 and t["unclean_leader_election"] is True and "brokers" not in t
+
+
+def test_kraft_wait_for_brokers_asks_the_brokers_metadata():
+    import asyncio
+
+    from targets.kraft_roles import _brokers_listed
+    from tests.queue_fakes import FakeBrokers
+
+    async def main():
+        async with FakeBrokers(3) as fb:
+            eps = [("127.0.0.1", fb.ports[b]) for b in fb.ids]
+            assert await _brokers_listed(eps, "c1", {1, 2, 3}, 2.0)
+            assert not await _brokers_listed(eps, "c1", {1, 2, 3, 9}, 0.3)   # broker 9 never shows
+    asyncio.run(main())
+    assert KraftDB(FakeCluster(3), "cid", 7).wait_for_brokers(0.1)          # no brokers: at once
