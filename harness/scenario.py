@@ -55,7 +55,7 @@ CLIENT_PHASES = ("pause", "resume")
 #: RunConfig fields a scenario's [run] table may set
 RUN_FIELDS = ("seed", "workload", "nodes", "unsafe", "fetch_max_records", "rate", "concurrency", "subnet",
               "base_image", "store", "keep_cluster", "segment_bytes", "db", "kraft_version", "kafka_version", "kafka_topology",
-              "brokers", *WORKLOAD_OPTIONS)
+              "brokers", "nemesis_targets", *WORKLOAD_OPTIONS)
 ROLE = re.compile(r"S[0-9]+")
 
 

@@ -48,7 +48,7 @@ from .scenario import load
 NAME = "disk-loss-timeline"
 SCENARIOS_DIR = Path(__file__).parent / "scenarios"
 #: [run] settings that only our quorum has, dropped on Kafka
-KRAFT_ONLY = ("unsafe", "fetch_max_records", "brokers")
+KRAFT_ONLY = ("unsafe", "fetch_max_records")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -87,7 +87,9 @@ class Timeouts:
     ``fetch_ms`` controller.quorum.fetch.timeout.ms [2000];
     ``request_ms`` controller.quorum.request.timeout.ms [2000];
     ``heartbeat_ms`` broker.heartbeat.interval.ms [2000];
-    ``session_ms`` broker.session.timeout.ms [9000].
+    ``session_ms`` broker.session.timeout.ms [9000];
+    ``replica_lag_ms`` replica.lag.time.max.ms [30000]: how long a follower may lag
+    before its leader shrinks it out of the ISR (the data plane's ISR, seed 003).
     """
 
     election_ms: int = 1000
@@ -95,6 +97,7 @@ class Timeouts:
     request_ms: int = 2000
     heartbeat_ms: int = 500
     session_ms: int = 4000
+    replica_lag_ms: int = 5000
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -234,6 +237,7 @@ def render_server_properties(*, role: str, node_id: int, host: str, controllers:
         "controller.quorum.request.timeout.ms": timeouts.request_ms,
         "broker.heartbeat.interval.ms": timeouts.heartbeat_ms,
         "broker.session.timeout.ms": timeouts.session_ms,
+        "replica.lag.time.max.ms": timeouts.replica_lag_ms,
         "offsets.topic.replication.factor": rf,
         "offsets.topic.num.partitions": 3,
         "transaction.state.log.replication.factor": rf,
