@@ -54,7 +54,7 @@ CREATE_DEFINITE = frozenset({
 #: read errors that are timeouts: the read's outcome is unknown like any timeout
 READ_TIMEOUTS = frozenset({"_TIMED_OUT", "REQUEST_TIMED_OUT", "_TRANSPORT"})
 #: how long one poll waits for its first record (s); later records come without waiting
-POLL_WAIT_S = 0.5
+POLL_WAIT_S = 0.2
 
 
 class _RdkafkaLog:
