@@ -104,6 +104,18 @@ def test_the_final_phase_waits_for_a_quorum_leader_then_drains(tmp_path):
     wl = make_wl(tmp_path, cluster, partitions=2)
     asked = []
 
+    ops = run_final_phase(wl, cluster, asked, logs=None)
+    assert asked == ["leader", "catch-up", "describe", "logs"]
+    assert [[42]] == [[v for _o, v in o["value"]["records"]] for o in ops
+                      if o["type"] == "ok" and o["f"] == "poll" and o["value"]["partition"] == 1]
+    assert not [o for o in ops if o["f"] == "read"]     # a target without readable logs: no reads
+
+
+def run_final_phase(wl, cluster, asked, logs):
+    """The queue final phase against a stand-in quorum whose controllers' logs are ``logs``."""
+    body = {"LeaderId": 1, "LeaderEpoch": 2, "HighWatermark": 2,
+            "CurrentVoters": [{"ReplicaId": 1, "LogEndOffset": 2}]}
+
     class Quorum:
         async def wait_for_leader(self, timeout_s):
             asked.append("leader")
@@ -113,6 +125,14 @@ def test_the_final_phase_waits_for_a_quorum_leader_then_drains(tmp_path):
             asked.append("catch-up")
             return True
 
+        async def describe_leader(self):
+            asked.append("describe")
+            return "n1", body
+
+        async def read_logs(self):
+            asked.append("logs")
+            return {"n1": logs}
+
     async def main():
         await wl.setup()
         cluster.topics["queue"][1].append(42)
@@ -120,10 +140,18 @@ def test_the_final_phase_waits_for_a_quorum_leader_then_drains(tmp_path):
 
     asyncio.run(main())
     wl.history.close()
-    ops = read_history(wl.history.path)
-    assert asked == ["leader", "catch-up"]
-    assert [[42]] == [[v for _o, v in o["value"]["records"]] for o in ops
-                      if o["type"] == "ok" and o["value"]["partition"] == 1]
+    return read_history(wl.history.path)
+
+
+def test_the_final_phase_reads_the_controllers_logs_where_the_target_can(tmp_path):
+    """On Kafka the quorum checkers (divergence) need the metadata log's final reads."""
+    cluster = FakeQueueCluster()
+    wl = make_wl(tmp_path, cluster, partitions=2)
+    logs = [(0, 2, "LeaderChange", {"LeaderId": 1}), (1, 2, "TopicRecord", {"name": "queue"})]
+    ops = run_final_phase(wl, cluster, [], logs=logs)
+    reads = [o for o in ops if o["f"] == "read" and o["type"] == "ok"]
+    assert [o["node"] for o in reads] == ["n1", "n1"]       # the linearizable one, then n1's own
+    assert reads[0]["value"]["high_watermark"] == 2 and len(reads[0]["value"]["records"]) == 2
 
 
 def test_clients_fail_definitely_on_an_unknown_topic(tmp_path):

@@ -107,9 +107,17 @@ async def metadata_final_phase(wl: MetadataWorkload, quorum: Quorum) -> None:
 async def queue_final_phase(wl: QueueWorkload, quorum: Quorum) -> None:
     """The queue workload's end: a quorum leader (the brokers' partition leaders come from
     it), then the drain of every partition from offset 0 to its high watermark
-    (workloads/queue_drain.py, which waits for each partition's leader)."""
+    (workloads/queue_drain.py, which waits for each partition's leader); then, where the
+    target can read the controllers' metadata logs, their final reads (as the metadata
+    workload's), so the quorum checkers judge the metadata log on every target."""
     await healed_leader(quorum)
     await drain(wl)
+    # the metadata log too, where the target can read it from the controllers' data dirs
+    # (Kafka's): the quorum checkers' final reads, as the metadata workload records them
+    leader, body = await settled_leader(quorum, CATCH_UP_TIMEOUT_S)
+    logs = await quorum.read_logs()
+    if any(entries is not None for entries in logs.values()):
+        await metadata_final_reads(wl, leader, body, logs)
 
 
 @dataclasses.dataclass(frozen=True)
