@@ -285,6 +285,14 @@ def format_results(results: dict, max_details: int = 3) -> str:
     op_counts = stats.get("counts") or {}
     if stats and "append" not in op_counts and any(f in op_counts for f in ("write", "cas")):
         lines.append(_kv_stats_line(stats))
+    elif stats and "append" not in op_counts and "send" in op_counts:      # the queue workload
+        sd = op_counts["send"]
+        lat = (stats.get("latency_ms") or {}).get("send", {})
+        avail = stats.get("availability")
+        lines.append(
+            f"stats: sends ok={sd.get('ok', 0)} fail={sd.get('fail', 0)} info={sd.get('info', 0)}; "
+            f"availability {_fmt(avail * 100 if avail is not None else None, '%')}; "
+            f"send latency p50 {_fmt(lat.get('p50'), ' ms')} p99 {_fmt(lat.get('p99'), ' ms')}")
     elif stats:
         ap = (stats.get("counts") or {}).get("append", {})
         lat = (stats.get("latency_ms") or {}).get("append", {})
