@@ -48,6 +48,19 @@ def site(tmp_path_factory):
         yield base, root
 
 
+def _follow(driver, element) -> None:
+    """Click ``element`` (a link or submit button) and wait until the next page has loaded:
+    a click returns before the navigation it starts, so reading the page at once may read the
+    old one, or none."""
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+    from selenium.webdriver.common.by import By
+    old = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, 60).until(ec.staleness_of(old))
+    WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
 def _errors(driver) -> list[str]:
     return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
@@ -68,16 +81,16 @@ def test_index_filter_run_timeline_and_hover(driver, site):
                                      ("append-partition+kill", "valid"), ("kv-none", "unknown")]
     # filter by verdict through the form, then by test as well
     Select(driver.find_element(By.NAME, "verdict")).select_by_value("invalid")
-    driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    _follow(driver, driver.find_element(By.CSS_SELECTOR, "form button[type=submit]"))
     assert "verdict=invalid" in driver.current_url
     assert _rows(driver) == [("append-partition+kill", "invalid")]
     assert "lost-write 2" in driver.find_element(By.CSS_SELECTOR, "tr.run").text
     Select(driver.find_element(By.NAME, "verdict")).select_by_value("")
     Select(driver.find_element(By.NAME, "test")).select_by_value("append-partition+kill")
-    driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    _follow(driver, driver.find_element(By.CSS_SELECTOR, "form button[type=submit]"))
     assert sorted(v for _, v in _rows(driver)) == ["invalid", "valid"]
     # open the invalid run
-    driver.find_element(By.CSS_SELECTOR, 'tr.run[data-verdict="invalid"] a').click()
+    _follow(driver, driver.find_element(By.CSS_SELECTOR, 'tr.run[data-verdict="invalid"] a'))
     assert unquote(driver.current_url) == f"{base}/run/{BAD}"
     assert "invalid" in driver.find_element(By.TAG_NAME, "h2").text
     assert "lost-write: 2" in driver.find_element(By.TAG_NAME, "main").text
@@ -87,7 +100,7 @@ def test_index_filter_run_timeline_and_hover(driver, site):
     WebDriverWait(driver, 60).until(lambda d: d.execute_script("return arguments[0].complete", quantiles))
     assert driver.execute_script("return arguments[0].naturalWidth", quantiles) > 100   # drawn on demand
     # the timeline
-    driver.find_element(By.LINK_TEXT, "timeline").click()
+    _follow(driver, driver.find_element(By.LINK_TEXT, "timeline"))
     sb.wait_for_timeline(driver)
     n, lanes = driver.execute_script("return [TL_MODEL.n, TL_MODEL.d.lanes]")
     history = [json.loads(line) for line in (root / BAD / store.HISTORY).read_text().splitlines()]
@@ -138,19 +151,19 @@ def test_results_history_nodes_and_linearizability_pages(driver, site):
     from selenium.webdriver.common.by import By
     base, _ = site
     driver.get(f"{base}/run/{BAD}")
-    driver.find_element(By.LINK_TEXT, "history (paged)").click()
+    _follow(driver, driver.find_element(By.LINK_TEXT, "history (paged)"))
     pages = int(re.search(r"page 1 of (\d+)", driver.find_element(By.CLASS_NAME, "pager").text).group(1))
     assert pages > 2
-    driver.find_element(By.LINK_TEXT, "next ›").click()
+    _follow(driver, driver.find_element(By.LINK_TEXT, "next ›"))
     assert f"page 2 of {pages} (lines 201–400" in driver.find_element(By.CLASS_NAME, "pager").text
     assert driver.find_element(By.ID, "i200").find_element(By.TAG_NAME, "td").text == "200"
     driver.get(f"{base}/results/{BAD}")
     assert "2 anomalies" in driver.find_element(By.ID, "c-lost-write").find_element(By.XPATH, "..").text
     driver.get(f"{base}/run/{BAD}")
-    driver.find_element(By.LINK_TEXT, "node.log").click()
+    _follow(driver, driver.find_element(By.LINK_TEXT, "node.log"))
     assert "became leader" in driver.find_element(By.TAG_NAME, "body").text
     driver.get(f"{base}/run/{BAD}")
-    driver.find_element(By.LINK_TEXT, "linearizability").click()      # served sandboxed; its JS draws
+    _follow(driver, driver.find_element(By.LINK_TEXT, "linearizability"))      # served sandboxed; its JS draws
     assert "INVALID" in driver.title
     assert "cannot be placed" in driver.find_element(By.TAG_NAME, "body").text
     assert _errors(driver) == []
