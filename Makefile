@@ -2,7 +2,8 @@
 # Both set up everything themselves: the venv and packages, the Docker engine
 # (scripts/ensure-docker.sh), a Java >= 17 runtime for Spark and Kafka
 # (scripts/ensure-java.sh), Maven for Kafka's jars (scripts/ensure-maven.sh), sshd for the
-# ssh backend's tests (scripts/ensure-sshd.sh) and the node images (built on first use, cached).
+# ssh backend's tests (scripts/ensure-sshd.sh), headless Chromium for the results browser's tests
+# (scripts/ensure-chromium.sh) and the node images (built on first use, cached).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -25,13 +26,13 @@ KAFKA_RUN_ARGS := --db kafka --workload metadata --time-limit 120 \
 	--nemesis-mode serial --nemesis-interval 6 --nemesis-duration 8
 ANALYZE_ARGS ?= store
 
-.PHONY: run test test-slow unit bench analyze engine spark maven venv fuse sshd image clean teardown
+.PHONY: run test test-slow unit bench analyze engine spark maven venv fuse sshd chromium image clean teardown
 
 run: venv $(if $(filter netns ssh,$(CLUSTER)),,engine) spark $(if $(filter kafka,$(DB)),maven)
 	$(VENV)/bin/kraft-chaos run $(if $(CLUSTER),--cluster $(CLUSTER)) $(if $(HOSTS),--hosts $(HOSTS)) $(if $(filter kafka,$(DB)),$(KAFKA_RUN_ARGS)) $(RUN_ARGS)
 
 # The default suite: unit tests and short Docker runs (a few minutes).
-test: venv engine spark maven sshd
+test: venv engine spark maven sshd chromium
 	$(PY) -m pytest -q -ra -m "not slow"
 
 # Long real runs: every catalogued --unsafe bug caught under its schedule, and every variant of the
@@ -44,6 +45,7 @@ unit: venv
 
 # DB=kafka: Apache Kafka's quorum beside ours (first leader, CreateTopics vs appends, failover).
 # harness.bench_backends: cluster start-up and first leader on docker beside netns.
+# harness.bench_analyze: analyze vs check on a store of BENCH_ANALYZE_RUNS runs (default 200).
 bench: venv engine spark $(if $(filter kafka,$(DB)),maven)
 ifeq ($(DB),kafka)
 	$(PY) -m harness.bench_targets
@@ -53,6 +55,7 @@ else
 	$(PY) -m harness.bench_backends
 	$(PY) -m harness.bench_check_memory
 	$(PY) -m harness.bench_spark
+	$(PY) -m harness.bench_analyze
 endif
 
 # Every stored run under the store root in ANALYZE_ARGS checked as Spark jobs
@@ -61,14 +64,14 @@ analyze: venv spark
 	$(VENV)/bin/kraft-chaos analyze $(ANALYZE_ARGS)
 
 venv: $(STAMP)
-	@ls checkers/linearizability/_wgl*.so >/dev/null 2>&1 || $(PY) -m pip install -q -e .
+	@ls checkers/linearizability/_wgl*.so >/dev/null 2>&1 || $(PY) -m pip install -q -e '.[test]'
 
 # pyfuse3 (clusters/lazyfs, the power-loss fault) builds against libfuse3-dev
 $(STAMP): pyproject.toml checkers/linearizability/_wgl.c | fuse
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kraft-chaos needs python3 >= 3.11, found " + sys.version.split()[0])'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { echo "cannot create $(VENV): install python3-venv" >&2; exit 1; }
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q -e '.[test]'
 	@touch $(STAMP)
 
 engine:
@@ -81,6 +84,10 @@ fuse:
 # Debian's sshd and sudo, for the ssh backend's tests (they start their own sshd in namespaces).
 sshd:
 	@bash scripts/ensure-sshd.sh
+
+# Debian's chromium and chromium-driver: `kraft-chaos serve`'s pages tested in headless Chromium.
+chromium:
+	@bash scripts/ensure-chromium.sh
 
 # Maven resolves Apache Kafka's jars (--db kafka; targets/kafka/pom.xml).
 maven:

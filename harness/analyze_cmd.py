@@ -50,6 +50,10 @@ def add_parsers(sub) -> None:
     a.add_argument("--out", default=None, help="output folder (default STORE_ROOT/analysis/<timestamp>)")
     a.add_argument("--lin-timeout", type=_number("--lin-timeout"), default=60.0,
                    help="seconds the linearizability search may spend on one (run, key) (default 60)")
+    a.add_argument("--cache", default=None,
+                   help="the per-run results cache (default STORE_ROOT/analysis/cache): runs whose "
+                        "history is unchanged since are not read again")
+    a.add_argument("--no-cache", action="store_true", help="analyse every run; neither read nor write the cache")
 
     e = sub.add_parser("export", help="convert the histories of a store to Parquet")
     e.add_argument("--parquet", action="store_true", required=True, help="write Parquet (the only format)")
@@ -86,30 +90,17 @@ def _spark_job(command: str, args: argparse.Namespace, sub: str) -> Iterator[tup
     """The runs of ``args.target``, the output folder and a SparkSession on ``args.master``.
 
     Raises :class:`_Exit` (3) when no run matches, (5) when Spark cannot
-    start; each after printing why. Stops the session on the way out unless
-    this process had one already (the tests' shared session).
+    start; each after printing why (see :func:`_session`).
     """
-    from pyspark.sql import SparkSession
-
     from checkers.spark.runs import find_runs
-    from checkers.spark.session import SparkSetupError, spark_session
 
     try:
         runs = find_runs(args.target)
     except FileNotFoundError as e:
         print(f"kraft-chaos {command}: {e}", file=sys.stderr)
         raise _Exit(EXIT_BAD_INPUT) from None
-    ours = SparkSession.getActiveSession() is None
-    try:
-        spark = spark_session(args.master)
-    except SparkSetupError as e:
-        print(f"kraft-chaos {command}: {e}", file=sys.stderr)
-        raise _Exit(EXIT_HARNESS) from None
-    try:
+    with _session(args.master, runs) as spark:
         yield runs, _out_dir(args.target, args.out, sub), spark
-    finally:
-        if ours:
-            spark.stop()
 
 
 def _out_dir(target: str, out: str | None, sub: str) -> Path:
@@ -122,32 +113,73 @@ def _out_dir(target: str, out: str | None, sub: str) -> Path:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     """Run the analysis; print one line per non-valid run and the totals; exit with the
-    worst verdict (0 valid, 1 invalid, 2 unknown; 3 bad input, 5 Spark failure)."""
+    worst verdict (0 valid, 1 invalid, 2 unknown), or 3 when no run is invalid but some
+    run's history is not a well-formed history (bad input, as ``check`` exits for it;
+    also for no runs or bad options), 5 when Spark cannot start.
+
+    Runs whose entry in the cache (checkers/spark/cache.py) is current are not read
+    again; Spark starts only when some run must be (re)analysed.
+    """
+    from checkers.spark.runs import find_runs
+
     started = time.monotonic()      # the figures count Spark's start-up too
     try:
-        with _spark_job("analyze", args, "analysis") as (runs, out, spark):
-            return _analyze(args, runs, out, spark, started)
+        runs = find_runs(args.target)
+    except FileNotFoundError as e:
+        print(f"kraft-chaos analyze: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        return _analyze(args, runs, _out_dir(args.target, args.out, "analysis"), started)
     except _Exit as e:
         return e.code
 
 
-def _analyze(args: argparse.Namespace, runs: list, out: Path, spark, started: float) -> int:
-    """The body of :func:`cmd_analyze` once Spark is up (``started``: monotonic s at the command's start)."""
-    from checkers.spark import analyze as A
+def cache_dir(target: str, cache: str | None) -> Path:
+    """Where ``analyze`` keeps its per-run cache: ``cache`` if given, else
+    ``<STORE_ROOT>/analysis/cache``. STORE_ROOT: the target folder; for one run's folder
+    (``<root>/<test>/<timestamp>``) its ``<root>``, so the run folder is only read;
+    ./store for a glob."""
+    if cache:
+        return Path(cache)
+    from harness import store
+    p = Path(target)
+    if p.is_dir() and (p / store.HISTORY).is_file():
+        base = p.resolve().parent.parent
+    else:
+        base = p if p.is_dir() else store.DEFAULT_ROOT
+    return base / "analysis" / "cache"
+
+
+def _analyze(args: argparse.Namespace, runs: list, out: Path, started: float) -> int:
+    """The body of :func:`cmd_analyze` once the runs are found (``started``: monotonic s at
+    the command's start)."""
     from checkers.spark import verdict
     from checkers.spark.summary import ANOMALY_COLUMNS, anomaly_types_table, runs_table, write_tables
+    from checkers.spark.results import assemble
     from harness import store
     from harness.trends import write_trends
 
-    print(f"analyzing {len(runs)} run(s) on {args.master}")
-    spark_up = time.monotonic() - started
-    analysis = A.analyze(spark, runs, lin_timeout_s=args.lin_timeout)
+    cache = None
+    if not args.no_cache:
+        from checkers.spark.cache import RunCache
+        cache = RunCache(cache_dir(args.target, args.cache), args.lin_timeout)
+    entries = {r.run_id: cache.load(r) for r in runs} if cache else {}
+    todo = [r for r in runs if entries.get(r.run_id) is None]
+    print(f"analyzing {len(runs)} run(s) on {args.master}"
+          + (f"; {len(runs) - len(todo)} from the cache ({cache.root})" if cache else ""))
+    spark_up, analysis = 0.0, None
+    if todo:
+        with _session(args.master, runs=todo) as spark:
+            spark_up = time.monotonic() - started
+            from checkers.spark import analyze as A
+            analysis = A.analyze(spark, todo, lin_timeout_s=args.lin_timeout)
+    result = assemble(runs, entries, analysis, cache)
     out.mkdir(parents=True, exist_ok=True)
-    A.write_anomalies(analysis, out)
-    table = runs_table(A.summary_rows(analysis))
+    result.write_anomalies(out)
+    table = runs_table(result.summary_rows())
     types = anomaly_types_table(table)
     write_tables(table, types, out)
-    malformed = [m for r in analysis.runs for m in r["malformed"]]
+    malformed = [m for r in result.runs for m in r["malformed"]]
     if malformed:
         import csv
         with open(out / "malformed.csv", "w", newline="") as fh:
@@ -160,26 +192,62 @@ def _analyze(args: argparse.Namespace, runs: list, out: Path, spark, started: fl
         log.exception("trend plots failed")
         print(f"warning: trend plots failed: {e}", file=sys.stderr)
     total = time.monotonic() - started
-    record = A.analysis_json(analysis)
+    record = result.analysis_json()
     record["seconds"].update({"spark_start": spark_up, "total": total})
     record["master"] = args.master
+    record["cache"] = ({"dir": str(cache.root), **cache.stats, "analysed": len(todo)} if cache
+                       else {"analysed": len(todo)})
     store.write_json(out / "analysis.json", record)
     for m in malformed[:20]:
         print(f"malformed: {m['file']}:{m['line']}: {m['reason']}")
     if len(malformed) > 20:
         print(f"malformed: ... {len(malformed) - 20} more in {out / 'malformed.csv'}")
-    verdicts = [r["verdict"] for r in analysis.runs]
-    for r in analysis.runs:
+    verdicts = [r["verdict"] for r in result.runs]
+    for r in result.runs:
         if r["verdict"] != "valid":
             counts = ", ".join(f"{k} {v}" for k, v in r["anomalies"].items() if v)
             print(f"{r['verdict']:8} {r['name']}" + (f"  [{counts}]" if counts else "")
                   + (f"  ({r['error']})" if r["error"] else ""))
     ops = int(table["ops"].sum()) if len(table) else 0
+    if cache:
+        st = cache.stats
+        print(f"cache: {st['hit']} run(s) reused, {len(todo)} analysed ({st['missing']} new, {st['stale']} "
+              f"changed, {st['corrupt']} unusable entries rebuilt)")
     print(f"{len(runs)} run(s): {verdicts.count('valid')} valid, {verdicts.count('invalid')} invalid, "
           f"{verdicts.count('unknown')} unknown; {ops:,} ops in {total:.1f} s "
           f"({ops / total:,.0f} ops/s, Spark start {spark_up:.1f} s)")
     print(f"summary: {out / 'runs.csv'}  plots: {out / 'index.html'}")
-    return VERDICT_EXIT[verdict.worst(verdicts)]
+    worst = verdict.worst(verdicts)
+    bad = result.bad_input()
+    if bad and worst != "invalid":
+        print(f"bad input: {len(bad)} run(s) whose history is not a well-formed history, first {bad[0]}",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return VERDICT_EXIT[worst]
+
+
+@contextlib.contextmanager
+def _session(master: str, runs: list | None = None) -> Iterator[object]:
+    """A SparkSession on ``master`` sized to ``runs``' histories (their bytes); raises
+    :class:`_Exit` (5) when Spark cannot start. Stops it on the way out unless this
+    process had one already (the tests' shared session)."""
+    from pyspark.sql import SparkSession
+
+    from checkers.spark.session import SparkSetupError, spark_session
+    ours = SparkSession.getActiveSession() is None
+    size = None
+    if runs is not None:
+        size = sum(r.history.stat().st_size for r in runs if r.history.is_file())
+    try:
+        spark = spark_session(master, input_bytes=size)
+    except SparkSetupError as e:
+        print(f"kraft-chaos: {e}", file=sys.stderr)
+        raise _Exit(EXIT_HARNESS) from None
+    try:
+        yield spark
+    finally:
+        if ours:
+            spark.stop()
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -52,6 +52,9 @@ MAX_CALENDAR_DAYS = 3 * 366
 LOG_SPAN = 100.0
 #: Colours of the latency quantiles.
 QUANTILE_COLOURS = {"latency_p50_ms": "#81BFFC", "latency_p99_ms": "#FFA400"}
+#: Colour of the anomaly plot's right axis and its line (runs per day): a purple that no
+#: anomaly type's colour (tab10/tab20) is.
+RUNS_COLOUR = "#6A0DAD"
 #: Top of the anomaly plot's axes over the highest bar or point: room for the legend.
 HEADROOM = 1.35
 
@@ -181,16 +184,24 @@ def _type_colours(anomaly_columns: list[str]) -> dict[str, tuple]:
 
 
 def plot_anomalies_per_day(per_day: pd.DataFrame, anomaly_columns: list[str], path: Path) -> None:
-    """``anomalies-per-day.png``: for each day, stacked bars of the runs showing each
-    anomaly type (a run showing two types counts in both), and the day's number
-    of runs as a line on the right axis. ``per_day`` is ``anomaly_runs_per_day``'s
-    frame; a "no data" placeholder when it is empty."""
+    """``anomalies-per-day.png`` (:func:`anomalies_figure`), saved to ``path``."""
+    _save(anomalies_figure(per_day, anomaly_columns), path)
+
+
+def anomalies_figure(per_day: pd.DataFrame, anomaly_columns: list[str]):
+    """The anomalies-per-day figure: for each day, stacked bars of the runs showing each
+    anomaly type (a run showing two types counts in both) against the left axis,
+    and the day's number of runs as a dashed line against the right axis. The
+    two axes are told apart by their labels ("left"/"right"), and the right
+    one, its ticks, spine and line share :data:`RUNS_COLOUR`, which no
+    anomaly type uses; the legend says which axis each entry is read on.
+    ``per_day`` is ``anomaly_runs_per_day``'s frame; a "no data" placeholder when
+    it is empty. Returns the matplotlib Figure (not yet saved)."""
     fig, ax = plt.subplots(figsize=FIGSIZE)
     if len(per_day) == 0:
         _no_data(ax, "no dated runs")
         ax.set_title("anomalies per day")
-        _save(fig, path)
-        return
+        return fig
     per_day = _calendar(per_day, 0)
     days = list(per_day.index)
     x = np.arange(len(days))
@@ -200,26 +211,30 @@ def plot_anomalies_per_day(per_day: pd.DataFrame, anomaly_columns: list[str], pa
         ys = per_day[c].to_numpy(dtype=float)
         if ys.sum() == 0:
             continue
-        ax.bar(x, ys, bottom=bottom, width=0.8, color=colours[c], label=_text(c), lw=0)
+        ax.bar(x, ys, bottom=bottom, width=0.8, color=colours[c], label=f"{_text(c)} (bars, left axis)", lw=0)
         bottom += ys
-    ax.set_ylabel("runs showing the anomaly")
+    ax.set_ylabel("left axis (bars): runs showing each anomaly")
     ax.set_ylim(0, max(1.0, bottom.max()) * HEADROOM)
     if bottom.max() == 0:
         ax.text(0.5, 0.5, "no anomalies", transform=ax.transAxes, ha="center", va="center",
                 fontsize=12, color="gray")
     ax2 = ax.twinx()
     runs = per_day["runs"].to_numpy(dtype=float)
-    ax2.plot(x, runs, color="black", marker="o", ms=3, lw=1, label="runs that day")
+    ax2.plot(x, runs, color=RUNS_COLOUR, ls="--", marker="D", ms=4, lw=1.5,
+             label="all runs that day (line, right axis)")
     ax2.set_ylim(0, max(1.0, runs.max()) * HEADROOM)
-    ax2.set_ylabel("runs that day")
+    ax2.set_ylabel("right axis (dashed line): all runs that day", color=RUNS_COLOUR)
+    ax2.tick_params(axis="y", colors=RUNS_COLOUR)
+    ax2.spines["right"].set_color(RUNS_COLOUR)
+    ax2.spines["right"].set_linewidth(1.5)
     for a in (ax, ax2):
         a.yaxis.set_major_locator(MaxNLocator(integer=True))
     _day_axis(ax, days)
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, loc="upper left", fontsize=7, ncol=5)
+    ax.legend(h1 + h2, l1 + l2, loc="upper left", fontsize=7, ncol=3)
     ax.set_title("anomalies per day")
-    _save(fig, path)
+    return fig
 
 
 def plot_availability_per_day(per_day: pd.DataFrame, path: Path) -> None:

@@ -17,7 +17,8 @@ def analyze_store(spark, root: Path) -> tuple[dict[str, dict], A.Analysis]:
 def spark_keys(analysis, run_id: int) -> dict[str, set]:
     """The identities of the Spark path's anomalies of one run, by checker."""
     def rows(name):
-        return [r.asDict(recursive=True) for r in analysis.tables[name].where(f"run = {run_id}").collect()]
+        t = analysis.tables.get(name)
+        return [r for r in (t.to_pylist() if t is not None else []) if r["run"] == run_id]
     return {
         "lost-write": {(r["op"], int(r["value"]), r["offset"]) for r in rows("lost-write")},
         "duplicate": {(int(r["value"]), tuple(r["offsets"])) for r in rows("duplicate")},

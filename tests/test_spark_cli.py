@@ -48,7 +48,7 @@ def test_analyze_writes_summary_plots_and_exits_with_the_worst_verdict(spark, sy
 
 def test_a_history_glob_is_analysed_too(spark, synth_store, tmp_path, capsys):
     pattern = str(synth_store / "synth-append" / "*" / "history.jsonl")
-    assert main(["analyze", pattern, "--master", "local[2]", "--out", str(tmp_path)]) == 1
+    assert main(["analyze", pattern, "--master", "local[2]", "--out", str(tmp_path), "--no-cache"]) == 1
     assert "2 run(s)" in capsys.readouterr().out
 
 

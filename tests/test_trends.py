@@ -179,3 +179,31 @@ def test_write_trends_missing_column_raises(tmp_path):
         write_trends(runs, pd.DataFrame(), tmp_path, ANOMALIES)
     with pytest.raises(ValueError, match="made_up"):
         write_trends(pd.DataFrame([run("a", "2026-01-01")]), pd.DataFrame(), tmp_path, ["made_up"])
+
+
+def test_anomalies_chart_tells_its_two_axes_apart():
+    from matplotlib.colors import to_hex
+
+    from harness.trends import RUNS_COLOUR, _type_colours, anomalies_figure
+    fig = anomalies_figure(anomaly_runs_per_day(sample_runs(), ANOMALIES), ANOMALIES)
+    try:
+        left, right = fig.axes
+        assert "left" in left.get_ylabel() and "right" in right.get_ylabel()
+        assert left.get_ylabel() != right.get_ylabel()
+        # the right axis, its ticks, spine and line have one colour no anomaly type has
+        colour = to_hex(RUNS_COLOUR)
+        assert colour not in {to_hex(c) for c in _type_colours(ANOMALIES).values()}
+        assert to_hex(right.yaxis.label.get_color()) == colour
+        assert to_hex(right.spines["right"].get_edgecolor()) == colour
+        assert all(to_hex(t.label2.get_color()) == colour for t in right.yaxis.get_major_ticks())
+        assert to_hex(left.yaxis.label.get_color()) != colour
+        (line,) = right.get_lines()
+        assert to_hex(line.get_color()) == colour and line.get_linestyle() == "--"
+        # every legend entry says which axis it is read on
+        labels = [t.get_text() for t in left.get_legend().get_texts()]
+        assert "all runs that day (line, right axis)" in labels
+        assert [lb for lb in labels if "left axis" in lb] == [
+            f"{c} (bars, left axis)" for c in ("lost_write", "phantom", "inconsistent_offsets", "linearizability")]
+    finally:
+        import matplotlib.pyplot as plt
+        plt.close(fig)

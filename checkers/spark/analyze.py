@@ -10,17 +10,21 @@ refuses it with exit 3); its other checks still run, for information.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
+import json
 import time
-from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from checkers.divergence import check_divergence
 
 from . import ingest, verdict, views
+from .collect import collect_all
 from .duplicate import duplicates
 from .election_safety import election_safety, leader_claims
 from .inconsistent_offsets import inconsistent_offsets
@@ -45,27 +49,59 @@ class Analysis:
     """What :func:`analyze` found. ``runs``: one dict per run (``run_id``, ``name``,
     ``verdict``, ``checkers``: {name: verdict}, ``anomalies``: {name: count},
     ``examples``: {name: [anomaly dicts]}, ``stats``, ``malformed``: [{file,
-    line, reason}], ``error``); ``tables``: the anomaly DataFrames by checker
-    (persisted); ``seconds``: wall time by phase."""
+    line, reason}], ``error``, ``info``: the RunInfo); ``tables``: every anomaly
+    by checker, as Arrow tables whose ``run`` column is the run's id (int32);
+    ``seconds``: wall time by phase."""
 
     runs: list[dict]
-    tables: dict[str, DataFrame]
+    tables: dict[str, pa.Table]
     seconds: dict[str, float]
 
 
-def _counts(df: DataFrame) -> dict[int, int]:
-    return {r["run"]: r["count"] for r in df.groupBy("run").count().collect()}
+#: The divergence detail table (from the node logs, checkers/divergence.py): one row per
+#: pair of nodes whose logs differ below the lower of their high watermarks.
+DIVERGENCE_SCHEMA = pa.schema([
+    ("run", pa.int32()), ("node_a", pa.string()), ("node_b", pa.string()),
+    ("offset", pa.int64()),        # the first offset where they differ
+    ("count", pa.int64()),         # offsets below ``limit`` where they differ
+    ("limit", pa.int64()),         # the lower of the two high watermarks
+    ("record_a", pa.string()), ("record_b", pa.string()),   # each node's record at ``offset`` (JSON), or null
+])
 
 
-def _examples(df: DataFrame, limit: int = MAX_EXAMPLES) -> dict[int, list[dict]]:
-    from pyspark.sql.window import Window
-    w = Window.partitionBy("run").orderBy(*[c for c in df.columns if c != "run"][:1])
-    rows = df.withColumn("_k", F.row_number().over(w)).where(F.col("_k") <= limit).drop("_k").collect()
+def divergence_table(rows: dict[int, list[dict]]) -> pa.Table:
+    """:data:`DIVERGENCE_SCHEMA` rows from ``{run_id: divergence anomalies}`` (the dicts of
+    checkers.divergence: ``nodes``, ``offset``, ``records``, ``count``, ``limit``)."""
+    out = []
+    for rid, anomalies in sorted(rows.items()):
+        for a in anomalies:
+            na, nb = (list(a.get("nodes") or []) + [None, None])[:2]
+            recs = a.get("records") or {}
+
+            def rec(n):
+                return None if recs.get(n) is None else json.dumps(recs[n], default=str)
+            out.append({"run": rid, "node_a": na, "node_b": nb, "offset": a.get("offset"),
+                        "count": a.get("count"), "limit": a.get("limit"),
+                        "record_a": rec(na), "record_b": rec(nb)})
+    return pa.Table.from_pylist(out, schema=DIVERGENCE_SCHEMA)
+
+
+def _by_run(table: pa.Table, limit: int | None = None) -> dict[int, list[dict]]:
+    """``table``'s rows as dicts (without ``run``) by run id, in table order, at most
+    ``limit`` per run."""
     out: dict[int, list[dict]] = {}
-    for r in rows:
-        d = r.asDict(recursive=True)
-        out.setdefault(d.pop("run"), []).append(d)
+    for d in table.to_pylist():
+        rows = out.setdefault(d.pop("run"), [])
+        if limit is None or len(rows) < limit:
+            rows.append(d)
     return out
+
+
+def _sorted(table: pa.Table) -> pa.Table:
+    """``table`` sorted by run, then by its first other column (repeatable output)."""
+    keys = [c for c in table.column_names if c != "run"][:1]
+    sortable = [k for k in keys if not pa.types.is_nested(table.schema.field(k).type)]
+    return table.sort_by([("run", "ascending"), *[(k, "ascending") for k in sortable]])
 
 
 def _checks_linearizability(run: RunInfo) -> bool:
@@ -131,49 +167,52 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
     lost, lost_runs = lost_writes(offsets, acks, pages, final_records)
     nonmono, malformed_reads = nonmonotonic_reads(pairs, acks, reads, every_record)
     claims = leader_claims(ops, records, acks)
-    tables = {
+    node = node_checks(spark, runs, final_node_hws(reads))
+    node_claims = [(rid, int(e), int(l)) for rid, res in node.items() for e, l in res.get("claims", [])]
+    if node_claims:
+        claims = claims.unionByName(spark.createDataFrame(node_claims, "run int, epoch long, leader long"))
+    seconds["nodes"] = time.monotonic() - t
+
+    # every result in one job (checkers/spark/collect.py); meanwhile the driver runs the
+    # leadership checkers, which read only each run's own history file
+    t = time.monotonic()
+    jobs = {
         "lost-write": lost,
         "phantom": phantoms(values, records),
         "duplicate": duplicates(values, records),
         "inconsistent-offsets": inconsistent_offsets(offsets, acks, records),
         "nonmonotonic-read": nonmono,
         "malformed-read": malformed_reads,
+        "election-safety": election_safety(claims),
+        "_stats": run_stats(ops, pairs),
+        "_lost_runs": lost_runs,
     }
-    tables = {k: v.persist() for k, v in tables.items()}
-    counts = {k: _counts(v) for k, v in tables.items()}
-    lost_meta = {r["run"]: r.asDict() for r in lost_runs.collect()}
-    seconds["log-safety"] = time.monotonic() - t
-
-    t = time.monotonic()
-    node = node_checks(spark, runs, final_node_hws(reads))
-    node_claims = [(rid, int(e), int(l)) for rid, res in node.items() for e, l in res.get("claims", [])]
-    if node_claims:
-        claims = claims.unionByName(spark.createDataFrame(node_claims, "run int, epoch long, leader long"))
-    tables["election-safety"] = election_safety(claims).persist()
-    counts["election-safety"] = _counts(tables["election-safety"])
-    leadership = {r.run_id: _leadership(r) for r in runs if r.run_id not in malformed}
-    seconds["nodes+elections"] = time.monotonic() - t
-
-    t = time.monotonic()
-    lin_rows: dict[int, list[dict]] = {}
     if kv_ids:
-        lin = linearizability(ops, kv_ids, lin_timeout_s).persist()
-        tables["linearizability"] = lin.where(F.col("valid") != "valid")
-        for r in lin.collect():
-            lin_rows.setdefault(r["run"], []).append(r.asDict())
-    seconds["linearizability"] = time.monotonic() - t
+        jobs["_linearizability"] = linearizability(ops, kv_ids, lin_timeout_s)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        lead = pool.submit(lambda: {r.run_id: _leadership(r) for r in runs if r.run_id not in malformed})
+        got = collect_all(jobs)
+        leadership = lead.result()
+    seconds["checks"] = time.monotonic() - t
 
     t = time.monotonic()
-    stats = {r["run"]: r.asDict() for r in run_stats(ops, pairs).collect()}
-    seconds["stats"] = time.monotonic() - t
-
-    t = time.monotonic()
-    examples = {k: _examples(v) for k, v in tables.items() if k != "linearizability"}
+    stats = {rid: rows[0] for rid, rows in _by_run(got.pop("_stats")).items()}
+    lost_meta = {rid: rows[0] for rid, rows in _by_run(got.pop("_lost_runs")).items()}
+    lin_rows = _by_run(got["_linearizability"]) if kv_ids else {}
+    if kv_ids:
+        lin = got.pop("_linearizability")
+        got["linearizability"] = lin.filter(pa.compute.not_equal(lin["valid"], "valid"))
+    got["divergence"] = divergence_table({rid: (res.get("divergence") or {}).get("anomalies") or []
+                                          for rid, res in node.items()})
+    tables = {k: _sorted(v) for k, v in got.items()}
+    counts = {k: {rid: len(rows) for rid, rows in _by_run(v).items()} for k, v in tables.items()}
+    examples = {k: _by_run(v, MAX_EXAMPLES) for k, v in tables.items()
+                if k not in ("linearizability", "divergence")}
     out = []
     for r in runs:
         rid = r.run_id
         st = stats.get(rid, {})
-        n = {k: counts.get(k, {}).get(rid, 0) for k in tables if k != "linearizability"}
+        n = {k: counts.get(k, {}).get(rid, 0) for k in tables}
         node_res = node.get(rid)
         div = (node_res or {}).get("divergence") or check_divergence([], None)
         checkers: dict[str, str] = {}
@@ -265,11 +304,3 @@ def analysis_json(analysis: Analysis) -> dict:
         d["history"] = str(r["info"].history)
         runs.append(d)
     return {"runs": runs, "seconds": analysis.seconds}
-
-
-def write_anomalies(analysis: Analysis, out_dir: Path) -> Path:
-    """Every anomaly, one Parquet dataset per checker under ``out_dir/anomalies/<checker>/``."""
-    base = out_dir / "anomalies"
-    for name, df in analysis.tables.items():
-        df.write.mode("overwrite").parquet(str(base / name))
-    return base

@@ -40,8 +40,11 @@ def lost_writes(offsets: DataFrame, acks: DataFrame, pages: DataFrame, final_rec
     tight = F.coalesce(c("contiguous"), F.lit(True))
     covered = F.coalesce((c("offset") >= c("lo_off")) & (c("offset") < c("hi_off")), F.lit(False))
     past_end = F.coalesce(c("offset") >= c("hw"), F.lit(False))
-    # offsets whose acks all match the final record cannot hold a lost write
-    settled = (c("ack_lo") == c("ack_hi")) & (c("ack_lo") == c("final")) & (c("lo_num") == c("hi_num"))
+    # offsets whose acks all match the final record cannot hold a lost write; an offset
+    # the final log has no data record at (final is null) is not settled: a null here
+    # would drop the offset from the suspects, and its lost write with it
+    settled = F.coalesce((c("ack_lo") == c("ack_hi")) & (c("ack_lo") == c("final")) & (c("lo_num") == c("hi_num")),
+                         F.lit(False))
     per_offset = with_acks.select("run", "offset", "acks", F.when(tight, covered).alias("covered"),
                                   past_end.alias("past_end"),
                                   settled.alias("settled"))

@@ -43,12 +43,31 @@ def java_major() -> int | None:
     return int(m.group(2)) if major == 1 and m.group(2) else major
 
 
-def spark_session(master: str = DEFAULT_MASTER, app: str = "kraft-chaos analyze",
-                  shuffle_partitions: int | None = None, driver_memory: str | None = None):
-    """Get or create the SparkSession, UI off, quiet logs.
+#: Bytes of history per shuffle partition when the input is sized (about 100k ops).
+BYTES_PER_PARTITION = 32 * 2**20
 
-    Local masters get ``spark.sql.shuffle.partitions`` = 2 x cores (the
-    default 200 is for clusters) and ``driver_memory`` (default: a third of
+
+def partitions_for(input_bytes: int | None, cores: int) -> int:
+    """Shuffle partitions for ``input_bytes`` of history on ``cores`` local cores: one per
+    :data:`BYTES_PER_PARTITION`, at least 1, at most 2 x cores; 2 x cores when the
+    size is unknown (None)."""
+    top = max(2, 2 * cores)
+    if input_bytes is None:
+        return top
+    return max(1, min(top, -(-input_bytes // BYTES_PER_PARTITION)))
+
+
+def spark_session(master: str = DEFAULT_MASTER, app: str = "kraft-chaos analyze",
+                  shuffle_partitions: int | None = None, driver_memory: str | None = None,
+                  input_bytes: int | None = None):
+    """Get or create the SparkSession, UI off, quiet logs, adaptive query execution on
+    (shuffles coalesced to the data's size at run time, skewed joins split).
+
+    Local masters get ``spark.sql.shuffle.partitions`` = ``shuffle_partitions``,
+    else :func:`partitions_for` ``input_bytes`` (the histories' total size;
+    2 x cores when not given: the default 200 is for clusters; one history
+    of a few MB then runs each shuffle as one task, not a dozen near-empty
+    ones) and ``driver_memory`` (default: a third of
     this machine's RAM, at least 1g; local executors run in the driver's
     JVM). Other masters keep their cluster's defaults. Raises
     :class:`SparkSetupError` for a bad master or when no Java 17+ is
@@ -70,13 +89,17 @@ def spark_session(master: str = DEFAULT_MASTER, app: str = "kraft-chaos analyze"
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-         .config("spark.sql.session.timeZone", "UTC"))
+         .config("spark.sql.session.timeZone", "UTC")
+         .config("spark.sql.adaptive.enabled", "true")
+         .config("spark.sql.adaptive.coalescePartitions.enabled", "true")
+         .config("spark.sql.adaptive.advisoryPartitionSizeInBytes", str(16 * 2**20)))
     if master.startswith("local"):
         cores = os.cpu_count() or 2
         m = re.match(r"local\[(\d+)", master)
         if m:
             cores = int(m.group(1))
-        b = b.config("spark.sql.shuffle.partitions", str(shuffle_partitions or max(2, 2 * cores)))
+        parts = shuffle_partitions or partitions_for(input_bytes, cores)
+        b = b.config("spark.sql.shuffle.partitions", str(parts))
         b = b.config("spark.driver.memory", driver_memory or _default_driver_memory())
         # the throughput collector: analysis is batch work with no pause target, and
         # on 2 cores G1's concurrent marking took a quarter of every job's time

@@ -4,13 +4,17 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+#: The ops of a kv run that ``check``'s stats line counts (harness/cli.py, _kv_stats_line).
+KV_FS = ("read", "write", "cas")
 #: Width of an availability window, in ns (1 s), as in checkers/stats.py.
 WINDOW_NS = 1_000_000_000
 
 
 def run_stats(ops: DataFrame, pairs: DataFrame) -> DataFrame:
     """Per run: ``ops`` (well-formed ops), ``client_ops`` (client completions), ``ok``,
-    ``fail``, ``info``, ``availability`` (the fraction of 1 s windows, from the
+    ``fail``, ``info`` (completions of the run's workload ops, as ``kraft-chaos check``
+    prints them: its appends when it invoked any append, else its kv reads,
+    writes and cas; never describe-quorum or log reads), ``availability`` (the fraction of 1 s windows, from the
     first to the last client op, holding an ok client op other than
     describe-quorum), ``latency_p50_ms``, ``latency_p99_ms`` (ok client ops,
     invoke to completion; percentile_approx, accuracy 10,000), and
@@ -25,6 +29,8 @@ def run_stats(ops: DataFrame, pairs: DataFrame) -> DataFrame:
     """
     c = F.col
     is_client = c("process") != "nemesis"
+    is_append = c("f") == "append"
+    is_kv = c("f").isin(*KV_FS)
     windows = F.greatest(F.lit(1), F.ceil((c("t1") - c("t0")) / WINDOW_NS))
     unpaired = pairs.where(~c("paired")).groupBy("run").agg(F.count("*").alias("unpaired"))
     ms = (pairs.where(c("paired") & c("ok") & c("client"))
@@ -35,8 +41,12 @@ def run_stats(ops: DataFrame, pairs: DataFrame) -> DataFrame:
     counts = (ops.groupBy("run")
               .agg(F.count("*").alias("ops"),
                    F.sum(F.when(is_client & (c("type") != "invoke"), 1).otherwise(0)).alias("client_ops"),
-                   *[F.sum(F.when(is_client & (c("type") == t), 1).otherwise(0)).alias(t)
+                   *[F.sum(F.when(is_client & is_append & (c("type") == t), 1).otherwise(0)).alias(f"a_{t}")
                      for t in ("ok", "fail", "info")],
+                   *[F.sum(F.when(is_client & is_kv & (c("type") == t), 1).otherwise(0)).alias(f"k_{t}")
+                     for t in ("ok", "fail", "info")],
+                   F.sum(F.when(is_client & is_append & (c("type") == "invoke"), 1).otherwise(0))
+                   .alias("a_invoked"),
                    F.min(F.when(is_client, c("time"))).alias("t0"), F.max(F.when(is_client, c("time"))).alias("t1")))
     # apart from the counts: a set aggregate has no generated code, and would make every sum
     # above interpreted over every op
@@ -52,4 +62,6 @@ def run_stats(ops: DataFrame, pairs: DataFrame) -> DataFrame:
             .withColumn("availability", F.when(c("t0").isNotNull(),
                                                F.coalesce(c("ok_windows"), F.lit(0)) / windows))
             .withColumn("nemesis_fs", F.array_remove(F.coalesce("nemesis_fs", F.array().cast("array<string>")), ""))
-            .drop("t0", "t1", "ok_windows"))
+            .select("*", *[F.when(c("a_invoked") > 0, c(f"a_{t}")).otherwise(c(f"k_{t}")).alias(t)
+                           for t in ("ok", "fail", "info")])
+            .drop("t0", "t1", "ok_windows", "a_invoked", *[f"{p}_{t}" for p in "ak" for t in ("ok", "fail", "info")]))
