@@ -1,8 +1,6 @@
 """The :class:`~clusters.remote.Remote` for Docker containers: exec, put and get."""
 from __future__ import annotations
 
-import io
-import posixpath
 import shutil
 import tarfile
 import tempfile
@@ -14,8 +12,7 @@ import docker.errors
 
 from clusters.remote import ExecResult, Remote, RemoteError
 
-from clusters.commands import TIMEOUT_EXIT_CODES
-from clusters.commands import as_argv as _argv, with_timeout as _with_timeout
+from clusters.commands import as_argv as _argv, split_remote_path, tar_of, with_timeout as _with_timeout
 
 
 def _decode(b: bytes | None) -> str:
@@ -70,13 +67,8 @@ class DockerRemote(Remote):
             raise RemoteError(node, cmd, f"exec failed: {e.explanation or e}") from e
         except docker.errors.DockerException as e:
             raise RemoteError(node, cmd, f"exec failed: {e}") from e
-        result = ExecResult(int(code if code is not None else -1), _decode(out), _decode(err))
-        if timeout_s is not None and result.exit_code in TIMEOUT_EXIT_CODES:
-            raise RemoteError(node, cmd, f"timed out after {timeout_s} s", result)
-        if check and result.exit_code != 0:
-            raise RemoteError(node, cmd, f"exited {result.exit_code}: {result.stderr.strip()[-500:]}",
-                              result)
-        return result
+        return ExecResult(int(code if code is not None else -1), _decode(out), _decode(err)).checked(
+            node, cmd, timeout_s, check)
 
     def put(self, node: str, local_path: Path, remote_path: str) -> None:
         """Copy local file or directory ``local_path`` to ``remote_path`` in the container.
@@ -89,22 +81,11 @@ class DockerRemote(Remote):
         local_path = Path(local_path)
         if not local_path.exists():
             raise FileNotFoundError(f"put to {node}: local path {local_path} does not exist")
-        remote_path = remote_path.rstrip("/")
-        if not remote_path.startswith("/") or remote_path == "":
-            raise ValueError(f"remote_path must be an absolute path other than /, got {remote_path!r}")
-        parent, name = posixpath.split(remote_path)
-
-        def as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
-            info.uid = info.gid = 0
-            info.uname = info.gname = "root"
-            return info
-
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            tar.add(str(local_path), arcname=name, recursive=True, filter=as_root)
+        parent, name = split_remote_path(remote_path)
+        data = tar_of(local_path, name)
         container = self._container(node, f"put {remote_path}")
         try:
-            ok = container.put_archive(parent or "/", buf.getvalue())
+            ok = container.put_archive(parent, data)
         except docker.errors.NotFound:
             raise RemoteError(node, f"put {remote_path}",
                               f"remote directory {parent} does not exist") from None

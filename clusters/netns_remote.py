@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from clusters.commands import (KILL_AFTER_S, TIMEOUT_EXIT_CODES, as_argv, extract_tar, split_remote_path,
+from clusters.commands import (KILL_AFTER_S, as_argv, extract_tar, split_remote_path,
                                tar_of, with_timeout)
 from clusters.remote import ExecResult, Remote, RemoteError
 
@@ -105,12 +105,8 @@ class NetnsRemote(Remote):
             return ExecResult(0, "", "")
         res = self._run(node, cmd, [*enter, *with_timeout(argv, timeout_s)], timeout_s)
         self._check_alive(node, cmd, res)
-        result = ExecResult(res.returncode, _decode(res.stdout), _decode(res.stderr))
-        if timeout_s is not None and result.exit_code in TIMEOUT_EXIT_CODES:
-            raise RemoteError(node, cmd, f"timed out after {timeout_s} s", result)
-        if check and result.exit_code != 0:
-            raise RemoteError(node, cmd, f"exited {result.exit_code}: {result.stderr.strip()[-500:]}", result)
-        return result
+        return ExecResult(res.returncode, _decode(res.stdout), _decode(res.stderr)).checked(
+            node, cmd, timeout_s, check)
 
     def put(self, node: str, local_path: Path, remote_path: str) -> None:
         """Copy local file or directory ``local_path`` to ``remote_path`` on the node, owned by

@@ -38,6 +38,18 @@ class ExecResult:
     stdout: str
     stderr: str
 
+    def checked(self, node: str, cmd: object, timeout_s: float | None, check: bool) -> "ExecResult":
+        """This result, after the checks every backend's ``exec`` makes: raises
+        :class:`RemoteError` when ``timeout_s`` (s) was set and the exit code is ``timeout``'s
+        (124, or 137 after its kill), or when ``check`` and the exit code is not 0 (the
+        message ends with the last 500 characters of stderr)."""
+        from clusters.commands import TIMEOUT_EXIT_CODES
+        if timeout_s is not None and self.exit_code in TIMEOUT_EXIT_CODES:
+            raise RemoteError(node, cmd, f"timed out after {timeout_s} s", self)
+        if check and self.exit_code != 0:
+            raise RemoteError(node, cmd, f"exited {self.exit_code}: {self.stderr.strip()[-500:]}", self)
+        return self
+
 
 class Remote(abc.ABC):
     """Run commands on nodes and copy files to and from them."""

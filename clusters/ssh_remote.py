@@ -15,7 +15,7 @@ from typing import Callable, Mapping, Sequence
 
 import paramiko
 
-from clusters.commands import (KILL_AFTER_S, TIMEOUT_EXIT_CODES, as_argv, extract_tar, split_remote_path,
+from clusters.commands import (KILL_AFTER_S, as_argv, extract_tar, split_remote_path,
                                tar_of, with_timeout)
 from clusters.remote import ExecResult, Remote, RemoteError
 from clusters.ssh_session import HOST_PATH, SshCommandTimeout, SshHostError, SshSession
@@ -108,12 +108,7 @@ class SshRemote(Remote):
                 raise RemoteError(node, cmd, f"could not start it detached: {_decode(err).strip()}")
             return ExecResult(0, "", "")
         code, out, err = self._run(node, cmd, self._enter(node, cmd, with_timeout(argv, timeout_s)), timeout_s)
-        result = ExecResult(code, _decode(out), _decode(err))
-        if timeout_s is not None and result.exit_code in TIMEOUT_EXIT_CODES:
-            raise RemoteError(node, cmd, f"timed out after {timeout_s} s", result)
-        if check and result.exit_code != 0:
-            raise RemoteError(node, cmd, f"exited {result.exit_code}: {result.stderr.strip()[-500:]}", result)
-        return result
+        return ExecResult(code, _decode(out), _decode(err)).checked(node, cmd, timeout_s, check)
 
     def put(self, node: str, local_path: Path, remote_path: str) -> None:
         """Copy local file or directory ``local_path`` to ``remote_path`` on the node, owned by
