@@ -19,7 +19,9 @@ class Schedule:
     overlap mode), workload, nodes, time limit (s), total rate (ops/s), client workers, and
     the kraft nodes' fetch.max.records and log.segment.bytes (None: their defaults); for the
     data plane, ``brokers``, ``nemesis_targets`` (quorum, clients or all) and the workload's
-    ``options`` (``((name, value), ...)``: RunConfig fields such as ``acks``)."""
+    ``options`` (``((name, value), ...)``: RunConfig fields such as ``acks``). ``scenario``
+    names a built-in scenario file (``kraft-chaos scenario list``) whose ``[run]`` table and
+    steps are the run instead of the fields above."""
 
     nemesis: tuple[str, ...]
     mode: str = "overlap"
@@ -35,9 +37,19 @@ class Schedule:
     brokers: int | None = None
     nemesis_targets: str | None = None
     options: tuple[tuple[str, Any], ...] = ()
+    scenario: str | None = None
 
     def run_config(self) -> dict[str, Any]:
-        """The :class:`harness.runner.RunConfig` fields of this schedule."""
+        """The :class:`harness.runner.RunConfig` fields of this schedule. Raises
+        ``harness.scenario.ScenarioError`` for a malformed scenario file."""
+        if self.scenario is not None:
+            from .scenario import load
+            from .scenario_family import builtin_scenarios
+            path = builtin_scenarios()[self.scenario]
+            doc = load(path)
+            run = {k: v for k, v in doc["run"].items() if k not in ("seed", "store", "subnet")}
+            return {**run, "nemesis": [], "scenario": doc["steps"], "scenario_file": str(path),
+                    "time_limit": self.time_limit}
         return {"nemesis": list(self.nemesis), "nemesis_mode": self.mode,
                 "nemesis_interval": self.interval, "nemesis_duration": self.duration,
                 "workload": self.workload, "nodes": self.nodes, "time_limit": self.time_limit,
@@ -85,6 +97,9 @@ SCHEDULES: dict[str, Schedule] = {
     "queue-power": Schedule(("power-loss:majority", "power-loss:all", "kill"), interval=3.0,
                             duration=1.5, workload="queue", nodes=3, brokers=3,
                             nemesis_targets="clients", time_limit=60.0),
+    # the data plane: Jepsen's 2013 timeline with min.insync.replicas=2 (a broker's ISR shrinks
+    # to itself, then it is cut off and replaced uncleanly; nothing acknowledged is lost)
+    "isr-shrink": Schedule((), scenario="isr-shrink-loss-b", time_limit=60.0),
     # the same with 16 KiB log segments, which roll every second or two
     "power-small": Schedule(("power-loss", "kill"), interval=2.0, duration=1.5, time_limit=40.0,
                             segment_bytes=16384),
@@ -160,6 +175,10 @@ CATALOGUE: tuple[Bug, ...] = (
         "the data plane's brokers: a follower that restarts truncates to its high watermark "
         "checkpoint, which lags the leader's, and may then be elected without records the "
         "leader acknowledged"),
+    Bug("hw-below-min-isr", ("hw-below-min-isr",), "reads", "isr-shrink", "KIP-966",
+        "consumers read records that only a partition leader alone held (its ISR below "
+        "min.insync.replicas), which the unclean election then replaces: "
+        "queue-inconsistent-offsets"),
     Bug("page-cache-ack", ("page-cache-ack",), "acknowledgement", "queue-power", None,
         "the data plane's brokers acknowledge from the page cache (Kafka's default "
         "flush settings); a power loss of the replicas loses acknowledged records"),

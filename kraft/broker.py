@@ -68,6 +68,7 @@ class BrokerService:
         self.broker_id = node.id
         self.truncate_to_hw = "truncate-to-hw" in self.cfg.unsafe
         self.page_cache_ack = "page-cache-ack" in self.cfg.unsafe
+        self.hw_below_min_isr = "hw-below-min-isr" in self.cfg.unsafe
         self.partitions: dict[tuple[str, int], PartitionReplica] = {}
         self.broker_epoch = -1
         self.incarnation_id = str(uuid.uuid4())
@@ -213,7 +214,7 @@ class BrokerService:
     def _open(self, key: tuple[str, int]) -> PartitionReplica | None:
         """startReplica: open (creating) the local replica of ``key``."""
         r = PartitionReplica(self.cfg.data_dir, key[0], key[1], self.broker_id, self.cfg.segment_bytes,
-                             page_cache_ack=self.page_cache_ack)
+                             page_cache_ack=self.page_cache_ack, hw_below_min_isr=self.hw_below_min_isr)
         try:
             r.open()
         except OSError as e:

@@ -63,7 +63,7 @@ def fresh_progress(followers: Iterable[int], isr: Iterable[int], now_ms: float) 
 
 
 def high_watermark(current: int, leader_id: int, leader_end: int, isr: Iterable[int],
-                   progress: Mapping[int, FollowerProgress]) -> int:
+                   progress: Mapping[int, FollowerProgress], min_insync: int = 1) -> int:
     """The leader's new high watermark: the least log end offset over the ISR.
 
     ``leader_end`` is the leader's own end as it counts (its flushed end by default,
@@ -71,7 +71,15 @@ def high_watermark(current: int, leader_id: int, leader_end: int, isr: Iterable[
     known progress holds the high watermark where it is. It never goes backwards:
     the result is at least ``current``. Kafka 0.8 replication design,
     ``on_ReplicaFetchRequest``.
+
+    While the ISR (with the leader) has fewer than ``min_insync`` members the high
+    watermark stays where it is (KIP-966): otherwise consumers read records that only a
+    leader alone holds, which an unclean election then takes away. ``min_insync=1`` is
+    0.8's rule (the ``hw-below-min-isr`` unsafe switch).
     """
+    members = set(isr) | {leader_id}
+    if len(members) < min_insync:
+        return current
     ends = [leader_end if r == leader_id else
             (progress[r].log_end_offset if r in progress else UNKNOWN) for r in isr]
     if leader_id not in isr:

@@ -62,11 +62,12 @@ class PartitionReplica:
     """
 
     def __init__(self, data_dir: Path, topic: str, partition: int, broker_id: int,
-                 segment_bytes: int, page_cache_ack: bool = False):
+                 segment_bytes: int, page_cache_ack: bool = False, hw_below_min_isr: bool = False):
         self.topic, self.partition, self.broker_id = topic, partition, broker_id
         self.dir = partition_dir(data_dir, topic, partition)
         self.log = Log(self.dir, segment_bytes=segment_bytes, fsync=True)
         self.page_cache_ack = page_cache_ack
+        self.hw_below_min_isr = hw_below_min_isr
         self.hw = 0
         self.role = NONE
         self.leader_id, self.leader_epoch = -1, -1
@@ -215,7 +216,8 @@ class PartitionReplica:
     def update_hw(self) -> bool:
         """Recompute the leader's high watermark (never backwards); True if it advanced."""
         new = isr_rules.high_watermark(self.hw, self.broker_id, self.counted_end, self.hw_isr(),
-                                       self.progress)
+                                       self.progress,
+                                       1 if self.hw_below_min_isr else self.min_insync)
         if new > self.hw:
             self.hw = new
             self.notify()

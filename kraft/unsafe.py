@@ -24,6 +24,9 @@ SWITCHES = {
                          "majority does (acks=1 behaviour)",
     "lease-read": "a leader answers linearizable reads from its high watermark without confirming "
                   "its leadership with a majority (a lease never checked)",
+    "hw-below-min-isr": "a partition leader's high watermark advances while its ISR is smaller than "
+                        "min.insync.replicas (Kafka before KIP-966), so consumers read records only "
+                        "the leader holds, which an unclean election then takes away",
     "no-fetch-validation": "the leader skips the (FetchOffset, LastFetchedEpoch) check, so a follower "
                            "keeps a deposed leader's uncommitted records under newer ones (the "
                            "truncation bug KIP-101 and KIP-595's DivergingEpoch fix)",
@@ -40,7 +43,7 @@ CLASSES = {
     "no-fsync": "acknowledgement", "early-high-watermark": "commit", "leader-restart": "recovery",
     "forget-vote": "elections", "no-read-index": "reads", "no-check-quorum": "elections",
     "no-pre-vote": "elections", "vote-after-failed-prevote": "elections", "vote-ignores-offset": "elections", "commit-minority": "commit",
-    "ack-before-commit": "acknowledgement", "lease-read": "reads", "no-fetch-validation": "recovery",
+    "ack-before-commit": "acknowledgement", "lease-read": "reads", "no-fetch-validation": "recovery", "hw-below-min-isr": "reads",
     "truncate-to-hw": "recovery", "page-cache-ack": "acknowledgement",
 }
 

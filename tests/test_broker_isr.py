@@ -26,6 +26,14 @@ def test_high_watermark_counts_the_leader_even_if_the_isr_omits_it():
     assert high_watermark(0, 1, 3, [2], {2: prog(8)}) == 3
 
 
+def test_high_watermark_waits_while_the_isr_is_below_min_insync():
+    """KIP-966: fewer in sync than min.insync.replicas hold the high watermark (0.8 did not)."""
+    progress = {2: prog(7)}
+    assert high_watermark(3, 1, 9, [1], progress, min_insync=2) == 3
+    assert high_watermark(3, 1, 9, [1], progress, min_insync=1) == 9          # 0.8's rule
+    assert high_watermark(3, 1, 9, [1, 2], progress, min_insync=2) == 7
+
+
 def test_fresh_progress_gives_isr_members_a_full_lag_window():
     p = fresh_progress([2, 3], isr=[1, 2], now_ms=1000)
     assert p[2].log_end_offset == UNKNOWN and p[2].last_caught_up_ms == 1000

@@ -7,8 +7,9 @@ from kraft.partition import (CHECKPOINT, FOLLOWER, LEADER, PartitionReplica, par
                              read_checkpoint, write_checkpoint)
 
 
-def replica(tmp_path, page_cache_ack=False, broker_id=1):
-    r = PartitionReplica(tmp_path, "t", 0, broker_id, 1 << 20, page_cache_ack=page_cache_ack)
+def replica(tmp_path, page_cache_ack=False, broker_id=1, hw_below_min_isr=False):
+    r = PartitionReplica(tmp_path, "t", 0, broker_id, 1 << 20, page_cache_ack=page_cache_ack,
+                         hw_below_min_isr=hw_below_min_isr)
     r.open()
     return r
 
@@ -82,9 +83,31 @@ def test_acks_all_waits_for_every_isr_member(tmp_path):
     asyncio.run(main())
 
 
-def test_isr_shrunk_below_min_insync_answers_after_append(tmp_path):
+def test_an_isr_below_min_insync_holds_the_high_watermark(tmp_path):
+    """KIP-966: with fewer in sync than min.insync.replicas the high watermark stays, so no
+    consumer reads a record only the leader holds, and an acks=all produce waits (for the
+    ISR to grow back, or its timeout: indefinite either way)."""
     async def main():
         r = replica(tmp_path)
+        r.become_leader(2, 0, [1, 2], [1, 2, 3], 2, now_ms=0)
+        off = r.append("a")
+        r.log.flush()
+        r.after_flush()
+        fut = r.wait_produce(off, -1)
+        r.update_leader_state(1, [1], [1, 2, 3], 2)          # 2 left the ISR (committed)
+        assert r.hw == 0 and not fut.done()
+        r.update_leader_state(2, [1, 2], [1, 2, 3], 2)       # 2 is back, and has fetched "a"
+        r.on_replica_fetch(2, 1, now_ms=10)
+        assert r.hw == 1 and fut.result() == errors.NONE
+        r.close()
+    asyncio.run(main())
+
+
+def test_unsafe_hw_below_min_isr_answers_after_append(tmp_path):
+    """``--unsafe hw-below-min-isr`` (Kafka before KIP-966): the high watermark passes the
+    record with the leader alone in sync; the produce gets NOT_ENOUGH_REPLICAS_AFTER_APPEND."""
+    async def main():
+        r = replica(tmp_path, hw_below_min_isr=True)
         r.become_leader(2, 0, [1, 2], [1, 2, 3], 2, now_ms=0)
         off = r.append("a")
         r.log.flush()

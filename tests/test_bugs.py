@@ -76,3 +76,13 @@ def test_every_schedule_fits_the_budget():
     for s in SCHEDULES.values():
         assert s.time_limit + bugs.OVERHEAD_S <= bugs.DEFAULT_BUDGET_S
     assert all(b.schedule in SCHEDULES for b in CATALOGUE)
+
+
+def test_a_scenario_schedule_runs_the_scenarios_run_table_and_steps():
+    """``isr-shrink`` is a built-in scenario (isr-shrink-loss-b), not a nemesis mix."""
+    from harness.runner import RunConfig
+    fields = SCHEDULES["isr-shrink"].run_config()
+    assert fields["nemesis"] == [] and fields["scenario"] and fields["scenario_file"].endswith("isr-shrink-loss-b.toml")
+    assert (fields["workload"], fields["brokers"], fields["min_insync_replicas"]) == ("queue", 3, 2)
+    cfg = RunConfig(seed=1, unsafe=["hw-below-min-isr"], **fields)      # a config the runner takes
+    assert cfg.scenario == fields["scenario"] and cfg.unclean_leader_election is True
