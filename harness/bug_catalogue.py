@@ -61,7 +61,10 @@ class Schedule:
                 **dict(self.options)}
 
     def describe(self) -> str:
-        """A short form for tables: ``partition,kill overlap 3/3 s append 5n 60 s``."""
+        """A short form for tables: ``partition,kill overlap 3/3 s append 5n 60 s`` (a scenario
+        schedule: ``scenario isr-shrink-loss-b``)."""
+        if self.scenario is not None:
+            return f"scenario {self.scenario}"
         return (f"{','.join(self.nemesis)} {self.mode} {self.interval:g}/{self.duration:g} s "
                 f"{self.workload} {self.nodes}n {self.time_limit:g} s")
 
