@@ -4,7 +4,10 @@ The verdict rules are those of ``kraft-chaos check`` (harness/check_run.py,
 ``check_run_dir``): an append run is judged by the log-safety checkers, a kv
 run by linearizability by key; both by election safety, divergence and the
 leadership checkers (checkers/leadership.py, run on the driver over each
-run's DescribeQuorum and nemesis lines only).
+run's DescribeQuorum and nemesis lines only). A run is judged by exactly the checkers
+``check`` runs on it (its workload's, :func:`declared_checkers`): those Spark has no job
+for (the queue workload's, membership) are run on the driver as Python fold checkers
+(:func:`python_checkers`); one that cannot be computed is "unknown", never skipped.
 A run with malformed lines, or whose ops do not pair, is "unknown" (``check``
 refuses it with exit 3); its other checks still run, for information.
 """
@@ -39,6 +42,7 @@ from .runs import RunInfo
 from .stats import run_stats
 from .values import by_value
 from .summary import ANOMALY_COLUMNS, CHECKERS
+from checkers.leadership import NEMESIS_AND_MONITOR_CHECKERS
 
 #: At most this many anomalies per (run, checker) go into analysis.json (all are in anomalies/).
 MAX_EXAMPLES = 1000
@@ -129,6 +133,56 @@ def _leadership(run: RunInfo) -> dict[str, dict]:
         return {name: {"valid": "unknown", "anomalies": [], "error": str(e)} for name in NEMESIS_AND_MONITOR_CHECKERS}
 
 
+#: The checkers the Spark jobs (and the driver's leadership pass) compute. Any other checker
+#: a run's workload declares (the queue workload's, membership) is run on the driver by
+#: its Python fold checker (checkers/registry.py) over the run's history, as ``check`` runs it.
+SPARK_CHECKERS = frozenset({"lost-write", "phantom", "duplicate", "inconsistent-offsets", "divergence",
+                            "election-safety", "nonmonotonic-read", "linearizability",
+                            *NEMESIS_AND_MONITOR_CHECKERS})
+
+
+def _run_config(run: RunInfo) -> dict:
+    """``test.json``'s ``config`` of a run, or ``{}``."""
+    try:
+        config = json.loads((run.dir / "test.json").read_text()).get("config") or {}
+    except (OSError, ValueError, AttributeError):
+        config = {}
+    return config if isinstance(config, dict) else {}
+
+
+def declared_checkers(run: RunInfo, config: dict) -> list[str] | None:
+    """The checkers ``check`` runs on ``run`` (harness/check_run.py): its workload's
+    (workloads/registry.py), plus membership when the run's config calls for it
+    (checkers.registry.check_all_folds). None for a workload this harness does not know."""
+    from checkers.membership import wanted as membership_wanted
+    from workloads.registry import WORKLOAD_SPECS
+    spec = WORKLOAD_SPECS.get(run.workload)
+    if spec is None:
+        return None
+    names = list(spec.checkers)
+    if "membership" not in names and membership_wanted(config):
+        names.append("membership")
+    return names
+
+
+def python_checkers(run: RunInfo, names: list[str], config: dict) -> dict[str, dict]:
+    """The Python fold checkers ``names`` (checkers/registry.py) over ``run``'s history, on
+    the driver, without node data (none of the checkers Spark lacks reads it). Every name
+    gets a result: one that could not be computed is "unknown" with an ``error``."""
+    from checkers.fold import CheckContext, run_checkers
+    from checkers.registry import make_checkers
+    from history import iter_history
+    if not names:
+        return {}
+    try:
+        checkers = make_checkers(names, CheckContext(run.dir, config))
+        got = run_checkers(lambda: iter_history(run.history), checkers, None)
+    except Exception as e:   # a malformed line, an unknown checker, a checker's own failure
+        err = f"checker failed: {type(e).__name__}: {e}"
+        return {n: {"valid": "unknown", "anomalies": [], "error": err} for n in names}
+    return {n: got.get(n) or {"valid": "unknown", "anomalies": [], "error": "no result"} for n in names}
+
+
 def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.0) -> Analysis:
     """Run every check on ``runs``; see the module doc for the verdict rules.
 
@@ -167,7 +221,7 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
     lost, lost_runs = lost_writes(offsets, acks, pages, final_records)
     nonmono, malformed_reads = nonmonotonic_reads(pairs, acks, reads, every_record)
     claims = leader_claims(ops, records, acks)
-    node = node_checks(spark, runs, final_node_hws(reads))
+    node = node_checks(spark, runs, final_node_hws(ops))
     node_claims = [(rid, int(e), int(l)) for rid, res in node.items() for e, l in res.get("claims", [])]
     if node_claims:
         claims = claims.unionByName(spark.createDataFrame(node_claims, "run int, epoch long, leader long"))
@@ -189,10 +243,20 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
     }
     if kv_ids:
         jobs["_linearizability"] = linearizability(ops, kv_ids, lin_timeout_s)
+    configs = {r.run_id: _run_config(r) for r in runs}
+    declared = {r.run_id: declared_checkers(r, configs[r.run_id]) for r in runs}
+
+    def driver_checks():
+        lead = {r.run_id: _leadership(r) for r in runs if r.run_id not in malformed}
+        py = {r.run_id: python_checkers(r, [n for n in declared[r.run_id] if n not in SPARK_CHECKERS],
+                                        configs[r.run_id])
+              for r in runs if r.run_id not in malformed and declared[r.run_id] is not None}
+        return lead, py
+
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        lead = pool.submit(lambda: {r.run_id: _leadership(r) for r in runs if r.run_id not in malformed})
+        lead = pool.submit(driver_checks)
         got = collect_all(jobs)
-        leadership = lead.result()
+        leadership, py_results = lead.result()
     seconds["checks"] = time.monotonic() - t
 
     t = time.monotonic()
@@ -245,7 +309,24 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
             checkers[name] = verdict.name(res.get("valid"))
             anomalies[name] = len(res.get("anomalies") or [])
             ex[name] = res.get("anomalies") or []
+        for name, res in (py_results.get(rid) or {}).items():
+            checkers[name] = verdict.name(res.get("valid"))
+            anomalies[name] = len(res.get("anomalies") or [])
+            ex[name] = (res.get("anomalies") or [])[:MAX_EXAMPLES]
         errors = []
+        names = declared[rid]
+        if names is None:
+            errors.append(f"unknown workload {r.workload!r}: its checkers are not known")
+            checkers = {k: ("unknown" if v == "valid" else v) for k, v in checkers.items()}
+        else:
+            # exactly the checkers ``check`` runs: none it would not run, and every one it
+            # would (one not computed here is "unknown", never skipped)
+            checkers = {k: checkers[k] if k in checkers else "unknown" for k in names}
+            anomalies = {k: anomalies.get(k, 0) for k in names}
+            ex = {k: v for k, v in ex.items() if k in checkers}
+            for name, res in (py_results.get(rid) or {}).items():
+                if res.get("error"):
+                    errors.append(f"{name}: {res['error']}")
         if rid in malformed:
             errors.append(f"{len(malformed[rid])} malformed line(s), first "
                           f"{malformed[rid][0]['file']}:{malformed[rid][0]['line']}: "

@@ -42,14 +42,14 @@ from .runs import RunInfo
 log = logging.getLogger("kraft_chaos.analyze.cache")
 
 #: Bumped when an entry's layout or meaning changes: older entries are then stale.
-FORMAT = 1
+FORMAT = 2      # 2: every declared checker judged (the queue workload's, membership); Kafka node data
 MANIFEST = "manifest.json"
 _CHECKERS = Path(__file__).resolve().parent.parent
 #: The code whose change makes every entry stale (relative to the project root): the
-#: Spark jobs, and the single-process checkers and history rules they call.
+#: Spark jobs, every single-process checker (the driver runs those Spark lacks, e.g. the
+#: queue workload's) and the history rules they call.
 CODE_FILES = (*sorted(p.relative_to(_CHECKERS.parent).as_posix() for p in (_CHECKERS / "spark").glob("*.py")),
-              *[f"checkers/{n}.py" for n in ("divergence", "leadership", "node_data", "reads", "fold",
-                                             "election_safety")],
+              *sorted(p.relative_to(_CHECKERS.parent).as_posix() for p in _CHECKERS.glob("*.py")),
               "history/__init__.py")
 
 

@@ -13,12 +13,18 @@ from pyspark.sql.window import Window
 from .runs import RunInfo
 
 
-def final_node_hws(reads: DataFrame) -> dict[int, dict[str, int]]:
+def final_node_hws(ops: DataFrame) -> dict[int, dict[str, int]]:
     """Per run, each node's high watermark from its last ok read with ``final: true``
-    and ``linearizable: false`` (checkers.reads.final_node_reads)."""
+    and ``linearizable: false`` (checkers.divergence.Divergence: both flags exactly so,
+    a missing one does not count), the first source of a node's high watermark in the
+    divergence check; ``ops``: the parsed ops (ingest.parse_ops), whose ``final`` and
+    ``linearizable`` are as the history has them (null when absent). A null high
+    watermark is kept: the node's own checkpoint is then used, as by the Python checker."""
     c = F.col
     w = Window.partitionBy("run", "node").orderBy(c("index").desc())
-    rows = (reads.where(c("final") & ~c("linearizable") & c("node").isNotNull())
+    rows = (ops.where(c("nrec").isNotNull() & c("node").isNotNull()
+                      & F.coalesce(c("final") == F.lit(True), F.lit(False))
+                      & F.coalesce(c("linearizable") == F.lit(False), F.lit(False)))
             .withColumn("k", F.row_number().over(w)).where(c("k") == 1)
             .select("run", "node", "high_watermark").collect())
     out: dict[int, dict[str, int]] = {}

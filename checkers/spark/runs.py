@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from harness import store
+from checkers.node_data import KAFKA_METADATA_DIR, KAFKA_METADATA_PARTITION
 
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T")
 
@@ -79,7 +80,11 @@ def run_info(run_id: int, history: Path, root: Path | None) -> RunInfo:
     info.synthetic = cfg.get("synthetic") is True
     info.date = _date_of(run_dir, test)
     nd = store.nodes_dir(run_dir)
-    info.has_nodes = nd.is_dir() and any((p / "data").is_dir() for p in nd.iterdir())
+    # a node's data as checkers.node_data.load_node_data reads it: ``data/``, or a Kafka
+    # node's ``metadata/__cluster_metadata-0`` (which has no ``data/``)
+    info.has_nodes = nd.is_dir() and any(
+        (p / "data").is_dir() or (p / KAFKA_METADATA_DIR / KAFKA_METADATA_PARTITION).is_dir()
+        for p in nd.iterdir() if p.is_dir())
     return info
 
 

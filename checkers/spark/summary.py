@@ -9,7 +9,10 @@ from checkers import log_safety
 from checkers.leadership import NEMESIS_AND_MONITOR_CHECKERS
 
 #: Checker names, as in results.json, and their summary columns.
-CHECKERS = (*log_safety.CHECKERS, "linearizability", *NEMESIS_AND_MONITOR_CHECKERS)
+CHECKERS = (*log_safety.CHECKERS, "linearizability", *NEMESIS_AND_MONITOR_CHECKERS,
+            # run by their Python fold checkers (analyze.python_checkers)
+            "queue-lost", "queue-duplicate", "queue-inconsistent-offsets", "queue-reordered",
+            "queue-nonmonotonic-poll", "queue-phantom", "membership")
 ANOMALY_COLUMNS = [name.replace("-", "_") for name in CHECKERS]
 
 RUN_COLUMNS = ["run", "test", "date", "workload", "synthetic", "verdict", "ops", "client_ops", "ok",
