@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import math
+import shlex
 import posixpath
 import shutil
 import tarfile
@@ -59,6 +60,27 @@ def split_remote_path(remote_path: str) -> tuple[str, str]:
         raise ValueError(f"remote_path must be an absolute path other than /, got {remote_path!r}")
     parent, name = posixpath.split(path)
     return parent or "/", name
+
+
+#: exit status of the copy scripts when the remote path (or, for a put, its parent) is missing
+COPY_MISSING = 44
+
+
+def untar_script(parent: str) -> str:
+    """The shell script a put runs on the node: extract the tar on stdin into ``parent``,
+    exiting :data:`COPY_MISSING` when ``parent`` is not a directory."""
+    return f"[ -d {shlex.quote(parent)} ] || exit {COPY_MISSING}; tar -x -C {shlex.quote(parent)} -f -"
+
+
+def tar_script(remote_path: str) -> tuple[str, str, str]:
+    """``(path, name, script)`` for a get of ``remote_path``: the normalised path, the tar
+    entry's name, and the shell script that writes the tar to stdout, exiting
+    :data:`COPY_MISSING` when the path does not exist."""
+    path = remote_path.rstrip("/") or "/"
+    parent, name = split_remote_path(path) if path != "/" else ("/", ".")
+    script = (f"[ -e {shlex.quote(path)} ] || [ -L {shlex.quote(path)} ] || exit {COPY_MISSING}; "
+              f"tar -c -C {shlex.quote(parent)} -f - {shlex.quote(name)}")
+    return path, name, script
 
 
 def tar_of(local_path: Path, name: str) -> bytes:

@@ -8,22 +8,19 @@ overlays, its own ``/tmp`` and ``/run``), its own hostname and only its own proc
 """
 from __future__ import annotations
 
-import shlex
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from clusters.commands import (KILL_AFTER_S, as_argv, extract_tar, split_remote_path,
-                               tar_of, with_timeout)
+from clusters.commands import (COPY_MISSING, KILL_AFTER_S, as_argv, extract_tar, split_remote_path, tar_of,
+                               tar_script, untar_script, with_timeout)
 from clusters.remote import ExecResult, Remote, RemoteError
 
 #: seconds the host waits beyond a command's own ``timeout`` before it gives up on it
 HOST_GRACE_S = 10.0
 #: seconds a detached command may take to be started
 DETACH_START_S = 10.0
-#: exit status the get/put scripts use for a missing remote path
-MISSING = 44
 
 
 def _decode(b: bytes | str | None) -> str:
@@ -118,11 +115,11 @@ class NetnsRemote(Remote):
             raise FileNotFoundError(f"put to {node}: local path {local_path} does not exist")
         parent, name = split_remote_path(remote_path)
         what = f"put {remote_path}"
-        script = f"[ -d {shlex.quote(parent)} ] || exit {MISSING}; tar -x -C {shlex.quote(parent)} -f -"
+        script = untar_script(parent)
         res = self._run(node, what, [*self._enter(node, what), "sh", "-c", script], 300.0,
                         stdin=tar_of(local_path, name))
         self._check_alive(node, what, res)
-        if res.returncode == MISSING:
+        if res.returncode == COPY_MISSING:
             raise RemoteError(node, what, f"remote directory {parent} does not exist")
         if res.returncode != 0:
             raise RemoteError(node, what, f"copy failed: {_decode(res.stderr).strip()[-500:]}")
@@ -131,15 +128,12 @@ class NetnsRemote(Remote):
         """Copy ``remote_path`` (file or directory) from the node to ``local_path``, which
         becomes the copy (parents created, an existing one replaced, symlinks kept as links).
         Raises :class:`RemoteError` when the remote path does not exist or the copy fails."""
-        path = remote_path.rstrip("/") or "/"
+        path, name, script = tar_script(remote_path)
         what = f"get {path}"
-        parent, name = split_remote_path(path) if path != "/" else ("/", ".")
-        script = (f"[ -e {shlex.quote(path)} ] || [ -L {shlex.quote(path)} ] || exit {MISSING}; "
-                  f"tar -c -C {shlex.quote(parent)} -f - {shlex.quote(name)}")
         with tempfile.TemporaryFile() as spool:
             res = self._run(node, what, [*self._enter(node, what), "sh", "-c", script], 300.0, stdout=spool)
             self._check_alive(node, what, res)
-            if res.returncode == MISSING:
+            if res.returncode == COPY_MISSING:
                 raise RemoteError(node, what, "remote path does not exist")
             if res.returncode != 0:
                 raise RemoteError(node, what, f"copy failed: {_decode(res.stderr).strip()[-500:]}")

@@ -15,8 +15,8 @@ from typing import Callable, Mapping, Sequence
 
 import paramiko
 
-from clusters.commands import (KILL_AFTER_S, as_argv, extract_tar, split_remote_path,
-                               tar_of, with_timeout)
+from clusters.commands import (COPY_MISSING, KILL_AFTER_S, as_argv, extract_tar, split_remote_path, tar_of,
+                               tar_script, untar_script, with_timeout)
 from clusters.remote import ExecResult, Remote, RemoteError
 from clusters.ssh_session import HOST_PATH, SshCommandTimeout, SshHostError, SshSession
 
@@ -26,8 +26,6 @@ HOST_GRACE_S = 15.0
 DETACH_START_S = 30.0
 #: seconds a copy may take
 COPY_S = 600.0
-#: exit status the get/put scripts use for a missing remote path
-MISSING = 44
 
 
 def _decode(b: bytes) -> str:
@@ -120,10 +118,10 @@ class SshRemote(Remote):
             raise FileNotFoundError(f"put to {node}: local path {local_path} does not exist")
         parent, name = split_remote_path(remote_path)
         what = f"put {remote_path}"
-        script = f"[ -d {shlex.quote(parent)} ] || exit {MISSING}; tar -x -C {shlex.quote(parent)} -f -"
+        script = untar_script(parent)
         code, _, err = self._run(node, what, self._enter(node, what, ["sh", "-c", script]), COPY_S,
                                  stdin=tar_of(local_path, name))
-        if code == MISSING:
+        if code == COPY_MISSING:
             raise RemoteError(node, what, f"remote directory {parent} does not exist")
         if code != 0:
             raise RemoteError(node, what, f"copy failed: {_decode(err).strip()[-500:]}")
@@ -132,15 +130,12 @@ class SshRemote(Remote):
         """Copy ``remote_path`` (file or directory) from the node to ``local_path``, which
         becomes the copy (parents created, an existing one replaced, symlinks kept as links).
         Raises :class:`RemoteError` when the remote path does not exist or the copy fails."""
-        path = remote_path.rstrip("/") or "/"
+        path, name, script = tar_script(remote_path)
         what = f"get {path}"
-        parent, name = split_remote_path(path) if path != "/" else ("/", ".")
-        script = (f"[ -e {shlex.quote(path)} ] || [ -L {shlex.quote(path)} ] || exit {MISSING}; "
-                  f"tar -c -C {shlex.quote(parent)} -f - {shlex.quote(name)}")
         with tempfile.TemporaryFile() as spool:
             code, _, err = self._run(node, what, self._enter(node, what, ["sh", "-c", script]), COPY_S,
                                      stdout=spool)
-            if code == MISSING:
+            if code == COPY_MISSING:
                 raise RemoteError(node, what, "remote path does not exist")
             if code != 0:
                 raise RemoteError(node, what, f"copy failed: {_decode(err).strip()[-500:]}")
