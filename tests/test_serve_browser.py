@@ -51,14 +51,19 @@ def site(tmp_path_factory):
 def _follow(driver, element) -> None:
     """Click ``element`` (a link or submit button) and wait until the next page has loaded:
     a click returns before the navigation it starts, so reading the page at once may read the
-    old one, or none."""
-    from selenium.webdriver.support import expected_conditions as ec
+    old one, or none. The old page is marked with a window property that a new document does
+    not have; probing the old ``<html>`` element instead (Selenium's ``staleness_of``) races
+    the navigation, and Chromium then answers "Node with given id does not belong to the
+    document" rather than "stale element", which once failed CI."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
-    from selenium.webdriver.common.by import By
-    old = driver.find_element(By.TAG_NAME, "html")
+    driver.execute_script("window.__kraftChaosOldPage = true;")
     element.click()
-    WebDriverWait(driver, 60).until(ec.staleness_of(old))
-    WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+    def loaded(d) -> bool:
+        return d.execute_script(
+            "return window.__kraftChaosOldPage === undefined && document.readyState === 'complete';")
+    WebDriverWait(driver, 60, ignored_exceptions=(WebDriverException,)).until(loaded)
 
 
 def _errors(driver) -> list[str]:
