@@ -93,18 +93,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--kraft-chaos-unsafe", default=None, metavar="SWITCH[,SWITCH...]",
                 help="kraft.unsafe switches for every run (kraft target)")
     g.addoption("--kraft-chaos-subnet", default=None, metavar="CIDR", help="cluster subnet")
+    g.addoption("--kraft-chaos-cluster", default=None, metavar="BACKEND",
+                help="where the nodes run: auto, docker, netns or ssh (default: the run's default, auto)")
+    g.addoption("--kraft-chaos-hosts", default=None, metavar="HOSTS.toml",
+                help="the hosts file of --kraft-chaos-cluster ssh (clusters/ssh_hosts.py)")
     g.addoption("--kraft-chaos-run-fn", default=None, metavar="MODULE:FUNC",
                 help="a stand-in for the run, FUNC(config) -> (results, run_dir) (tests of the plugin)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Registers the ``docker`` and ``kraft_chaos`` markers; checks the axis options when given
-    (``pytest.UsageError`` naming a bad target, workload, nemesis or seed)."""
+    """Registers the ``docker`` and ``kraft_chaos`` markers; checks the axis options and the
+    backend when given (``pytest.UsageError`` naming a bad target, workload, nemesis, seed or
+    ``--kraft-chaos-cluster``)."""
     config.addinivalue_line("markers", "docker: needs a running Docker engine (starts a real cluster)")
     config.addinivalue_line("markers", "kraft_chaos(**fields): RunConfig fields for this test's chaos_run "
                                        "runs; db, workload, nemesis, seed replace that axis")
     if any(config.getoption(f"--kraft-chaos-{a}") for a in ("db", "workload", "nemesis", "seed")):
         cells_for(config)
+    backend = config.getoption("--kraft-chaos-cluster")
+    if backend is not None:
+        from clusters.registry import BACKENDS
+        if backend not in ("auto", *BACKENDS):
+            raise pytest.UsageError(f"kraft-chaos: --kraft-chaos-cluster must be one of auto, "
+                                    f"{', '.join(BACKENDS)}; got {backend!r}")
 
 
 # -- cells --------------------------------------------------------------------
@@ -274,13 +285,14 @@ def _run_function(config: pytest.Config) -> Callable[[Any], tuple[dict, Path]] |
 
 def run_config_for(config: pytest.Config, cell: dict, marker_fields: dict | None, store_root: str):
     """The :class:`harness.run_config.RunConfig` of one cell: the cell's axes, then the
-    options (time limit, nodes, unsafe, subnet), then the marker's other fields.
+    options (time limit, nodes, unsafe, subnet, cluster, hosts), then the marker's other fields.
     Raises ``TypeError`` for a field RunConfig does not have."""
     from harness.run_config import RunConfig
     opt = config.getoption
     fields: dict[str, Any] = {"store": store_root}
     for name, key in (("time_limit", "--kraft-chaos-time-limit"), ("nodes", "--kraft-chaos-nodes"),
-                      ("subnet", "--kraft-chaos-subnet")):
+                      ("subnet", "--kraft-chaos-subnet"), ("cluster", "--kraft-chaos-cluster"),
+                      ("hosts", "--kraft-chaos-hosts")):
         if opt(key) is not None:
             fields[name] = opt(key)
     if opt("--kraft-chaos-unsafe"):

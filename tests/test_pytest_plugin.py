@@ -67,6 +67,7 @@ def test_chaos_run_is_parametrised_by_target_workload_nemesis_and_seed(pytester,
         "--kraft-chaos-nemesis", "partition,kill", "--kraft-chaos-nemesis", "none",
         "--kraft-chaos-seed", "1,2", "--kraft-chaos-time-limit", "12", "--kraft-chaos-nodes", "3",
         "--kraft-chaos-unsafe", "no-fsync", "--kraft-chaos-subnet", "10.86.0.0/24",
+        "--kraft-chaos-cluster", "ssh", "--kraft-chaos-hosts", "lab.toml",
         "--kraft-chaos-store", str(tmp_path / "store"), "-rs", "-v")
     # append does not run on kafka: those four cells are skipped, naming why
     result.assert_outcomes(passed=4, skipped=4)
@@ -76,8 +77,8 @@ def test_chaos_run_is_parametrised_by_target_workload_nemesis_and_seed(pytester,
     assert cells == [("kraft", "append", ["partition", "kill"], 1), ("kraft", "append", ["partition", "kill"], 2),
                      ("kraft", "append", [], 1), ("kraft", "append", [], 2)]
     c = stand_in.configs[0]
-    assert (c.time_limit, c.nodes, c.unsafe, c.subnet, c.store) == \
-        (12.0, 3, ["no-fsync"], "10.86.0.0/24", str(tmp_path / "store"))
+    assert (c.time_limit, c.nodes, c.unsafe, c.subnet, c.cluster, c.hosts, c.store) == \
+        (12.0, 3, ["no-fsync"], "10.86.0.0/24", "ssh", "lab.toml", str(tmp_path / "store"))
 
 
 def test_defaults_are_kraft_its_default_workload_the_default_nemesis_and_seed_0(pytester, stand_in):
@@ -180,7 +181,9 @@ def test_bad_names_are_usage_errors(pytester, stand_in):
     """)
     for args, text in ((["--kraft-chaos-db", "nope"], "*unknown --db 'nope'*"),
                        (["--kraft-chaos-nemesis", "partiton"], "*unknown nemesis 'partiton'*"),
-                       (["--kraft-chaos-seed", "x"], "*seed must be an integer, got 'x'*")):
+                       (["--kraft-chaos-seed", "x"], "*seed must be an integer, got 'x'*"),
+                       (["--kraft-chaos-cluster", "vm"], "*--kraft-chaos-cluster must be one of auto, "
+                                                         "docker, netns, ssh; got 'vm'*")):
         result = pytester.runpytest_inprocess(*args)
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines(["ERROR: kraft-chaos: " + text.lstrip("*")])
