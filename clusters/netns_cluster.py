@@ -84,8 +84,10 @@ class NetnsCluster(Cluster):
     ``env``: extra environment of every command (``PATH`` starts with :data:`TOOLS_DIR`,
     whose ``python3`` runs ``python`` (default :func:`host_python`) with ``-S``).
     ``binds``: ``{node: {host path: node path}}`` bound read-write (a lazyfs mount as a data
-    dir). ``root_dir``: where the nodes' files go (``<root_dir>/<node>/upper/etc/...``);
-    created if missing; None: a temporary directory, removed at teardown.
+    dir). ``min_java``: the nodes run this host's ``java``, which must be at least this major
+    version (checked at set-up). ``root_dir``: where the nodes' files go
+    (``<root_dir>/<node>/upper/etc/...``); created if missing; None: a temporary directory,
+    removed at teardown.
 
     Raises ``ValueError`` for a bad ``n_nodes``, ``run_id``, ``subnet``, ``files`` or
     ``binds`` (unknown node, relative path, missing host path).
@@ -94,7 +96,7 @@ class NetnsCluster(Cluster):
     def __init__(self, n_nodes: int, run_id: str, subnet: str = "10.77.0.0/24", keep: bool = False, *,
                  files: Mapping[str, str | Path] | None = None, env: Mapping[str, str] | None = None,
                  binds: Mapping[str, Mapping[str, str]] | None = None,
-                 root_dir: str | Path | None = None, python: str | None = None):
+                 root_dir: str | Path | None = None, python: str | None = None, min_java: int | None = None):
         import re
         if not isinstance(run_id, str) or not re.match(RUN_ID_RE_TEXT, run_id):
             raise ValueError(f"run_id {run_id!r} must be 1-63 characters of [a-zA-Z0-9_.-], "
@@ -120,6 +122,7 @@ class NetnsCluster(Cluster):
                 if not str(src).startswith("/") or not str(inside).startswith("/"):
                     raise ValueError(f"binds of {node}: {src!r} -> {inside!r} must be absolute paths")
         self.python = python or host_python()
+        self.min_java = min_java
         self._own_root = root_dir is None
         self.root = Path(root_dir) if root_dir is not None else None
         self.bridge = net.bridge_name(run_id)
@@ -164,6 +167,11 @@ class NetnsCluster(Cluster):
                                "(Debian: iproute2, iptables, util-linux, tar, coreutils)")
         if not Path(self.python).is_file():
             raise ClusterError(f"the nodes' python3 {self.python} does not exist")
+        if self.min_java is not None:
+            from clusters.jre import local_java_problem
+            problem = local_java_problem(self.min_java, self.remote.env["PATH"])
+            if problem:
+                raise ClusterError(f"this host's java cannot run the nodes: {problem}")
 
     def _check_free(self) -> None:
         """Raise :class:`ClusterError` if the run's names are taken or its subnet overlaps a
@@ -312,9 +320,9 @@ class NetnsCluster(Cluster):
 
     def teardown(self) -> None:
         """Kill every node's processes, remove the namespaces, veths, bridge and FORWARD rule
-        (:func:`clusters.netns_net.sweep` of this run), then the overlays' work directories
-        (and ``root_dir`` itself when it is a temporary one). Idempotent; never raises:
-        failures are logged as warnings."""
+        (:func:`clusters.netns_net.sweep` of this run), then the overlays' work directories and
+        the snapshot of the deployed ``files`` (or ``root_dir`` itself when it is a temporary
+        one). Idempotent; never raises: failures are logged as warnings."""
         with self._lock:
             inits, procs = dict(self._inits), dict(self._procs)
             self._inits.clear()
@@ -340,6 +348,8 @@ class NetnsCluster(Cluster):
             else:
                 for node in self.nodes:
                     shutil.rmtree(self.root / node / "work", ignore_errors=True)
+                # the snapshot of the deployed files (Kafka's jars: 55 MB) is this checkout's, not the run's
+                shutil.rmtree(self.root / "software" / "files", ignore_errors=True)
 
 
 def _start_time(pid: int) -> int | None:

@@ -3,11 +3,11 @@
 - ``docker``: one container per node (:class:`clusters.docker_cluster.DockerCluster`); the
   nodes run a node image.
 - ``netns``: one set of Linux namespaces per node on this host
-  (:class:`clusters.netns_cluster.NetnsCluster`); the nodes run the host's python3 on
-  files deployed from this checkout. Needs root; no container engine.
+  (:class:`clusters.netns_cluster.NetnsCluster`); the nodes run the host's python3 (or
+  java) on files deployed from this checkout. Needs root; no container engine.
 - ``ssh``: one node per host of a hosts file (``--hosts hosts.toml``), reached over SSH
-  (:class:`clusters.ssh_cluster.SshCluster`); the nodes run the hosts' python3 on files deployed
-  from this checkout. Needs root on the hosts (a root login or ``sudo``).
+  (:class:`clusters.ssh_cluster.SshCluster`); the nodes run the hosts' python3 (or java) on
+  files deployed from this checkout. Needs root on the hosts (a root login or ``sudo``).
 - ``auto``: ``docker`` when a Docker engine answers, else ``netns`` (never ``ssh``)
   (:func:`resolve_backend`).
 
@@ -41,12 +41,15 @@ class Software:
     ``image``: the node image's tag (``docker``). ``files``: ``{node path: host path}``
     deployed read-only on every node, ``env``: environment of every command on a node
     (``netns``, ``ssh``; e.g. ``{"/opt/kraft/kraft": <repo>/kraft}`` and ``PYTHONPATH=/opt/kraft``,
-    the layout of the node image).
+    the layout of the node image). ``min_java``: the nodes run the host's ``java`` (``netns``:
+    this host's, ``ssh``: each host's), whose major version must be at least this; None: no JVM
+    (checked at set-up, :mod:`clusters.jre`; a host without one fails with ``ClusterError``).
     """
 
     image: str | None = None
     files: Mapping[str, Path] = dataclasses.field(default_factory=dict)
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    min_java: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,7 +114,7 @@ def make_cluster(backend: str, n_nodes: int, run_id: str, software: Software, *,
     if backend == "netns":
         from clusters.netns_cluster import NetnsCluster
         return NetnsCluster(n_nodes, run_id, subnet=subnet, keep=keep, files=software.files, env=software.env,
-                            binds=binds, root_dir=root_dir)
+                            binds=binds, root_dir=root_dir, min_java=software.min_java)
     if backend == "ssh":
         if not hosts:
             raise ValueError("--cluster ssh needs --hosts FILE (a hosts.toml: see clusters/ssh_hosts.py)")
@@ -119,7 +122,8 @@ def make_cluster(backend: str, n_nodes: int, run_id: str, software: Software, *,
             raise ValueError("--cluster ssh cannot bind host folders into the nodes (the power-loss "
                              "fault's lazyfs disks); use --cluster docker or netns")
         from clusters.ssh_cluster import SshCluster
-        return SshCluster(n_nodes, run_id, hosts, keep=keep, files=software.files, env=software.env)
+        return SshCluster(n_nodes, run_id, hosts, keep=keep, files=software.files, env=software.env,
+                          min_java=software.min_java)
     if backend == "auto":
         raise ValueError("resolve --cluster auto with resolve_backend before make_cluster")
     raise ValueError(f"unknown cluster backend {backend!r}: choose from {', '.join(BACKENDS)}")

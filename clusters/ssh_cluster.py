@@ -3,9 +3,10 @@ node ``ni`` runs on the i-th host of the hosts file (:mod:`clusters.ssh_hosts`),
 SSH through fabric/paramiko (:mod:`clusters.ssh_session`), as root.
 
 Set-up, per host in parallel: connect (host key checked against known_hosts), make sure
-commands can run as root (``sudo -n`` or a root login), check the tools, python (>= 3.11) and
-overlayfs, remove the leftovers of dead runs (a host whose node of another run is still alive
-is busy: an error), deploy the node's folder (our ``kraft/`` and the init script, as one tar
+commands can run as root (``sudo -n`` or a root login), check the tools, python (>= 3.11),
+overlayfs and, for a target that runs a JVM, java (``min_java``: >= 17 for Kafka), remove the
+leftovers of dead runs (a host whose node of another run is still alive is busy: an error),
+deploy the node's folder (our ``kraft/`` or Kafka's jars, and the init script, as one tar
 stream) under the host's run dir and start the node's init (:mod:`clusters.ssh_scripts`).
 Every failure names the host and its cause and is a :class:`~clusters.errors.ClusterError`
 (exit 4); what was started is removed first.
@@ -27,6 +28,7 @@ from typing import Mapping, Sequence
 
 from clusters.addressing import node_names
 from clusters.errors import ClusterError
+from clusters.jre import probe_problem
 from clusters.parallel import NodeErrors, on_nodes
 from clusters.remote import Cluster
 from clusters.ssh_hosts import HostSpec, load_hosts
@@ -73,13 +75,15 @@ class SshCluster(Cluster):
     ``files``: ``{node path: local path}`` deployed read-only on every node (e.g.
     ``{"/opt/kraft/kraft": repo/kraft}``); ``env``: extra environment of every node command
     (``PATH`` starts with :data:`~clusters.ssh_scripts.TOOLS_DIR`, whose ``python3`` is the
-    host's python with ``-S``). Raises ``ValueError`` (exit 3) for a bad ``run_id`` or
-    ``files``, a bad hosts file (:class:`~clusters.ssh_hosts.HostsFileError`), or fewer hosts
+    host's python with ``-S``). ``min_java``: the nodes run each host's ``java`` (on its
+    ``PATH``), whose major version must be at least this (checked with the tools; None: no
+    JVM). Raises ``ValueError`` (exit 3) for a bad ``run_id`` or ``files``, a bad hosts file (:class:`~clusters.ssh_hosts.HostsFileError`), or fewer hosts
     than nodes.
     """
 
     def __init__(self, n_nodes: int, run_id: str, hosts: str | Path | Sequence[HostSpec], keep: bool = False, *,
-                 files: Mapping[str, str | Path] | None = None, env: Mapping[str, str] | None = None):
+                 files: Mapping[str, str | Path] | None = None, env: Mapping[str, str] | None = None,
+                 min_java: int | None = None):
         if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
             raise ValueError(f"run_id {run_id!r} must be 1-63 characters of [a-zA-Z0-9_.-], "
                              "starting with a letter or digit")
@@ -96,7 +100,7 @@ class SshCluster(Cluster):
                 raise ValueError(f"files: {inside!r} <- {str(src)!r} must both be absolute paths")
             if not src.exists():
                 raise ValueError(f"files: {src} (for {inside}) does not exist")
-        self.run_id, self.keep = run_id, keep
+        self.run_id, self.keep, self.min_java = run_id, keep, min_java
         self.sessions = {n: SshSession(s) for n, s in self.specs.items()}
         self._ips: dict[str, str] = {}
         self._python: dict[str, str] = {}
@@ -160,7 +164,8 @@ class SshCluster(Cluster):
         session, spec = self.sessions[node], self.specs[node]
         session.connect()
         session.check_root()
-        code, out, err = session.run(as_root(session, ["sh", "-c", preflight_script(spec.python)]), timeout_s=STEP_S)
+        preflight = preflight_script(spec.python, java=self.min_java is not None)
+        code, out, err = session.run(as_root(session, ["sh", "-c", preflight]), timeout_s=STEP_S)
         text = out.decode(errors="replace")
         if code != 0:
             raise SshHostError(spec.label, f"the host check failed: {err.decode(errors='replace').strip()[-300:]}")
@@ -176,6 +181,10 @@ class SshCluster(Cluster):
         if (int(found.group(2)), int(found.group(3))) < MIN_PYTHON:
             raise SshHostError(spec.label, f"{found.group(1)} is python {found.group(2)}.{found.group(3)}; the nodes "
                                            f"need >= {'.'.join(map(str, MIN_PYTHON))}")
+        if self.min_java is not None:
+            problem = probe_problem(text, self.min_java)
+            if problem:
+                raise SshHostError(spec.label, problem)
         self._python[node] = found.group(1)
         self._reap(node)
 

@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Mapping
 
+from clusters.jre import PROBE as JAVA_PROBE
+
 #: the marker file of a node folder
 MARKER = ".kraft-chaos-node"
 #: where a node finds ``python3`` (a wrapper adding ``-S``): first on its PATH
@@ -193,9 +195,11 @@ done
 """
 
 
-def preflight_script(python: str) -> str:
+def preflight_script(python: str, java: bool = False) -> str:
     """sh: print ``missing <tool>`` per missing tool of :data:`TOOLS`, then ``python <path>
-    <major.minor>`` (or ``python-missing``), then whether overlayfs is available."""
+    <major.minor>`` (or ``python-missing``), then whether overlayfs is available; with ``java``
+    also ``java <path> <first line of java -version>`` (or ``java-missing``,
+    :data:`clusters.jre.PROBE`)."""
     tools = " ".join(TOOLS)
     return f"""for t in {tools}; do command -v $t >/dev/null 2>&1 || echo "missing $t"; done
 p=$(command -v {shlex.quote(python)} 2>/dev/null)
@@ -203,4 +207,4 @@ if [ -n "$p" ]; then echo "python $(readlink -f "$p") $("$p" -c 'import sys; pri
 else echo python-missing; fi
 grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null || true
 grep -qw overlay /proc/filesystems && echo overlay || echo overlay-missing
-"""
+""" + (JAVA_PROBE if java else "")

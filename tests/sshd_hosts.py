@@ -42,14 +42,15 @@ def _sh(*argv: str, check: bool = True, input: str | None = None) -> subprocess.
 
 
 class SshdHosts:
-    """``n`` sshd hosts on ``10.89.<third>.0/24`` (see the module's docstring); ``dir`` holds
-    the keys, configs and logs. Use as a context manager."""
+    """``n`` sshd hosts on ``<net>.<third>.0/24`` (``net``: the first two octets, default
+    ``10.89``; see the module's docstring); ``dir`` holds the keys, configs and logs. Use as a
+    context manager."""
 
-    def __init__(self, n: int, third: int):
+    def __init__(self, n: int, third: int, net: str = "10.89"):
         self.tag = uuid.uuid4().hex[:6]
         self.n, self.third = n, third
-        self.gateway = f"10.89.{third}.1"
-        self.ips = [f"10.89.{third}.{10 + i}" for i in range(1, n + 1)]
+        self.gateway = f"{net}.{third}.1"
+        self.ips = [f"{net}.{third}.{10 + i}" for i in range(1, n + 1)]
         self.namespaces = [f"kcssh-{self.tag}-h{i}" for i in range(1, n + 1)]
         self.bridge = f"kshb{self.tag}"
         self.comment = f"kcssh-test:{self.tag}"
@@ -144,6 +145,11 @@ class SshdHosts:
         path = self.dir / name
         path.write_text(tomli_w.dumps(doc))
         return path
+
+    def bind_in_host(self, i: int, src: str | Path, dest: str) -> None:
+        """Bind ``src`` over ``dest`` in host ``i``'s (1-based) mount namespace, for the commands
+        its sshd runs from now on (e.g. a folder with a fake ``java`` over ``/usr/local/bin``)."""
+        _sh("nsenter", "-t", str(self.procs[i - 1].pid), "-m", "mount", "--bind", str(src), dest)
 
     def ns_exec(self, i: int, *argv: str) -> str:
         """stdout of ``argv`` run in host ``i``'s (1-based) network namespace."""

@@ -54,21 +54,26 @@ def test_factory_builds_each_backend_by_name():
         make_cluster("docker", 2, "r1", Software(), subnet="10.88.0.0/24", engine=object())
 
 
-def test_targets_and_backends_meet_in_one_table():
-    check_supported("kraft", "netns")
-    check_supported("kafka", "docker")
-    with pytest.raises(UnsupportedBackend, match=r"--db kafka cannot run on --cluster netns.*JVM.*--cluster docker"):
+def test_targets_and_backends_meet_in_one_table(monkeypatch):
+    from harness import deploy
+    for db in ("kraft", "kafka"):
+        for backend in ("docker", "netns", "ssh"):
+            check_supported(db, backend)
+    monkeypatch.setitem(deploy.SUPPORTED, "kafka", ("docker",))      # a pair the table leaves out
+    with pytest.raises(UnsupportedBackend, match=r"--db kafka cannot run on --cluster netns; it runs on --cluster docker"):
         check_supported("kafka", "netns")
     with pytest.raises(UnsupportedBackend, match=r"auto chose netns: no engine"):
         check_supported("kafka", "netns", "no engine")
     from clusters.registry import Resolved
     from targets.registry import target_spec
     sw = node_software(target_spec("kraft"), Resolved("netns"), None, print)
-    assert sw.image is None and sw.env == {"PYTHONPATH": "/opt/kraft"}
+    assert sw.image is None and sw.env == {"PYTHONPATH": "/opt/kraft"} and sw.min_java is None
     assert sw.files["/opt/kraft/kraft"].joinpath("node.py").is_file()
 
 
-def test_cli_refuses_kafka_on_netns_with_exit_3(tmp_path, capsys):
+def test_cli_refuses_a_pair_the_table_leaves_out_with_exit_3(tmp_path, capsys, monkeypatch):
+    from harness import deploy
+    monkeypatch.setitem(deploy.SUPPORTED, "kafka", ("docker",))
     code = cli.main(["run", "--db", "kafka", "--cluster", "netns", "--store", str(tmp_path), "--seed", "1",
                      "--no-progress", "--time-limit", "1"])
     err = capsys.readouterr().err

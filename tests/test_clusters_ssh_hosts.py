@@ -94,13 +94,17 @@ def test_cli_exits_3_for_a_bad_hosts_file_and_misused_options(tmp_path, capsys):
     assert "--cluster ssh needs --hosts FILE" in capsys.readouterr().err
 
 
-def test_kafka_on_ssh_exits_3_naming_both(tmp_path, capsys):
+def test_kafka_on_ssh_needs_a_host_per_node(tmp_path, capsys, monkeypatch):
+    from targets.kafka import host_files
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    monkeypatch.setattr(host_files, "resolve_jars", lambda *a, **k: libs)      # no Maven here
     good = write(tmp_path, '[[hosts]]\nhost = "a"\n')
     code = cli.main(["run", "--db", "kafka", "--cluster", "ssh", "--hosts", str(good), "--store",
                      str(tmp_path / "store"), "--no-progress"])
     err = capsys.readouterr().err
     assert code == cli.EXIT_BAD_INPUT, err
-    assert "--db kafka cannot run on --cluster ssh" in err and "it runs on --cluster docker" in err
+    assert "8 nodes need 8 hosts" in err and "lists 1" in err       # 5 controllers + 3 brokers
 
 
 def test_too_few_hosts_is_a_value_error(tmp_path):
