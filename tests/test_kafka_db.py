@@ -282,6 +282,7 @@ SUBNET = os.environ.get("KRAFT_CHAOS_KAFKA_TEST_SUBNET", "10.92.0.0/24")
 
 
 @pytest.mark.docker
+@pytest.mark.slow      # about 90 s; the dedicated topology runs in the default suite
 def test_combined_cluster_elects_survives_kill9_and_tears_down():
     """3 combined Kafka nodes: a leader, kill -9 of the leader, a new leader, the old
     leader restarted and serving again, teardown with nothing left (about 40-60 s)."""

@@ -280,7 +280,9 @@ def test_reused_connection_samples(single):
 def test_three_controllers_one_leader_and_lags(three):
     ports, broker = three
     deadline = time.monotonic() + 30
-    while True:     # a new leader reports -1 for a voter until that voter's first Fetch
+    # a new leader reports -1 for a voter until that voter's first Fetch, and a high watermark
+    # of -1 until a majority has fetched past its epoch's first offset: wait for both
+    while True:
         answers = {}
         for node, port in ports.items():
             try:
@@ -288,8 +290,9 @@ def test_three_controllers_one_leader_and_lags(three):
             except dq.KafkaDefiniteError as e:
                 answers[node] = e
         leaders = {n: a for n, a in answers.items() if isinstance(a, dq.QuorumSample)}
-        if (len(leaders) == 1 and all(0 <= v.log_end_offset for v in next(iter(leaders.values())).voters)) \
-                or time.monotonic() > deadline:
+        settled = len(leaders) == 1 and all(0 <= v.log_end_offset for v in next(iter(leaders.values())).voters) \
+            and next(iter(leaders.values())).high_watermark > 0
+        if settled or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     assert len(leaders) == 1, answers

@@ -59,6 +59,7 @@ def test_queue_on_our_brokers_without_faults(engine, kraft_chaos_run):
 
 
 @pytest.mark.kafka
+@pytest.mark.slow      # about 85 s; tests/test_queue_kafka_client.py tests the client without brokers
 def test_queue_on_kafka_brokers_without_faults(engine, kraft_chaos_run):
     results, run_dir = kraft_chaos_run(db="kafka", workload="queue", nodes=3, time_limit=30, nemesis=[],
                                        concurrency=6, rate=60, subnet="10.77.45.0/24", seed=18,
