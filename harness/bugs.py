@@ -27,7 +27,7 @@ from .detection import anomaly_kinds, first_anomaly_in_run
 log = logging.getLogger("kraft_chaos.bugs")
 
 #: seconds a run may take in all (set-up, faults, final phase, checks); its time limit is cut to fit
-DEFAULT_BUDGET_S = 120.0
+DEFAULT_BUDGET_S = 150.0
 #: seconds a run needs besides its time limit (cluster set-up, final reads, collection, checks)
 OVERHEAD_S = 30.0
 
