@@ -226,7 +226,7 @@ class NetnsCluster(Cluster):
         wrapper.write_text(f"#!/bin/sh\nexec {shlex.quote(self.python)} -S \"$@\"\n")
         wrapper.chmod(0o755)
         for i, (inside, src) in enumerate(sorted(self.files.items())):
-            dest = software / "files" / str(i) / src.name
+            dest = self._snapshot(i, src)
             if dest.exists():
                 shutil.rmtree(dest) if dest.is_dir() else dest.unlink()
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -242,6 +242,12 @@ class NetnsCluster(Cluster):
             for d in PRIVATE_DIRS:
                 (self.root / node / d).mkdir(parents=True, exist_ok=True)
             (self.root / node / "tmp").chmod(0o1777)
+
+    def _snapshot(self, i: int | None = None, src: Path | None = None) -> Path:
+        """Where the run keeps its copy of the ``i``-th deployed file ``src`` (in sorted
+        ``files`` order); with no arguments, the folder of every copy."""
+        top = self.root / "software" / "files"
+        return top if i is None else top / str(i) / src.name
 
     def init_script(self, node: str) -> str:
         """The sh script that sets up ``node``'s namespaces (run inside them), prints
@@ -259,7 +265,7 @@ class NetnsCluster(Cluster):
                          f"workdir={q(str(nroot / 'work' / d))} /{d}")
         lines += [f"mkdir -p {TOOLS_DIR}", f"mount --bind -o ro {q(str(software / 'bin'))} {TOOLS_DIR}"]
         for i, (inside, src) in enumerate(sorted(self.files.items())):
-            snap = software / "files" / str(i) / src.name
+            snap = self._snapshot(i, src)
             make = f"mkdir -p {q(inside)}" if src.is_dir() else f"mkdir -p {q(os.path.dirname(inside))} && touch {q(inside)}"
             lines += [make, f"mount --bind -o ro {q(str(snap))} {q(inside)}"]
         for src, inside in self.binds.get(node, {}).items():
@@ -349,7 +355,7 @@ class NetnsCluster(Cluster):
                 for node in self.nodes:
                     shutil.rmtree(self.root / node / "work", ignore_errors=True)
                 # the snapshot of the deployed files (Kafka's jars: 55 MB) is this checkout's, not the run's
-                shutil.rmtree(self.root / "software" / "files", ignore_errors=True)
+                shutil.rmtree(self._snapshot(), ignore_errors=True)
 
 
 def _start_time(pid: int) -> int | None:

@@ -41,8 +41,7 @@ from .phantom import phantoms
 from .runs import RunInfo
 from .stats import run_stats
 from .values import by_value
-from .summary import ANOMALY_COLUMNS, CHECKERS
-from checkers.leadership import NEMESIS_AND_MONITOR_CHECKERS
+from .summary import ANOMALY_COLUMNS, CHECKERS, SPARK_CHECKERS
 
 #: At most this many anomalies per (run, checker) go into analysis.json (all are in anomalies/).
 MAX_EXAMPLES = 1000
@@ -119,53 +118,33 @@ def _checks_linearizability(run: RunInfo) -> bool:
 def _leadership(run: RunInfo) -> dict[str, dict]:
     """The leadership checkers of one run (checkers/leadership.py), on the driver: they read
     only the run's DescribeQuorum and nemesis lines. A run whose test.json is unreadable
-    gets the default fetch timeout."""
-    import json
+    (``run.config`` empty) gets the default fetch timeout."""
     from checkers.fold import CheckContext
     from checkers.leadership import NEMESIS_AND_MONITOR_CHECKERS, check_leadership_file
     try:
-        config = json.loads((run.dir / "test.json").read_text()).get("config") or {}
-    except (OSError, ValueError, AttributeError):
-        config = {}
-    try:
-        return check_leadership_file(run.history, CheckContext(run.dir, config if isinstance(config, dict) else {}))
+        return check_leadership_file(run.history, CheckContext(run.dir, run.config))
     except ValueError as e:      # a malformed line: the run is already "unknown"
         return {name: {"valid": "unknown", "anomalies": [], "error": str(e)} for name in NEMESIS_AND_MONITOR_CHECKERS}
 
 
-#: The checkers the Spark jobs (and the driver's leadership pass) compute. Any other checker
-#: a run's workload declares (the queue workload's, membership) is run on the driver by
-#: its Python fold checker (checkers/registry.py) over the run's history, as ``check`` runs it.
-SPARK_CHECKERS = frozenset({"lost-write", "phantom", "duplicate", "inconsistent-offsets", "divergence",
-                            "election-safety", "nonmonotonic-read", "linearizability",
-                            *NEMESIS_AND_MONITOR_CHECKERS})
-
-
-def _run_config(run: RunInfo) -> dict:
-    """``test.json``'s ``config`` of a run, or ``{}``."""
-    try:
-        config = json.loads((run.dir / "test.json").read_text()).get("config") or {}
-    except (OSError, ValueError, AttributeError):
-        config = {}
-    return config if isinstance(config, dict) else {}
-
-
-def declared_checkers(run: RunInfo, config: dict) -> list[str] | None:
+def declared_checkers(run: RunInfo) -> list[str] | None:
     """The checkers ``check`` runs on ``run`` (harness/check_run.py): its workload's
     (workloads/registry.py), plus membership when the run's config calls for it
-    (checkers.registry.check_all_folds). None for a workload this harness does not know."""
+    (checkers.registry.check_all_folds). Any other checker is run on the driver by its
+    Python fold checker (:func:`python_checkers`). None for a workload this harness does
+    not know."""
     from checkers.membership import wanted as membership_wanted
     from workloads.registry import WORKLOAD_SPECS
     spec = WORKLOAD_SPECS.get(run.workload)
     if spec is None:
         return None
     names = list(spec.checkers)
-    if "membership" not in names and membership_wanted(config):
+    if "membership" not in names and membership_wanted(run.config):
         names.append("membership")
     return names
 
 
-def python_checkers(run: RunInfo, names: list[str], config: dict) -> dict[str, dict]:
+def python_checkers(run: RunInfo, names: list[str]) -> dict[str, dict]:
     """The Python fold checkers ``names`` (checkers/registry.py) over ``run``'s history, on
     the driver, without node data (none of the checkers Spark lacks reads it). Every name
     gets a result: one that could not be computed is "unknown" with an ``error``."""
@@ -175,7 +154,7 @@ def python_checkers(run: RunInfo, names: list[str], config: dict) -> dict[str, d
     if not names:
         return {}
     try:
-        checkers = make_checkers(names, CheckContext(run.dir, config))
+        checkers = make_checkers(names, CheckContext(run.dir, run.config))
         got = run_checkers(lambda: iter_history(run.history), checkers, None)
     except Exception as e:   # a malformed line, an unknown checker, a checker's own failure
         err = f"checker failed: {type(e).__name__}: {e}"
@@ -243,13 +222,11 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
     }
     if kv_ids:
         jobs["_linearizability"] = linearizability(ops, kv_ids, lin_timeout_s)
-    configs = {r.run_id: _run_config(r) for r in runs}
-    declared = {r.run_id: declared_checkers(r, configs[r.run_id]) for r in runs}
+    declared = {r.run_id: declared_checkers(r) for r in runs}
 
     def driver_checks():
         lead = {r.run_id: _leadership(r) for r in runs if r.run_id not in malformed}
-        py = {r.run_id: python_checkers(r, [n for n in declared[r.run_id] if n not in SPARK_CHECKERS],
-                                        configs[r.run_id])
+        py = {r.run_id: python_checkers(r, [n for n in declared[r.run_id] if n not in SPARK_CHECKERS])
               for r in runs if r.run_id not in malformed and declared[r.run_id] is not None}
         return lead, py
 

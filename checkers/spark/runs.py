@@ -22,7 +22,8 @@ class RunInfo:
     path for a loose file; ``history``: absolute path of its history file;
     ``workload``: from test.json (``append`` when absent: loose histories
     are append histories); ``date``: ``YYYY-MM-DD`` from the timestamp folder
-    or test.json, else None; ``has_nodes``: ``nodes/`` holds node data.
+    or test.json, else None; ``has_nodes``: ``nodes/`` holds node data; ``config``:
+    test.json's ``config`` (``{}`` when absent).
     """
 
     run_id: int
@@ -37,6 +38,7 @@ class RunInfo:
     synthetic: bool = False
     has_nodes: bool = False
     error: str | None = None
+    config: dict = dataclasses.field(default_factory=dict)
 
 
 def _date_of(run_dir: Path, test: dict | None) -> str | None:
@@ -70,6 +72,7 @@ def run_info(run_id: int, history: Path, root: Path | None) -> RunInfo:
         info.error = f"{run_dir / store.TEST_JSON}: {e}"
         test = None
     cfg = (test or {}).get("config") or {}
+    info.config = cfg if isinstance(cfg, dict) else {}
     info.workload = cfg.get("workload") or "append"
     seed = (test or {}).get("seed", cfg.get("seed"))
     info.seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else None

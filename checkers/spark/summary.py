@@ -8,11 +8,12 @@ import pandas as pd
 from checkers import log_safety
 from checkers.leadership import NEMESIS_AND_MONITOR_CHECKERS
 
-#: Checker names, as in results.json, and their summary columns.
-CHECKERS = (*log_safety.CHECKERS, "linearizability", *NEMESIS_AND_MONITOR_CHECKERS,
-            # run by their Python fold checkers (analyze.python_checkers)
-            "queue-lost", "queue-duplicate", "queue-inconsistent-offsets", "queue-reordered",
-            "queue-nonmonotonic-poll", "queue-phantom", "membership")
+#: The checkers the Spark jobs (and the driver's leadership pass) compute.
+SPARK_CHECKERS = (*log_safety.CHECKERS, "linearizability", *NEMESIS_AND_MONITOR_CHECKERS)
+#: Checker names, as in results.json, and their summary columns: the Spark ones, then those
+#: run on the driver by their Python fold checkers (analyze.python_checkers).
+CHECKERS = (*SPARK_CHECKERS, "queue-lost", "queue-duplicate", "queue-inconsistent-offsets",
+            "queue-reordered", "queue-nonmonotonic-poll", "queue-phantom", "membership")
 ANOMALY_COLUMNS = [name.replace("-", "_") for name in CHECKERS]
 
 RUN_COLUMNS = ["run", "test", "date", "workload", "synthetic", "verdict", "ops", "client_ops", "ok",
