@@ -228,7 +228,7 @@ def for_controller(controller) -> Membership:
 
 
 def uses_membership(config) -> bool:
-    """Whether a run config (``harness.run_config.RunConfig``) has membership faults: a
+    """Whether a run config (``harness.config.run.RunConfig``) has membership faults: a
     ``--nemesis`` name ``membership[:kinds]`` or a scenario step ``start-membership``."""
     names = [str(n).partition(":")[0] for n in getattr(config, "nemesis", None) or []]
     steps = [s.get("nemesis") for s in getattr(config, "scenario", None) or [] if isinstance(s, dict)]

@@ -2,7 +2,7 @@
 nodes it needs, and its :class:`targets.base.DB` on a cluster.
 
 A target reads what it needs from the run's options: any object with the
-attributes it names (``harness.run_config.RunConfig`` has them all):
+attributes it names (``harness.config.run.RunConfig`` has them all):
 ``seed``, ``nodes``, ``base_image``, ``unsafe``, ``fetch_max_records`` for
 ``kraft``; ``nodes``, ``kafka_version``, ``kafka_topology``, ``kraft_version``
 for ``kafka``; both read ``brokers`` when the options have it (None: the target's

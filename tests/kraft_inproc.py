@@ -76,7 +76,7 @@ class Running:
 
 
 class LoopbackDB:
-    """What harness.leader and Topology.from_db ask of a ``targets.base.DB``, for in-process nodes."""
+    """What harness.run.leader and Topology.from_db ask of a ``targets.base.DB``, for in-process nodes."""
 
     def __init__(self, running: dict[str, Running]):
         self.running = running

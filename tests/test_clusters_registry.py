@@ -1,4 +1,4 @@
-"""The backend factory (clusters/registry.py) and the target x backend table (harness/deploy.py):
+"""The backend factory (clusters/registry.py) and the target x backend table (harness/run/deploy.py):
 names, auto's choice, clear errors; no engine or namespaces needed."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 
 from clusters.errors import ClusterError
 from clusters.registry import CHOICES, Software, check_name, make_cluster, resolve_backend
-from harness import cli
-from harness.deploy import UnsupportedBackend, check_supported, node_software
+from harness.cli import main as cli
+from harness.run.deploy import UnsupportedBackend, check_supported, node_software
 
 
 class FakeEngine:
@@ -55,7 +55,7 @@ def test_factory_builds_each_backend_by_name():
 
 
 def test_targets_and_backends_meet_in_one_table(monkeypatch):
-    from harness import deploy
+    from harness.run import deploy
     for db in ("kraft", "kafka"):
         for backend in ("docker", "netns", "ssh"):
             check_supported(db, backend)
@@ -72,7 +72,7 @@ def test_targets_and_backends_meet_in_one_table(monkeypatch):
 
 
 def test_cli_refuses_a_pair_the_table_leaves_out_with_exit_3(tmp_path, capsys, monkeypatch):
-    from harness import deploy
+    from harness.run import deploy
     monkeypatch.setitem(deploy.SUPPORTED, "kafka", ("docker",))
     code = cli.main(["run", "--db", "kafka", "--cluster", "netns", "--store", str(tmp_path), "--seed", "1",
                      "--no-progress", "--time-limit", "1"])
@@ -87,6 +87,6 @@ def test_cli_bad_backend_is_exit_3(capsys):
 
 
 def test_repeat_command_names_a_backend_other_than_auto():
-    from harness.run_config import RunConfig
+    from harness.config.run import RunConfig
     assert "--cluster" not in RunConfig(seed=1).repeat_command()
     assert "--cluster netns" in RunConfig(seed=1, cluster="netns").repeat_command()

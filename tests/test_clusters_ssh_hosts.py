@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clusters.ssh_hosts import HostsFileError, HostSpec, load_hosts
-from harness import cli
+from harness.cli import main as cli
 
 
 def write(tmp_path, text: str):

@@ -1,5 +1,5 @@
 """``--db kafka`` on host processes (``--cluster netns`` and ``ssh``): what the deploy table
-gives (harness/deploy.py, targets/kafka/host_files.py: Kafka's jars and the image's log4j2
+gives (harness/run/deploy.py, targets/kafka/host_files.py: Kafka's jars and the image's log4j2
 configs at the image's paths, Java >= 17), how a host's java is judged (clusters/jre.py), and a
 host whose java is too old: this host for netns, an sshd host for ssh (tests/sshd_hosts.py),
 each a cluster error (exit 4) naming the host and cause, with nothing left behind."""
@@ -16,8 +16,8 @@ from clusters import jre
 from clusters.errors import ClusterError
 from clusters.registry import Resolved
 from clusters.ssh_scripts import preflight_script
-from harness import cli
-from harness.deploy import node_software
+from harness.cli import main as cli
+from harness.run.deploy import node_software
 from targets.kafka import host_files
 from targets.kafka.image import config_files
 from targets.kafka.server_config import LIBS_DIR, LOG4J2_CONFIG, TOOLS_LOG4J2_CONFIG, server_argv

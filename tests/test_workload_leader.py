@@ -1,11 +1,11 @@
-"""harness.leader: picking the leader from DescribeQuorum answers, and catch-up detection."""
+"""harness.run.leader: picking the leader from DescribeQuorum answers, and catch-up detection."""
 from __future__ import annotations
 
 import asyncio
 
 import pytest
 
-from harness import leader
+from harness.run import leader
 from kraft import client as kclient
 
 

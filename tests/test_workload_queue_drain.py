@@ -165,8 +165,8 @@ def test_clients_fail_definitely_on_an_unknown_topic(tmp_path):
 @pytest.mark.parametrize("knobs,valid", [({}, True), ({"drop_every": 4}, False)])
 def test_a_stored_queue_run_is_checked_by_the_queue_checkers(tmp_path, knobs, valid):
     """``kraft-chaos check`` path: test.json names the workload; its spec picks the checkers."""
-    from harness import store
-    from harness.check_run import check_run_dir
+    from history import store
+    from harness.run.check import check_run_dir
 
     run = store.create_run_dir(tmp_path / "store", "queue-none", "20250101T000000.000Z")
     cluster = FakeQueueCluster(**knobs)

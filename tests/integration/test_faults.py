@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness import cli
+from harness.cli import main as cli
 from history import NEMESIS, read_history
 from tests.integration.conftest import harness_run_id, run_labelled
 

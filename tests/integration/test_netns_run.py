@@ -68,14 +68,14 @@ def test_kept_cluster_is_removed_by_kraft_chaos_teardown(tmp_path, monkeypatch, 
     kept = netns_leftovers(run_id)
     assert sum(x.startswith("netns") for x in kept) == 3
     import clusters.engine
-    import harness.disks
+    import harness.run.disks
     from clusters.errors import ClusterError
-    from harness import cli
+    from harness.cli import main as cli
 
     def no_engine(*a, **k):
         raise ClusterError("no engine (stubbed)")
     monkeypatch.setattr(clusters.engine, "connect_engine", no_engine)
-    monkeypatch.setattr(harness.disks, "sweep_disks", lambda: [])
+    monkeypatch.setattr(harness.run.disks, "sweep_disks", lambda: [])
     assert cli.main(["teardown"]) == 0
     out = capsys.readouterr()
     assert f"removed netns kraft-chaos-{run_id}-n1" in out.out and "docker: skipped" in out.err

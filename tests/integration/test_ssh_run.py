@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from harness import cli
+from harness.cli import main as cli
 from tests.sshd_hosts import SshdHosts, sshd_skip_reason
 
 pytestmark = [pytest.mark.netns, pytest.mark.skipif(sshd_skip_reason() is not None, reason=sshd_skip_reason() or "")]

@@ -1,0 +1,1 @@
+"""The bug catalogue, scenario families, shrinking, first detection, and matrix files."""
