@@ -74,7 +74,8 @@ async def _brokers_listed(endpoints: list[tuple[str, int]], cluster_id: str, wan
                           timeout_s: float) -> bool:
     """Ask each endpoint for Metadata in turn until one lists every id of ``want`` unfenced."""
     from kraft import api
-    from kraft.client import ClientError, KraftClient
+    from history.outcomes import ClientError
+    from targets.kraft_client import KraftClient
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     seen: set[int] = set()

@@ -97,7 +97,7 @@ class LoopbackDB:
         return f"127.0.0.1:{self.running[node].cfg.listen_port}"
 
     def quorum_client_factory(self):
-        from targets.kraft_db import kraft_quorum_client
+        from targets.kraft_client import kraft_client as kraft_quorum_client
         return kraft_quorum_client
 
 

@@ -7,7 +7,7 @@ import pytest
 from checkers.fold import CheckContext
 from checkers.registry import make_checkers
 from history import HistoryWriter, read_history
-from kraft import client as kclient
+from history import outcomes
 from tests.queue_workload_fakes import (BROKERS, QUEUE_CHECKERS, FakeQueueCluster, make_wl, queue_topology,
                                         verdicts)
 from workloads.queue import QueueOptions, QueueWorker, QueueWorkload
@@ -158,7 +158,7 @@ def test_clients_fail_definitely_on_an_unknown_topic(tmp_path):
     """The fake's contract matches the real clients': an unknown partition is a definite error."""
     cluster = FakeQueueCluster()
     c = cluster.factory(BROKERS, QueueOptions())
-    with pytest.raises(kclient.DefiniteError, match="UNKNOWN_TOPIC_OR_PARTITION"):
+    with pytest.raises(outcomes.DefiniteError, match="UNKNOWN_TOPIC_OR_PARTITION"):
         asyncio.run(c.send("nope", 0, 1))
 
 

@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from generator import Context, Generator
-from kraft import client as kclient
+from history import outcomes
 
 from .base import ClientOptions, ClientWorkload
 from .counters import Sequence
@@ -106,19 +106,19 @@ class MetadataGenerator(Generator):
             self.created.append(invoke["value"])
 
 
-def _error(exc: BaseException) -> kclient.ClientError:
+def _error(exc: BaseException) -> outcomes.ClientError:
     """A confluent-kafka failure as our client error: definite for :data:`DEFINITE_ERRORS`,
     indefinite otherwise (timeouts, transport errors, TOPIC_ALREADY_EXISTS, anything else)."""
     err = exc.args[0] if exc.args else None
     name = err.name() if hasattr(err, "name") else type(exc).__name__
     text = err.str() if hasattr(err, "str") else str(exc)
-    cls = kclient.DefiniteError if name in DEFINITE_ERRORS else kclient.IndefiniteError
+    cls = outcomes.DefiniteError if name in DEFINITE_ERRORS else outcomes.IndefiniteError
     return cls(name, text)
 
 
 class KafkaAdmin:
     """An ``AdminClient`` bootstrapped from one broker (``host:port``); requests bounded by
-    ``timeout_ms`` (ms). Raises ``kraft.client.DefiniteError``/``IndefiniteError``."""
+    ``timeout_ms`` (ms). Raises ``history.outcomes.DefiniteError``/``IndefiniteError``."""
 
     def __init__(self, bootstrap: str, timeout_ms: int):
         from confluent_kafka.admin import AdminClient
@@ -134,7 +134,7 @@ class KafkaAdmin:
         try:
             await asyncio.wait_for(asyncio.wrap_future(fut), self.timeout_s + 1.0)
         except TimeoutError:
-            raise kclient.IndefiniteError("timeout", f"no answer within {self.timeout_s:g} s") from None
+            raise outcomes.IndefiniteError("timeout", f"no answer within {self.timeout_s:g} s") from None
         except Exception as e:  # confluent_kafka.KafkaException
             raise _error(e) from None
         finally:

@@ -26,7 +26,8 @@ from clusters.registry import make_cluster, resolve_backend
 from harness.run.deploy import node_software
 from harness.run.leader import wait_for_catch_up, wait_for_leader
 from harness.run.runner import cluster_id_for
-from kraft.client import ClientError, KraftClient
+from history.outcomes import ClientError
+from targets.kraft_client import KraftClient
 from targets.kraft_db import KraftDB
 from targets.registry import target_spec
 

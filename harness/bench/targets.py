@@ -33,7 +33,8 @@ from clusters.registry import Resolved, make_cluster
 from harness.run.deploy import node_software
 from harness.run.leader import find_leader_async, wait_for_catch_up, wait_for_leader
 from harness.run.runner import cluster_id_for
-from kraft.client import ClientError, KraftClient
+from history.outcomes import ClientError
+from targets.kraft_client import KraftClient
 from targets.errors import TargetError
 from targets.registry import target_spec
 from workloads.metadata import KafkaAdmin

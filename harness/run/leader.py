@@ -10,7 +10,7 @@ import concurrent.futures
 import logging
 from typing import Callable
 
-from kraft import client as kclient
+from history import outcomes
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ async def describe_all(db, nodes, cluster_id: str,
         c = factory(host, port, cluster_id, timeout_ms)
         try:
             return await c.describe_quorum()
-        except kclient.ClientError:
+        except outcomes.ClientError:
             return None
         except Exception as e:  # a probe must never break the caller
             log.debug("describe-quorum probe of %s failed: %r", node, e)
