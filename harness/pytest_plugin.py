@@ -64,9 +64,8 @@ from clusters.registry import BACKENDS
 from harness.config.run import RunConfig
 from harness.reports.summary import format_results
 from harness.run import runner
-from harness.run.runner import run_test
 from nemesis.schedule import parse_fault_names
-from targets.registry import target_spec
+from targets.registry import DEFAULT_TARGET, target_spec
 from workloads.registry import workload_spec
 
 #: ``RUN(config) -> (results, run_dir)`` makes ``chaos_run``'s run; None: a real run
@@ -158,7 +157,7 @@ def cells_for(config: pytest.Config, marker_fields: dict | None = None) -> list[
     fields = dict(marker_fields or {})
     opt = config.getoption
     try:
-        dbs = _listify(fields["db"]) if "db" in fields else _split(opt("--kraft-chaos-db")) or ["kraft"]
+        dbs = _listify(fields["db"]) if "db" in fields else _split(opt("--kraft-chaos-db")) or [DEFAULT_TARGET]
         for db in dbs:
             target_spec(db)
         workloads = (_listify(fields["workload"]) if "workload" in fields
@@ -375,6 +374,6 @@ def kraft_chaos_run(request: pytest.FixtureRequest,
     def run(**overrides: Any) -> tuple[dict, Path]:
         overrides.setdefault("seed", 0)
         overrides.setdefault("store", root)
-        return run_test(RunConfig(**overrides), progress=False)
+        return runner.run_test(RunConfig(**overrides), progress=False)
 
     return run

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from harness.cli import main as cli
+from harness.cli import exits, main as cli
 from history import store
 from history import HistoryWriter
 
@@ -140,7 +140,7 @@ def test_check_missing_dir(tmp_path, capsys):
 
 
 def test_verdict_exit_codes():
-    assert [cli.verdict_exit(v) for v in (True, False, "unknown")] == [0, 1, 2]
+    assert [exits.verdict_exit(v) for v in (True, False, "unknown")] == [0, 1, 2]
 
 
 def test_run_maps_cluster_error_to_exit_4(tmp_path, monkeypatch, capsys):

@@ -28,10 +28,9 @@ from types import SimpleNamespace
 from clusters.errors import ClusterError
 from clusters.registry import BACKENDS, make_cluster, resolve_backend
 from harness.bench.targets import first_leader_s
-from harness.run.deploy import node_software
 from harness.run.runner import cluster_id_for
 from targets.errors import TargetError
-from targets.registry import target_spec
+from targets.registry import node_software, target_spec
 
 SEED = 15
 #: the subnet each backend's clusters use (both free on a host running only kraft-chaos)
@@ -79,7 +78,7 @@ def measure(name: str, args) -> dict:
     except (ClusterError, TargetError, TimeoutError, ValueError) as e:
         return {"error": str(e).splitlines()[0][:300]}
     finally:
-        if name == "docker" and "backend" in locals() and backend.engine is not None:
+        if "backend" in locals() and backend.engine is not None:       # the docker backend's client
             backend.engine.close()
 
 

@@ -23,13 +23,12 @@ from types import SimpleNamespace
 from checkers.stats import quantile
 from clusters.errors import ClusterError
 from clusters.registry import make_cluster, resolve_backend
-from harness.run.deploy import node_software
 from harness.run.leader import wait_for_catch_up, wait_for_leader
 from harness.run.runner import cluster_id_for
 from history.outcomes import ClientError
 from targets.kraft_client import KraftClient
 from targets.kraft_db import KraftDB
-from targets.registry import target_spec
+from targets.registry import node_software, target_spec
 
 
 async def throughput(db: KraftDB, nodes: list[str], cid: str, clients: int, seconds: float) -> dict:

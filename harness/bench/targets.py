@@ -24,19 +24,19 @@ import asyncio
 import statistics
 import sys
 import time
+from typing import Any, Callable
 from types import SimpleNamespace
 
 from checkers.stats import quantile
 from clusters.engine import connect_engine
 from clusters.errors import ClusterError
 from clusters.registry import Resolved, make_cluster
-from harness.run.deploy import node_software
 from harness.run.leader import find_leader_async, wait_for_catch_up, wait_for_leader
 from harness.run.runner import cluster_id_for
 from history.outcomes import ClientError
 from targets.kraft_client import KraftClient
 from targets.errors import TargetError
-from targets.registry import target_spec
+from targets.registry import node_software, target_spec
 from workloads.metadata import KafkaAdmin
 
 SEED = 853
@@ -98,13 +98,19 @@ class KafkaWriter(Writer):
         await client.create(f"b-{self.index}-{i}-{time.monotonic_ns()}")
 
 
+#: each target's writer, and the nodes it writes to: ``db -> [node]`` (our quorum's appends go
+#: to the voters; Kafka's CreateTopics to the brokers)
+WRITERS: dict[str, tuple[type, Callable[[Any], list[str]]]] = {
+    "kraft": (KraftWriter, lambda db: db.quorum_nodes()),
+    "kafka": (KafkaWriter, lambda db: db.client_nodes()),
+}
+
+
 def writers(name: str, db, cid: str, n: int, timeout_ms: int, avoid: str | None = None) -> list[Writer]:
     """``n`` writers for target ``name``; with ``avoid``, none sends to that node."""
-    if name == "kraft":
-        nodes = [x for x in db.quorum_nodes() if x != avoid]
-        return [KraftWriter(db, cid, i, nodes, timeout_ms) for i in range(n)]
-    nodes = [x for x in db.client_nodes() if x != avoid]
-    return [KafkaWriter(db, cid, i, nodes, timeout_ms) for i in range(n)]
+    cls, targets = WRITERS[name]
+    nodes = [x for x in targets(db) if x != avoid]
+    return [cls(db, cid, i, nodes, timeout_ms) for i in range(n)]
 
 
 async def throughput(name: str, db, cid: str, clients: int, seconds: float) -> dict:
@@ -143,7 +149,7 @@ async def failover_once(name: str, db, cid: str) -> float:
     committed while the kill command was still on its way do not count."""
     nodes = db.quorum_nodes()
     leader = await wait_for_leader(db, nodes, cid, 60.0)
-    ws = writers(name, db, cid, 4, 1000, avoid=leader if name == "kraft" else None)
+    ws = writers(name, db, cid, 4, 1000, avoid=leader)     # a writer to the killed leader would only wait
     done = asyncio.Event()
     killed_at: list[float] = []
     dead_at: list[float] = []

@@ -46,32 +46,31 @@ from harness.config.run import scenario_config
 from harness.config.scenario import load
 from harness.run.runner import Interrupted, run_test
 from history import store
+from targets.registry import DEFAULT_TARGET, target_spec
 
 NAME = "disk-loss-timeline"
-#: [run] settings that only our quorum has, dropped on Kafka
-KRAFT_ONLY = ("unsafe", "fetch_max_records")
 
 
 @dataclasses.dataclass(frozen=True)
 class Family:
     """A scenario family: ``name`` (the command and the files' prefix), ``target_variants``
-    (``{db: letters}``: which variants each target runs), ``on_kafka`` (the [run] settings a
-    Kafka run takes over the file's), ``loss_checkers`` (whose anomaly counts are lost
+    (``{db: letters}``: which variants each target runs), ``on_target`` (``{db: [run]
+    settings}``: what a run on that target takes over the file's), ``loss_checkers`` (whose anomaly counts are lost
     acknowledged writes) and ``source`` (whose table the variants are)."""
 
     name: str
     target_variants: dict[str, str]
-    on_kafka: dict[str, object]
+    on_target: dict[str, dict[str, object]]
     loss_checkers: tuple[str, ...]
     source: str
 
 
 FAMILIES: dict[str, Family] = {
     NAME: Family(NAME, {"kraft": "abcde", "kafka": "cde"},
-                 {"db": "kafka", "workload": "metadata", "kafka_topology": "combined"},
+                 {"kafka": {"db": "kafka", "workload": "metadata", "kafka_topology": "combined"}},
                  ("lost-write",), "KIP-996's table"),
     "isr-shrink-loss": Family("isr-shrink-loss", {"kraft": "ab", "kafka": "ab"},
-                              {"db": "kafka", "kafka_topology": "dedicated"},
+                              {"kafka": {"db": "kafka", "kafka_topology": "dedicated"}},
                               ("queue-lost",), "Kafka 0.8's replication design (Jepsen, 2013)"),
 }
 
@@ -129,10 +128,11 @@ def variant_config(variant: Variant, db: str, seed: int, store_root: str, subnet
     for a malformed scenario file."""
     doc = load(variant.path)
     run = dict(doc["run"])
-    if db == "kafka":
-        for key in KRAFT_ONLY:
+    written_for = target_spec(run.get("db", DEFAULT_TARGET))
+    if db != written_for.name:       # the settings only the file's target has do not apply
+        for key in written_for.own_fields:
             run.pop(key, None)
-        run.update(family(family_name).on_kafka)
+    run.update(family(family_name).on_target.get(db, {}))
     run.update(seed=seed, store=store_root, **({"subnet": subnet} if subnet else {}))
     return scenario_config({"run": run, "steps": doc["steps"]}, variant.path)
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from harness.cli import args as cli
 from harness.config.run import RunConfig
 from nemesis.schedule import MODES, parse_fault_names
-from targets.registry import target_spec
+from targets.registry import DEFAULT_TARGET, target_spec
 from workloads.registry import workload_spec
 
 #: the axes, as the file names them
@@ -209,7 +209,7 @@ def load(path: Path | str, overrides: dict[str, Any] | None = None) -> Matrix:
             raise err(key, None, None, f"unknown key: choose from {', '.join(sorted(allowed))}")
     if "name" in doc and not isinstance(doc["name"], str):
         raise err("name", None, None, "must be a string")
-    axes = {"targets": ["kraft"], "seeds": [0], **_axes(doc, err, None)}
+    axes = {"targets": [DEFAULT_TARGET], "seeds": [0], **_axes(doc, err, None)}
     shared = _settings(doc, err, None)
     per_target = doc.get("target", {})
     if not isinstance(per_target, dict):

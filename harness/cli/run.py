@@ -7,7 +7,7 @@ import random
 import sys
 
 from clusters.errors import ClusterError
-from clusters.registry import CHOICES as BACKENDS
+from clusters.registry import CHOICES as BACKENDS, needs_hosts
 from harness.cli.args import (db_name, hosts_file, ipv4_subnet, kafka_version, nemeses, number, positive_int,
                               seed_value, unsafe_switches, workload_name)
 from harness.cli.console import console_logging, remove_console_logging
@@ -20,7 +20,7 @@ from harness.reports.summary import format_results
 from harness.run import runner
 from targets.errors import TargetError
 from targets.kraft_db import DBError
-from targets.registry import target_spec
+from targets.registry import DEFAULT_TARGET, target_spec
 from workloads.registry import workload_spec
 
 
@@ -60,7 +60,7 @@ def add_parser(sub) -> None:
     r.add_argument("--hosts", type=hosts_file, default=None, metavar="HOSTS.toml",
                    help="--cluster ssh: the hosts file (host, port, user, key_file, sudo, known_hosts, "
                         "host_key_policy, run_dir per host; see clusters/ssh_hosts.py)")
-    r.add_argument("--db", type=db_name, default="kraft",
+    r.add_argument("--db", type=db_name, default=DEFAULT_TARGET,
                    help="system under test: kraft (our quorum, default) or kafka (Apache Kafka)")
     r.add_argument("--kafka-version", type=kafka_version, default=RunConfig.kafka_version,
                    help=f"Apache Kafka version for --db kafka (default {RunConfig.kafka_version})")
@@ -98,7 +98,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2 ** 31)
     if args.workload is None:
         args.workload = target_spec(args.db).default_workload
-    if (args.cluster == "ssh") != bool(args.hosts):
+    if needs_hosts(args.cluster) != bool(args.hosts):
         print("kraft-chaos run: " + ("--cluster ssh needs --hosts FILE" if args.hosts is None
                                      else "--hosts applies to --cluster ssh only"), file=sys.stderr)
         return EXIT_BAD_INPUT

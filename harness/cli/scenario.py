@@ -18,6 +18,7 @@ from harness.config.scenario import ScenarioError, builtin_scenarios, dumps, loa
 from harness.run.check import run_config
 from harness.run.runner import Interrupted, run_test
 from history import iter_history, store
+from targets.registry import DEFAULT_TARGET, TARGETS
 
 
 def scenario_path(name: str) -> Path:
@@ -180,7 +181,7 @@ def add_parsers(sub) -> None:
                                  "scenario.json", "a (min.insync.replicas=1) or b (=2); default ab")}
     for name, (text, variants_help) in helps.items():
         t = ssub.add_parser(name, help=text)
-        t.add_argument("--db", choices=("kraft", "kafka"), default="kraft")
+        t.add_argument("--db", choices=tuple(TARGETS), default=DEFAULT_TARGET)
         t.add_argument("--runs", type=positive_int("--runs"), default=5)
         t.add_argument("--variants", type=_letters, default=None, help=f"which variants, {variants_help}")
         t.add_argument("--seed", type=seed_value, default=1, help="first seed (default 1)")

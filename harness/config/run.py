@@ -11,6 +11,7 @@ from harness.config.options import WORKLOAD_OPTIONS
 from harness.config.scenario import RUN_FIELDS
 from harness.config.schedules import DEFAULT_SCHEDULE as DEFAULT
 from history import store
+from targets.registry import DEFAULT_TARGET, target_spec
 from kraft import unsafe
 
 
@@ -45,7 +46,7 @@ class RunConfig:
     concurrency: int = DEFAULT.concurrency
     rate: float = DEFAULT.rate
     cluster: str = "auto"     # docker, netns, ssh or auto (clusters/registry.py)
-    db: str = "kraft"
+    db: str = DEFAULT_TARGET
     kafka_version: str = "4.3.1"
     kafka_topology: str = "dedicated"
     kraft_version: int | None = None     # None: the target's default (kraft 0, kafka 1)
@@ -102,8 +103,7 @@ class RunConfig:
             args += ["--hosts", self.hosts]
         if self.db != RunConfig.db:
             args += ["--db", self.db]
-        if self.db == "kafka":
-            args += ["--kafka-version", self.kafka_version, "--kafka-topology", self.kafka_topology]
+        args += target_spec(self.db).repeat_flags(self)
         if self.kraft_version is not None:
             args += ["--kraft-version", str(self.kraft_version)]
         if self.nemesis_targets != RunConfig.nemesis_targets:

@@ -2,7 +2,7 @@
 
 Sequence (``run_test``): the backend (``--cluster``, clusters/registry.py; ``auto``
 picks docker when an engine answers, else netns) -> what the nodes run there
-(harness/run/deploy.py: the node image, or deployed files) -> the cluster, by name through
+(targets/registry.py ``node_software``: the node image, or deployed files) -> the cluster, by name through
 ``clusters.registry.make_cluster`` (run id ``<timestamp>-<seed>``) -> the target's DB (``--db``, targets/registry.py)
 ``setup()`` -> wait for a leader -> the workload's ``setup()`` (e.g. its topic)
 -> the workload's client generator and the nemesis's generator together,
@@ -34,7 +34,6 @@ from harness.config.run import RunConfig, run_table
 from harness.config.scenario import dumps
 from harness.run.check import check_run_dir
 from harness.run.code_version import code_commit
-from harness.run.deploy import check_supported, node_software
 from harness.run.disks import RunDisks, wants_power_loss
 from harness.run.leader import describe_all, find_leader, pick_leader, wait_for_catch_up, wait_for_leader
 from harness.run.progress import Progress, Snapshot
@@ -44,7 +43,7 @@ from nemesis.controller import NemesisController
 from nemesis.membership import check_run_config
 from nemesis.schedule import MODES, nemesis_generator
 from nemesis.worker import NemesisWorker
-from targets.registry import target_spec
+from targets.registry import check_supported, node_software, target_spec
 from workloads.base import WorkloadSetupError
 from workloads.registry import workload_spec
 from workloads.topology import Topology

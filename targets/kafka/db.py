@@ -3,7 +3,7 @@
 The same surface as ``harness/db.py``'s ``KraftDB``, for a cluster whose nodes hold
 Kafka's jars at ``/opt/kafka/libs``, its log4j2 configs at ``/opt/kafka/config`` and a
 ``java`` on ``PATH``: the image of :func:`targets.kafka.image.ensure_kafka_image`, or the
-host files of :mod:`targets.kafka.host_files` (``harness/run/deploy.py``). Every node runs one JVM,
+host files of :mod:`targets.kafka.host_files` (``targets/registry.py``). Every node runs one JVM,
 ``java ... kafka.Kafka /etc/kafka/server.properties``, detached, its pid in a
 pid file; kill, pause and resume are signals to it (a process counts as ours
 when its command line matches ``kafka[.]Kafka``). All node access goes
