@@ -121,7 +121,7 @@ class KafkaAdmin:
     ``timeout_ms`` (ms). Raises ``history.outcomes.DefiniteError``/``IndefiniteError``."""
 
     def __init__(self, bootstrap: str, timeout_ms: int):
-        from confluent_kafka.admin import AdminClient
+        from confluent_kafka.admin import AdminClient      # deferred: librdkafka (confluent-kafka), needed on --db kafka only
         self.timeout_s = timeout_ms / 1000.0
         # librdkafka's own log lines (connection refused while a broker is down, ...) go to
         # Python logging at DEBUG, not to stderr
@@ -142,7 +142,7 @@ class KafkaAdmin:
 
     async def create(self, name: str) -> None:
         """CreateTopics ``name`` (1 partition, replication factor 1)."""
-        from confluent_kafka.admin import NewTopic
+        from confluent_kafka.admin import NewTopic      # deferred: librdkafka (confluent-kafka), needed on --db kafka only
         await self._one(self.admin.create_topics([NewTopic(name, 1, 1)],
                                                  operation_timeout=self.timeout_s,
                                                  request_timeout=self.timeout_s))

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from harness.analysis.synth import read_sidecar
+from harness.bench.spark_floor import report
 from harness.run.code_version import PROJECT_ROOT
 
 STORE = PROJECT_ROOT / "store" / "bench-spark"
@@ -83,7 +84,6 @@ def main(argv: list[str] | None = None) -> int:
     print("  phases: " + ", ".join(f"{k} {v:.1f} s" for k, v in rec["seconds"].items()))
     print(f"  anomalies {'equal' if exact else 'DIFFER from'} the injected ones: "
           + ", ".join(f"{k} {got.get(k)}/{v}" for k, v in want.items()))
-    from harness.bench.spark_floor import report
     report(run / "history.jsonl", ops, args.master, wall)
     if args.skip_single:
         return 0

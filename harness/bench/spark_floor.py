@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from checkers.spark.runs import run_info
+from checkers.spark.session import spark_session
 
 
 def _timed(df) -> float:
@@ -42,11 +43,10 @@ def measure(history: Path, ops: int, master: str = "local[*]") -> dict[str, floa
     Returns seconds by step: ``start``,
     ``parse``, ``group``, ``window``, and ``floor`` (start + parse + 2 x group +
     window). Raises SparkSetupError if Spark cannot start."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.window import Window
+    from pyspark.sql import functions as F      # deferred: PySpark
+    from pyspark.sql.window import Window      # deferred: PySpark
 
-    from checkers.spark.ingest import parse_ops
-    from checkers.spark.session import spark_session
+    from checkers.spark.ingest import parse_ops      # deferred: PySpark
 
     t = time.monotonic()
     spark = spark_session(master, app="kraft-chaos bench floor")

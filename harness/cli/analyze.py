@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from checkers.spark import verdict
 from checkers.spark.runs import find_runs
+from checkers.spark.session import SparkSetupError, check_master, spark_session
 from harness.analysis.synth import SynthOptions, read_sidecar, synth_run
 from harness.cli.args import number, positive_int, seed_value
 from harness.cli.exits import EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
@@ -36,7 +38,6 @@ def _date(text: str) -> _dt.date:
 
 
 def _master(text: str) -> str:
-    from checkers.spark.session import SparkSetupError, check_master
     try:
         return check_master(text)
     except SparkSetupError as e:
@@ -153,14 +154,13 @@ def cache_dir(target: str, cache: str | None) -> Path:
 def _analyze(args: argparse.Namespace, runs: list, out: Path, started: float) -> int:
     """The body of :func:`cmd_analyze` once the runs are found (``started``: monotonic s at
     the command's start)."""
-    from checkers.spark import verdict
-    from checkers.spark.results import assemble
-    from checkers.spark.summary import ANOMALY_COLUMNS, anomaly_types_table, runs_table, write_tables
-    from harness.reports.trends import write_trends
+    from checkers.spark.results import assemble      # deferred: PySpark and pyarrow
+    from checkers.spark.summary import ANOMALY_COLUMNS, anomaly_types_table, runs_table, write_tables      # deferred: PySpark and pyarrow
+    from harness.reports.trends import write_trends      # deferred: matplotlib
 
     cache = None
     if not args.no_cache:
-        from checkers.spark.cache import RunCache
+        from checkers.spark.cache import RunCache      # deferred: PySpark and pyarrow
         cache = RunCache(cache_dir(args.target, args.cache), args.lin_timeout)
     entries = {r.run_id: cache.load(r) for r in runs} if cache else {}
     todo = [r for r in runs if entries.get(r.run_id) is None]
@@ -170,7 +170,7 @@ def _analyze(args: argparse.Namespace, runs: list, out: Path, started: float) ->
     if todo:
         with _session(args.master, runs=todo) as spark:
             spark_up = time.monotonic() - started
-            from checkers.spark import analyze as A
+            from checkers.spark import analyze as A      # deferred: PySpark and pyarrow
             analysis = A.analyze(spark, todo, lin_timeout_s=args.lin_timeout)
     result = assemble(runs, entries, analysis, cache)
     out.mkdir(parents=True, exist_ok=True)
@@ -229,9 +229,8 @@ def _session(master: str, runs: list | None = None) -> Iterator[object]:
     """A SparkSession on ``master`` sized to ``runs``' histories (their bytes); raises
     :class:`_Exit` (5) when Spark cannot start. Stops it on the way out unless this
     process had one already (the tests' shared session)."""
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession      # deferred: PySpark
 
-    from checkers.spark.session import SparkSetupError, spark_session
     ours = SparkSession.getActiveSession() is None
     size = None
     if runs is not None:
@@ -250,7 +249,7 @@ def _session(master: str, runs: list | None = None) -> Iterator[object]:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Write every run's history as Parquet (checkers/spark/export.py)."""
-    from checkers.spark.export import export_parquet
+    from checkers.spark.export import export_parquet      # deferred: PySpark and pyarrow
 
     try:
         with _spark_job("export", args, "parquet") as (runs, out, spark):

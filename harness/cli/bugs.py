@@ -145,9 +145,9 @@ def format_table(doc: dict) -> str:
 
 def write_chart(doc: dict, path: Path) -> None:
     """A bar chart of detected/runs per bug (PNG), false alarms in the title."""
-    import matplotlib
+    import matplotlib      # deferred: matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt      # deferred: matplotlib
     names = [b["name"] for b in doc["bugs"]]
     rates = [b["detected"] / b["runs"] if b["runs"] else 0.0 for b in doc["bugs"]]
     fig, ax = plt.subplots(figsize=(10, 4.5))

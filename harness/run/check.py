@@ -66,8 +66,8 @@ def check_run_dir(run_dir: Path, out_dir: Path | None = None) -> dict:
     dest = run_dir if out_dir is None else Path(out_dir)     # where reports go (linearizability.html too)
     dest.mkdir(parents=True, exist_ok=True)
     ctx = CheckContext(run_dir=dest, config=run_config(run_dir))
-    from harness.reports.plots import PlotFold, write_plots
-    from harness.reports.timeline import REPORT_MAX_BYTES, TimelineFold, write_timeline
+    from harness.reports.plots import PlotFold, write_plots      # deferred: matplotlib
+    from harness.reports.timeline import REPORT_MAX_BYTES, TimelineFold, write_timeline      # deferred: matplotlib, through plots.py
     extra = {"plots": PlotFold()}
     if path.stat().st_size <= REPORT_MAX_BYTES:
         extra["timeline"] = TimelineFold()

@@ -7,6 +7,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from clusters.lazyfs.mounts import LazyMounts, sweep
+
 log = logging.getLogger("kraft_chaos.runner")
 
 
@@ -24,7 +26,6 @@ class RunDisks:
     raises (the containers must be gone first)."""
 
     def __init__(self, nodes: list[str], disk_dir: str):
-        from clusters.lazyfs.mounts import LazyMounts
         self.root = Path(tempfile.mkdtemp(prefix="kraft-chaos-disks-"))
         # the host never loses power: its own copy of the durable state need not be fsynced
         self.mounts = LazyMounts(self.root, backing_fsync=False)
@@ -54,7 +55,6 @@ def sweep_disks() -> list[str]:
     """Leftovers of runs that crashed: unmount every lazyfs mount, stop the daemons of the
     roots this module makes (``/tmp/kraft-chaos-disks-*``) and remove those roots. Never
     raises; returns what was done, one line each."""
-    from clusters.lazyfs.mounts import sweep
     done = sweep()
     for root in Path(tempfile.gettempdir()).glob("kraft-chaos-disks-*"):
         done += sweep(root)

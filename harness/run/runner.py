@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from clusters.addressing import node_names
+from clusters.errors import ClusterError
 from clusters.registry import check_name, make_cluster, resolve_backend
 from generator import Any as AnyOf, Interpreter, TimeLimit, nemesis
 from harness.config.options import resolve_brokers, workload_options
@@ -35,7 +36,8 @@ from harness.config.scenario import dumps
 from harness.run.check import check_run_dir
 from harness.run.code_version import code_commit
 from harness.run.disks import RunDisks, wants_power_loss
-from harness.run.leader import describe_all, find_leader, pick_leader, wait_for_catch_up, wait_for_leader
+from harness.run.final import RunQuorum
+from harness.run.leader import find_leader, wait_for_leader
 from harness.run.progress import Progress, Snapshot
 from harness.run.scenario_steps import ClientGate, GatedClients, budget_s, steps_generator
 from history import HistoryWriter, store
@@ -43,6 +45,7 @@ from nemesis.controller import NemesisController
 from nemesis.membership import check_run_config
 from nemesis.schedule import MODES, nemesis_generator
 from nemesis.worker import NemesisWorker
+from targets.errors import TargetError
 from targets.registry import check_supported, node_software, target_spec
 from workloads.base import WorkloadSetupError
 from workloads.registry import workload_spec
@@ -134,8 +137,6 @@ def run_test(config: RunConfig, run_dir: Path | None = None,
         log.warning("run interrupted")
         raise
     except Exception as e:
-        from clusters.errors import ClusterError
-        from targets.errors import TargetError
         if isinstance(e, (ClusterError, RunSetupError, TargetError, ValueError)):
             log.error("run failed: %s", e)
         else:
@@ -362,7 +363,7 @@ class _Run:
     async def _finish(self, nodes: list[str]) -> dict:
         spec = workload_spec(self.config.workload)
         if spec.final is not None:
-            await spec.final(self.workload, _Quorum(self.db, nodes, self.cluster_id))
+            await spec.final(self.workload, RunQuorum(self.db, nodes, self.cluster_id))
         self.history.close()
         log.info("stopping nodes and collecting their data")
         await self._blocking(self.db.teardown)
@@ -418,33 +419,3 @@ class _Run:
             await self._blocking(fn)
         except BaseException as e:
             log.error("could not %s: %r", what, e)
-
-
-class _Quorum:
-    """What a workload's final phase may ask of the cluster (workloads.registry.Quorum)."""
-
-    def __init__(self, db, nodes: list[str], cluster_id: str):
-        self.db, self.nodes, self.cluster_id = db, nodes, cluster_id
-
-    async def wait_for_leader(self, timeout_s: float) -> str | None:
-        return await wait_for_leader(self.db, self.nodes, self.cluster_id, timeout_s)
-
-    async def wait_for_catch_up(self, timeout_s: float) -> bool:
-        return await wait_for_catch_up(self.db, self.nodes, self.cluster_id, timeout_s)
-
-    async def describe_leader(self) -> tuple[str | None, dict | None]:
-        bodies = await describe_all(self.db, self.nodes, self.cluster_id)
-        leader = pick_leader(bodies)
-        return leader, bodies.get(leader) if leader else None
-
-    async def read_logs(self) -> dict[str, list | None]:
-        async def one(node: str) -> list | None:
-            try:
-                return await asyncio.to_thread(self.db.read_log, node)
-            except NotImplementedError:
-                return None             # the target keeps its log elsewhere (node data)
-            except Exception as e:
-                log.error("could not read the log of %s: %s", node, e)
-                return None
-        logs = await asyncio.gather(*(one(n) for n in self.nodes))
-        return dict(zip(self.nodes, logs))

@@ -181,7 +181,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         if not history.is_file():
             raise _NotFound()
-        from harness.reports.timeline import TimelineData, render_timeline
+        from harness.reports.timeline import TimelineData, render_timeline      # deferred: matplotlib, through plots.py
 
         def make() -> bytes:
             return render_timeline(TimelineData.of(iter_history(history)),
@@ -198,7 +198,7 @@ class Handler(BaseHTTPRequestHandler):
         def make() -> bytes:
 
 
-            from harness.reports.plots import PlotData, draw_latency_quantiles
+            from harness.reports.plots import PlotData, draw_latency_quantiles      # deferred: matplotlib
             with tempfile.TemporaryDirectory() as tmp:   # matplotlib writes a file; not in the store
                 out = Path(tmp) / "q.png"
                 draw_latency_quantiles(PlotData.of(iter_history(history)), out)
