@@ -16,7 +16,7 @@ import pytest
 from harness.reports.timeline import (TIMELINE_NAME, TYPES, TimelineData, render_timeline,
                                    write_timeline)
 
-ASSETS = Path(__file__).parent.parent / "harness" / "timeline_assets"
+ASSETS = Path(__file__).parent.parent / "harness" / "reports" / "timeline_assets"
 STUB = Path(__file__).with_name("timeline_dom_stub.js")
 
 

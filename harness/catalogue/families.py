@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness.config.run import scenario_config
-from harness.config.scenario import load
+from harness.config.scenario import builtin_scenarios, load
 from harness.run.runner import Interrupted, run_test
 from history import store
 from targets.registry import DEFAULT_TARGET, target_spec
