@@ -23,7 +23,10 @@ import asyncio
 import logging
 import time
 
+from history import outcomes
+
 from .errors import TargetError
+from .kraft_client import KraftClient
 
 log = logging.getLogger("kraft_chaos.targets.voters")
 
@@ -135,8 +138,6 @@ def observed_key(state: dict, node_id: int) -> str | None:
 
 async def _change(db, op: str, voter_id: int, directory_id: str, host: str, port: int,
                   timeout_ms: int) -> dict:
-    from history import outcomes
-    from targets.kraft_client import KraftClient
     out = {"voter_id": voter_id, "directory_id": directory_id}
     target, last = None, None
     for attempt in range(ATTEMPTS):
