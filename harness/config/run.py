@@ -7,11 +7,16 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from clusters.registry import check_name
+from harness.config import options
 from harness.config.options import WORKLOAD_OPTIONS
 from harness.config.scenario import RUN_FIELDS
 from harness.config.schedules import DEFAULT_SCHEDULE as DEFAULT
 from history import store
-from targets.registry import DEFAULT_TARGET, target_spec
+from nemesis.membership import check_run_config
+from nemesis.schedule import MODES
+from targets.registry import DEFAULT_TARGET, check_supported, target_spec
+from workloads.registry import workload_spec
 from kraft import unsafe
 
 
@@ -75,6 +80,26 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready data (for ``test.json``)."""
         return dataclasses.asdict(self)
+
+    def check(self) -> None:
+        """Check this config against the registries before any cluster is made, and give
+        ``brokers`` the workload's default where the target's brokers are optional: the workload
+        runs on the target (workloads/registry.py), its options and ``--brokers`` apply
+        (harness/config/options.py), the nemesis mode is known, membership faults have
+        kraft.version 1, and the backend is known and runs the target (targets/registry.py).
+        Raises ``ValueError`` naming what was wrong (``UnsupportedBackend`` for the pair)."""
+        spec = workload_spec(self.workload)   # ValueError naming the choices
+        target = target_spec(self.db)
+        if self.db not in spec.dbs:
+            raise ValueError(f"workload {self.workload!r} does not run on --db {self.db}: "
+                             f"it supports {', '.join(spec.dbs)}")
+        options.resolve_brokers(self, spec, target)                                # --brokers
+        options.workload_options(self, spec.workload.options_class, self.workload)   # --acks etc., checked
+        if self.nemesis_mode not in MODES:
+            raise ValueError(f"unknown nemesis mode {self.nemesis_mode!r}: choose from {', '.join(MODES)}")
+        check_run_config(self)     # membership needs kraft.version 1
+        if check_name(self.cluster) != "auto":     # ValueError naming the choices
+            check_supported(self.db, self.cluster)
 
     def workload_options(self) -> dict[str, Any]:
         """The :data:`WORKLOAD_OPTIONS` given (not None), by field name."""

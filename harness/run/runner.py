@@ -28,9 +28,9 @@ from typing import Any, Callable
 
 from clusters.addressing import node_names
 from clusters.errors import ClusterError
-from clusters.registry import check_name, make_cluster, resolve_backend
+from clusters.registry import make_cluster, resolve_backend
 from generator import Any as AnyOf, Interpreter, TimeLimit, nemesis
-from harness.config.options import resolve_brokers, workload_options
+from harness.config.options import workload_options
 from harness.config.run import RunConfig, run_table
 from harness.config.scenario import dumps
 from harness.run.check import check_run_dir
@@ -42,11 +42,10 @@ from harness.run.progress import Progress, Snapshot
 from harness.run.scenario_steps import ClientGate, GatedClients, budget_s, steps_generator
 from history import HistoryWriter, store
 from nemesis.controller import NemesisController
-from nemesis.membership import check_run_config
-from nemesis.schedule import MODES, nemesis_generator
+from nemesis.schedule import nemesis_generator
 from nemesis.worker import NemesisWorker
 from targets.errors import TargetError
-from targets.registry import check_supported, node_software, target_spec
+from targets.registry import node_software, target_spec
 from workloads.base import WorkloadSetupError
 from workloads.registry import workload_spec
 from workloads.topology import Topology
@@ -115,18 +114,7 @@ def run_test(config: RunConfig, run_dir: Path | None = None,
     for a bad config; the cluster is torn down before any of these propagate
     (unless ``keep_cluster``).
     """
-    spec = workload_spec(config.workload)   # ValueError naming the choices
-    target = target_spec(config.db)
-    if config.db not in spec.dbs:
-        raise ValueError(f"workload {config.workload!r} does not run on --db {config.db}: "
-                         f"it supports {', '.join(spec.dbs)}")
-    resolve_brokers(config, spec, target)                                # --brokers
-    workload_options(config, spec.workload.options_class, config.workload)   # --acks etc., checked
-    if config.nemesis_mode not in MODES:
-        raise ValueError(f"unknown nemesis mode {config.nemesis_mode!r}: choose from {', '.join(MODES)}")
-    check_run_config(config)     # membership needs kraft.version 1
-    if check_name(config.cluster) != "auto":     # ValueError naming the choices
-        check_supported(config.db, config.cluster)
+    config.check()       # before any cluster is made: ValueError naming what is wrong
     run_dir = Path(run_dir) if run_dir is not None else prepare_run(config)
     handler = attach_file_log(run_dir)
     try:
