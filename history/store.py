@@ -3,6 +3,9 @@
 A run directory holds ``test.json``, ``history.jsonl``, ``results.json``,
 ``harness.log`` and ``nodes/<node>/``. ``store/latest`` is a relative
 symlink to the newest run, replaced atomically.
+
+It sits beside the history format, below everything that writes or reads runs (the
+runner, ``check``, the Spark analysis in checkers/spark/, ``serve``), and imports none of them.
 """
 from __future__ import annotations
 
