@@ -1,1 +1,1 @@
-"""The bug catalogue, scenario families, shrinking, first detection, and matrix files."""
+"""The bug catalogue, scenario families, shrinking a failing run, and the time to the first anomaly."""
