@@ -31,13 +31,14 @@ ANALYZE_ARGS ?= store
 run: venv $(if $(filter netns ssh,$(CLUSTER)),,engine) spark $(if $(filter kafka,$(DB)),maven)
 	$(VENV)/bin/kraft-chaos run $(if $(CLUSTER),--cluster $(CLUSTER)) $(if $(HOSTS),--hosts $(HOSTS)) $(if $(filter kafka,$(DB)),$(KAFKA_RUN_ARGS)) $(RUN_ARGS)
 
-# The default suite: unit tests and short Docker runs (a few minutes).
+# The default suite: unit tests and short real runs on each backend (about 15 minutes on 2 cores).
 test: venv engine spark maven sshd chromium
 	$(PY) -m pytest -q -ra -m "not slow"
 
-# Long real runs: every catalogued --unsafe bug caught under its schedule, and every variant of the
-# disk-loss timeline on both targets (about an hour).
-test-slow: venv engine maven
+# Long real runs: every catalogued --unsafe bug caught under its schedule, every variant of the
+# disk-loss timeline on both targets, and the longer runs of one feature each (power loss, voter
+# changes, packet delay, kv, the queue, Kafka under faults, Spark on real runs) (about an hour).
+test-slow: venv engine spark maven sshd
 	$(PY) -m pytest -q -ra -m slow
 
 unit: venv
