@@ -8,10 +8,14 @@ own whose ``/etc/passwd`` also names the user :data:`NOSUDO` (not root, not in s
 nothing is added to this machine's users. Keys: ``key`` (authorized for root and
 :data:`NOSUDO`), ``wrong_key`` (authorized for no one), one host key per host, in
 ``known_hosts``. :meth:`SshdHosts.close` removes everything (processes in the namespaces, the
-namespaces, links, the FORWARD rule, the folder).
+namespaces, links, the FORWARD rule, the folder). Two sets of hosts on one subnet would answer
+for each other's addresses, so a set holds the subnet's lock file
+(``/tmp/kcssh-<net>.<x>.lock``) from set-up to close: another test run on this machine that
+wants the same subnet waits for it, rather than meeting the other run's host keys.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -59,9 +63,12 @@ class SshdHosts:
         self.key, self.wrong_key = self.dir / "key", self.dir / "wrong_key"
         self.known_hosts = self.dir / "known_hosts"
         self.procs: list[subprocess.Popen] = []
+        self._subnet_lock = None
 
     def __enter__(self) -> "SshdHosts":
         try:
+            self._subnet_lock = open(f"/tmp/kcssh-{self.gateway.rsplit('.', 1)[0]}.lock", "w")
+            fcntl.flock(self._subnet_lock, fcntl.LOCK_EX)     # waits while another run has the subnet
             self._start()
         except BaseException:
             self.close()
@@ -194,6 +201,9 @@ class SshdHosts:
         while _sh("iptables", "-w", "-D", "FORWARD", *self._forward_rule(), check=False).returncode == 0:
             pass
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self._subnet_lock is not None:
+            self._subnet_lock.close()         # releases the subnet for another run
+            self._subnet_lock = None
 
 
 def fingerprint_of(pub_line: str) -> str:
