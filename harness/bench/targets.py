@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     figures = {}
     try:
         engine = connect_engine()
-        for name in ("kraft", "kafka"):
+        for name in WRITERS:          # ours (the anchor), then Kafka
             figures[name] = bench_target(name, args, engine)
     except TargetError as e:
         print(f"bench: {e}", file=sys.stderr)
