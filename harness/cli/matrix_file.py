@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.cli import args as cli
+from harness.cli import args as arg_types
 from harness.config.run import RunConfig
 from nemesis.schedule import MODES, parse_fault_names
 from targets.registry import DEFAULT_TARGET, target_spec
@@ -113,18 +113,18 @@ def _field_check(name: str) -> Callable[[Any], Any]:
     def unsafe(v: Any) -> list[str]:
         if isinstance(v, list) and all(isinstance(x, str) for x in v):
             v = ",".join(v)
-        return via(cli.unsafe_switches, (str,))(v)
+        return via(arg_types.unsafe_switches, (str,))(v)
 
     return {
-        "nodes": via(cli.positive_int("nodes"), (int,)),
-        "concurrency": via(cli.positive_int("concurrency"), (int,)),
-        "fetch_max_records": via(cli.positive_int("fetch_max_records"), (int,)),
-        "time_limit": via(cli.number("time_limit"), (int, float)),
-        "rate": via(cli.number("rate"), (int, float)),
-        "nemesis_interval": via(cli.number("nemesis_interval", strict=False), (int, float)),
-        "nemesis_duration": via(cli.number("nemesis_duration"), (int, float)),
-        "subnet": via(cli.ipv4_subnet, (str,)),
-        "kafka_version": via(cli.kafka_version, (str,)),
+        "nodes": via(arg_types.positive_int("nodes"), (int,)),
+        "concurrency": via(arg_types.positive_int("concurrency"), (int,)),
+        "fetch_max_records": via(arg_types.positive_int("fetch_max_records"), (int,)),
+        "time_limit": via(arg_types.number("time_limit"), (int, float)),
+        "rate": via(arg_types.number("rate"), (int, float)),
+        "nemesis_interval": via(arg_types.number("nemesis_interval", strict=False), (int, float)),
+        "nemesis_duration": via(arg_types.number("nemesis_duration"), (int, float)),
+        "subnet": via(arg_types.ipv4_subnet, (str,)),
+        "kafka_version": via(arg_types.kafka_version, (str,)),
         "nemesis_mode": choice(MODES),
         "nemesis_targets": choice(("quorum", "clients", "all")),
         "kafka_topology": choice(("dedicated", "combined")),
