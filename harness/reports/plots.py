@@ -4,7 +4,7 @@ and ``rate.png``.
 Both have time (s since the test started) on x, and the nemesis's faults as
 shaded bands, one colour per fault name, so a latency spike or a drop in
 throughput can be matched to the fault that caused it. Only the history is
-read, once, op by op (:class:`PlotData`), so it may be a stream.
+read, once, op by op (:class:`harness.reports.plot_data.PlotData`), so it may be a stream.
 """
 from __future__ import annotations
 
@@ -16,18 +16,11 @@ from typing import Iterable
 import matplotlib
 import numpy as np
 
-from checkers.inflight import InFlight
-
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from history import NEMESIS  # noqa: E402
+from harness.reports.plot_data import FAULT_COLOURS, RATE_BUCKET_S, TYPE_COLOURS, PlotData  # noqa: E402
 
-#: Marker colour per completion type (Jepsen's palette: ok blue, info orange, fail pink).
-TYPE_COLOURS = {"ok": "#81BFFC", "info": "#FFA400", "fail": "#FF1E90"}
-FAULT_COLOURS = {"partition": "#C5A0AF", "kill": "#E9A4A0", "pause": "#A0C5E9", "crash": "#E9D3A0"}
-#: Width of a throughput bucket (s).
-RATE_BUCKET_S = 1.0
 #: Latency quantiles of ``latency-quantiles.png``: (quantile, label, line colour).
 QUANTILES = ((0.5, "p50", "#1F77B4"), (0.95, "p95", "#2CA02C"), (0.99, "p99", "#FF7F0E"),
              (1.0, "max", "#D62728"))
@@ -43,111 +36,6 @@ def _save(fig, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
-
-
-class PlotData:
-    """What the plots need from a history, gathered one op at a time (:meth:`feed`), so a
-    history of any length is drawn without holding it: per (f, completion type) the
-    points of the latency plot as arrays of doubles (x, y and the invoke index, 24
-    bytes an op), per-second completion counts, and the faults.
-
-    Pairing follows ``history.pair_ops`` (and raises its ``HistoryError`` s).
-    """
-
-    def __init__(self) -> None:
-        self.inflight = InFlight()
-        self.first_invoke: dict[str, int] = {}      # f -> first invoke index of a completed client op
-        self.points: dict[tuple[str, str], tuple[array, array, array]] = {}
-        self.buckets: dict[tuple[str, str], dict[int, int]] = {}
-        self.active: dict[tuple[str, str | None], float] = {}   # (family, slot) -> start s
-        self.faults: list[tuple[str, float, float]] = []
-        self.end: float | None = None               # time of the last op (s)
-
-    @classmethod
-    def of(cls, ops: Iterable[dict]) -> "PlotData":
-        data = cls()
-        for op in ops:
-            data.feed(op)
-        return data
-
-    def feed(self, op: dict) -> None:
-        t = op["time"]
-        self.end = t / 1e9
-        if op["process"] == NEMESIS:
-            if op["type"] == "invoke":
-                self.inflight.invoke(op)
-                return
-            self.inflight.complete(op)
-            if op["type"] != "info":
-                return
-            self._fault(op)
-            return
-        if op["type"] == "invoke":
-            self.inflight.invoke(op, (op["index"], t))
-            return
-        inv_index, inv_time = self.inflight.complete(op)
-        f, typ = op["f"], op["type"]
-        if inv_index < self.first_invoke.get(f, inv_index + 1):
-            self.first_invoke[f] = inv_index
-        pts = self.points.get((f, typ))
-        if pts is None:
-            pts = self.points[(f, typ)] = (array("d"), array("d"), array("q"))
-        pts[0].append(inv_time / 1e9)
-        pts[1].append(max((t - inv_time) / 1e6, 1e-3))
-        pts[2].append(inv_index)
-        b = self.buckets.setdefault((f, typ), {})
-        k = int(t / 1e9 // RATE_BUCKET_S)
-        b[k] = b.get(k, 0) + 1
-
-    def _fault(self, op: dict) -> None:
-        """A nemesis completion: a fault of its family starts or stops, per slot (faults of
-        one family in different slots overlap)."""
-        phase, _, name = op["f"].partition("-")
-        value = op.get("value") if isinstance(op.get("value"), dict) else {}
-        key = (name, value.get("slot"))
-        if phase == "start":
-            self.active[key] = op["time"] / 1e9
-        elif phase == "stop" and key in self.active:
-            self.faults.append((name, self.active.pop(key), op["time"] / 1e9))
-
-    def fault_intervals(self) -> list[tuple[str, float, float]]:
-        """(fault name, start s, stop s) of each fault; one still active runs to the last op."""
-        end = self.end if self.end is not None else 0.0
-        out = self.faults + [(name, t, end) for (name, _slot), t in self.active.items()]
-        return sorted(out, key=lambda x: x[1])
-
-
-class PlotFold:
-    """:class:`PlotData` as a fold (checkers/fold.py's ``Checker`` protocol), so the plots'
-    data is gathered in the checkers' first pass instead of a read of its own; its
-    result is the :class:`PlotData`."""
-
-    passes = 1
-
-    def __init__(self) -> None:
-        self.data = PlotData()
-
-    def begin(self, pass_no: int) -> None:
-        pass
-
-    def feed(self, op: dict) -> None:
-        self.data.feed(op)
-
-    def result(self, nodes) -> "PlotData":
-        return self.data
-
-
-def fault_intervals(history: list[dict]) -> list[tuple[str, float, float]]:
-    """(fault name, start s, stop s) for each fault, from the nemesis's start and stop ops.
-
-    A fault still active at the end of the history runs to its last op.
-    """
-    data = PlotData()
-    for op in history:
-        data.end = op["time"] / 1e9
-        if op["process"] == NEMESIS and op["type"] == "info":
-            data._fault(op)
-    return data.fault_intervals()
 
 
 def _shade(ax, data: PlotData) -> None:

@@ -36,6 +36,7 @@ from typing import Iterable
 
 import numpy as np
 
+from harness.reports.plot_data import FAULT_COLOURS, PlotData
 from history import NEMESIS
 
 #: File name the report step writes next to ``results.json``.
@@ -70,7 +71,6 @@ class TimelineData:
     (about 40 bytes an op plus its description); :meth:`doc` gives the page's JSON."""
 
     def __init__(self, max_ops: int = MAX_OPS) -> None:
-        from harness.reports.plots import PlotData      # deferred: matplotlib (plots.py draws with it)
         self.max_ops = max_ops
         self._faults = PlotData()             # only its fault bookkeeping is used
         self._open: dict = {}                 # process -> (invoke index, time ns, f, value, node)
@@ -141,7 +141,6 @@ class TimelineData:
         """The page's data (shape in the module docstring). Ops still in flight are added as
         open, running to the history's last op."""
 
-        from harness.reports.plots import FAULT_COLOURS      # deferred: matplotlib (plots.py draws with it)
         for proc, inv in list(self._open.items()):
             self._add(proc, inv, self.end_ns, OPEN, inv[3], None, -1)
         self._open.clear()

@@ -13,6 +13,8 @@ from pathlib import Path
 from checkers.fold import CheckContext
 from checkers.node_data import load_node_data
 from checkers.registry import check_all_folds
+from harness.reports.plot_data import PlotFold
+from harness.reports.timeline import REPORT_MAX_BYTES, TimelineFold, write_timeline
 from history import iter_history, store
 from workloads.registry import workload_spec
 
@@ -66,8 +68,7 @@ def check_run_dir(run_dir: Path, out_dir: Path | None = None) -> dict:
     dest = run_dir if out_dir is None else Path(out_dir)     # where reports go (linearizability.html too)
     dest.mkdir(parents=True, exist_ok=True)
     ctx = CheckContext(run_dir=dest, config=run_config(run_dir))
-    from harness.reports.plots import PlotFold, write_plots      # deferred: matplotlib
-    from harness.reports.timeline import REPORT_MAX_BYTES, TimelineFold, write_timeline      # deferred: matplotlib, through plots.py
+    from harness.reports.plots import write_plots      # deferred: matplotlib
     extra = {"plots": PlotFold()}
     if path.stat().st_size <= REPORT_MAX_BYTES:
         extra["timeline"] = TimelineFold()

@@ -31,6 +31,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from harness.reports.plot_data import PlotData
+from harness.reports.timeline import TimelineData, render_timeline
 from harness.web import pages
 from harness.web.store_view import StoreView, resolve_under, summarize
 from history import iter_history, store
@@ -181,7 +183,6 @@ class Handler(BaseHTTPRequestHandler):
             return
         if not history.is_file():
             raise _NotFound()
-        from harness.reports.timeline import TimelineData, render_timeline      # deferred: matplotlib, through plots.py
 
         def make() -> bytes:
             return render_timeline(TimelineData.of(iter_history(history)),
@@ -198,7 +199,7 @@ class Handler(BaseHTTPRequestHandler):
         def make() -> bytes:
 
 
-            from harness.reports.plots import PlotData, draw_latency_quantiles      # deferred: matplotlib
+            from harness.reports.plots import draw_latency_quantiles      # deferred: matplotlib
             with tempfile.TemporaryDirectory() as tmp:   # matplotlib writes a file; not in the store
                 out = Path(tmp) / "q.png"
                 draw_latency_quantiles(PlotData.of(iter_history(history)), out)

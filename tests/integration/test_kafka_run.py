@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from harness.reports.plots import fault_intervals
+from harness.reports.plot_data import fault_intervals
 from history import read_history
 from tests.integration.conftest import harness_run_id, run_labelled
 

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from history import read_history
-from harness.reports.plots import fault_intervals
+from harness.reports.plot_data import fault_intervals
 from tests.integration.conftest import harness_run_id, run_labelled
 
 pytestmark = pytest.mark.docker
