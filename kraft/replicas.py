@@ -16,7 +16,7 @@ OBSERVER_SESSION_TIMEOUT_MS = 300_000
 
 class ReplicaProgress:
     """One replica: ``end_offset`` (its last FetchOffset, -1 before any), ``last_fetch``
-    (monotonic s), ``read_round`` (newest read-index round it echoed),
+    (the leader's clock, ms), ``read_round (newest read-index round it echoed),
     ``last_fetch_wall_ms`` / ``last_caught_up_wall_ms`` (wall clock ms, -1: never) and
     ``directory_id`` (the one it last sent)."""
 
@@ -59,7 +59,7 @@ class ReplicaTracker:
                  leader_end: int, now: float, wall_ms: int) -> ReplicaProgress:
         """Record a Fetch from ``key`` at FetchOffset ``offset`` echoing read round ``echoed``
         (ignored above ``max_round``, a round never sent); caught up when ``offset`` >=
-        ``leader_end``. ``now`` monotonic s, ``wall_ms`` wall clock ms."""
+        ``leader_end``. ``now`` the leader's clock (ms), ``wall_ms`` wall clock ms."""
         k = self._key(voters, key)
         p = self._by_key.get(k)
         if p is None:
@@ -88,8 +88,9 @@ class ReplicaTracker:
         return out
 
     def live_voters(self, voters: VoterSet, local: ReplicaKey, now: float, window_s: float) -> int:
-        """Voters that fetched within ``window_s`` (the local one counts if it is a voter);
-        KIP-996 check quorum."""
+        """Voters that fetched within ``window_s`` before ``now`` (the local one counts if it
+        is a voter); KIP-996 check quorum. Both in the unit of the fetch times (the quorum
+        core's clock: ms)."""
         live = 1 if voters.is_voter(local) else 0
         return live + sum(1 for _, p in self.others(voters, local) if p and now - p.last_fetch < window_s)
 
