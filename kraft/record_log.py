@@ -98,3 +98,53 @@ class RecordLog:
         for listener in self.listeners:
             listener.on_truncate(offset)
         return removed
+
+
+class DurableEnd:
+    """How much of a log is on disk, as a core knows it from its SyncLog / SyncDone
+    effects and events: ``end`` (records below it are fsynced).
+
+    Syncs finish in the order they were asked for; a truncation while one is in flight
+    caps what it can make durable (records written after the truncation are not covered
+    by an fsync asked for before it).
+    """
+
+    __slots__ = ("end", "_syncs")
+
+    def __init__(self, end: int = 0) -> None:
+        self.end = end
+        self._syncs: list[list[int]] = []      # in flight: [end asked for, cap]
+
+    def asked(self, end: int) -> None:
+        """An fsync up to ``end`` was asked for."""
+        self._syncs.append([end, end])
+
+    def pending(self, end: int) -> bool:
+        """True iff an fsync in flight covers ``end``."""
+        return bool(self._syncs) and self._syncs[-1][0] >= end
+
+    def done(self, end: int, log_end: int) -> bool:
+        """The fsync up to ``end`` finished (the log now ends at ``log_end``); True if
+        :attr:`end` advanced."""
+        cap = min(end, log_end)
+        while self._syncs:
+            asked, c = self._syncs.pop(0)
+            if asked >= end:
+                cap = min(cap, c)
+                break
+        return self.advance(cap)
+
+    def advance(self, end: int) -> bool:
+        """Count the log as stored up to ``end`` (e.g. under ``no-fsync``); True if it moved."""
+        if end > self.end:
+            self.end = end
+            return True
+        return False
+
+    def truncated(self, offset: int) -> None:
+        """The log was truncated to ``offset``."""
+        if self.end > offset:
+            self.end = offset
+        for s in self._syncs:
+            if s[1] > offset:
+                s[1] = offset

@@ -20,12 +20,13 @@ import logging
 import random
 from typing import Callable
 
-from ..events import (PersistElection, Received, Replied, Reply, SetTimer, StateChanged, SyncDone, SyncLog,
-                      TimerFired, TruncateLog)
+from ..events import (PersistElection, Received, Replied, Reply, StateChanged, SyncDone, SyncLog, TimerFired,
+                      TruncateLog)
 from ..kv import KvStateMachine
 from ..metadata_replay import MetadataReplay
-from ..record_log import RecordLog
+from ..record_log import DurableEnd, RecordLog
 from ..states import ElectionState, StateKind
+from ..timers import DeadlineTimers
 from ..voter_set import ReplicaKey, VoterHistory, VoterSet
 from .client_api import ClientApi
 from .client_messages import (AddVoterRequest, AppendRequest, DescribeQuorumRequest, KvGetRequest, KvWriteRequest,
@@ -54,8 +55,8 @@ class FatalError(RuntimeError):
     :meth:`QuorumCore.step` raises it; the core must not be used afterwards."""
 
 
-class QuorumCore(Elections, LeaderReplication, FollowerReplication, Commit, ReadIndex, VoterChanges,
-                 ClientApi):
+class QuorumCore(DeadlineTimers, Elections, LeaderReplication, FollowerReplication, Commit, ReadIndex,
+                 VoterChanges, ClientApi):
     """One KRaft replica without I/O.
 
     ``config`` (:class:`QuorumConfig`); ``log``: the records the replica holds (its
@@ -85,14 +86,12 @@ class QuorumCore(Elections, LeaderReplication, FollowerReplication, Commit, Read
         self.kind = UNATTACHED
         self.hw = 0
         self.gen = 0                      # bumped on every transition; stale replies check it
-        self.durable_end = log_.end_offset    # records below it are on disk (fsynced)
-        self._syncs: list[list[int]] = []     # outstanding SyncLogs: [end, cap after truncations]
+        self.durable = DurableEnd(log_.end_offset)    # what of the log is on disk (fsynced)
         self.kv = KvStateMachine()           # applied from committed records (kraft/kv.py)
         self.metadata = MetadataReplay()     # committed Metadata records (kraft/metadata_replay.py)
         self.stopping = False                # the node is shutting down: refuse writes
         self.out: list = []                  # effects of the step under way
-        self._want: dict[str, float] = {}    # timer key -> deadline wanted
-        self._armed: dict[str, float] = {}   # timer key -> deadline the runtime holds
+        self._init_timers()
         self._wake = False                   # parked Fetches must look again (end of step)
         self._init_elections()
         self._init_leader()
@@ -186,38 +185,8 @@ class QuorumCore(Elections, LeaderReplication, FollowerReplication, Commit, Read
         self.out.append(StateChanged(UNATTACHED, kind, self.election))
         self._set_deadline(ELECTION, self.now + self._election_timeout())
 
-    # -- timers ---------------------------------------------------------------------------
-    def _set_deadline(self, key: str, at: float) -> None:
-        """Want timer ``key`` at ``at``; the runtime is told only when that is earlier than
-        what it holds (a later deadline re-arms when the earlier one fires)."""
-        self._want[key] = at
-        armed = self._armed.get(key)
-        if armed is None or at < armed:
-            self._armed[key] = at
-            self.out.append(SetTimer(key, at))
-
-    def _clear_deadline(self, key: str) -> None:
-        self._want.pop(key, None)
-
-    def deadline(self, key: str) -> float | None:
-        """The deadline (ms) wanted for timer ``key``, or None."""
-        return self._want.get(key)
-
-    def _on_timer(self, ev: TimerFired) -> None:
-        key, at = ev.key, ev.at
-        if self._armed.get(key) != at:
-            return                                  # stale: replaced or already handled
-        del self._armed[key]
-        want = self._want.get(key)
-        if want is None:
-            return
-        if want > at:
-            self._armed[key] = want
-            self.out.append(SetTimer(key, want))
-            return
-        del self._want[key]
-        if self.now < at:
-            self.now = at
+    # -- timers (kraft/timers.py) ----------------------------------------------------------
+    def _timer_due(self, key: str) -> None:
         self._timer_handlers[key]()
 
     def _election_timeout(self) -> float:
@@ -246,38 +215,30 @@ class QuorumCore(Elections, LeaderReplication, FollowerReplication, Commit, Read
         self.out.append(PersistElection(st))
         self.election = st
 
+    @property
+    def durable_end(self) -> int:
+        """Records below this offset are on disk (fsynced, as SyncDone said)."""
+        return self.durable.end
+
     def _sync(self) -> None:
         """fsync what was written (SyncLog); under ``no-fsync`` count it as stored at once."""
         end = self.log.end_offset
         if self.policy.no_fsync:
-            self._synced_to(end)
+            if self.durable.advance(end):
+                self._on_durable()
             return
-        self._syncs.append([end, end])
+        self.durable.asked(end)
         self.out.append(SyncLog(end))
 
     def _on_sync_done(self, ev: SyncDone) -> None:
-        cap = min(ev.end, self.log.end_offset)
-        while self._syncs:
-            end, c = self._syncs.pop(0)
-            if end >= ev.end:
-                cap = min(cap, c)
-                break
-        self._synced_to(cap)
-
-    def _synced_to(self, end: int) -> None:
-        if end > self.durable_end:
-            self.durable_end = end
+        if self.durable.done(ev.end, self.log.end_offset):
             self._on_durable()
 
     def _truncated(self, offset: int) -> None:
         """The log was truncated to ``offset`` (already in memory): TruncateLog, and what
         was stored above it no longer is."""
         self.out.append(TruncateLog(offset))
-        if self.durable_end > offset:
-            self.durable_end = offset
-        for s in self._syncs:
-            if s[1] > offset:
-                s[1] = offset
+        self.durable.truncated(offset)
 
     # -- transitions ------------------------------------------------------------------------------
     def _set_kind(self, kind: StateKind) -> None:

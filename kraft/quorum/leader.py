@@ -75,7 +75,8 @@ class LeaderReplication:
     def _flush_now(self) -> None:
         """fsync everything appended (the linger expired, or at once)."""
         self._clear_deadline(LINGER)
-        if self.log.end_offset > self.durable_end and not (self._syncs and self._syncs[-1][0] >= self.log.end_offset):
+        end = self.log.end_offset
+        if end > self.durable.end and not self.durable.pending(end):
             self._sync()
 
     def _on_durable(self) -> None:
