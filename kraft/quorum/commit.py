@@ -53,10 +53,9 @@ class Commit:
         positions = self.replicas.voter_values(self.voters, self.key, self.durable_end, "end_offset", -1)
         if not positions:
             return
-        p = self.policy
         new = next_high_watermark(self.hw, positions, self.epoch_start,
-                                  require_epoch_commit=not p.early_high_watermark,
-                                  quorum_off_by_one=p.commit_minority)
+                                  require_epoch_commit=not self.policy.early_high_watermark,
+                                  quorum_off_by_one=self.policy.commit_minority)
         if new > self.hw:
             self.hw = new
             self._apply_committed()     # before answering writes: a KvWrite needs its result
