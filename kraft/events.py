@@ -27,6 +27,11 @@ from __future__ import annotations
 import dataclasses
 
 
+class FatalError(RuntimeError):
+    """An invariant broke (e.g. a truncation below the high watermark): raised by a core's
+    ``step``; the node stops (the core must not be used afterwards)."""
+
+
 # -- events (inputs) -----------------------------------------------------------------
 @dataclasses.dataclass(slots=True)
 class TimerFired:

@@ -391,3 +391,13 @@ def test_every_unsafe_switch_is_a_policy_field_the_cores_consult():
     assert unsafe.Unsafe.of(["lease-read"]).lease_read and unsafe.Unsafe.of(["lease-read"]).switches == {"lease-read"}
     with pytest.raises(ValueError, match="unknown unsafe switch"):
         unsafe.Unsafe.of(["lease"])
+
+
+def test_the_readme_example_drives_a_three_node_cluster(capsys):
+    from pathlib import Path
+    text = (Path(__file__).parent.parent / "kraft" / "README.md").read_text()
+    section = text[text.index("## The cores"):]
+    code = section[section.index("```python\n") + 10:section.index("\n```", section.index("```python"))]
+    exec(compile(code, "kraft/README.md", "exec"), {"__name__": "readme_example"})
+    leader_id, epoch, response = capsys.readouterr().out.split(" ", 2)
+    assert epoch == "1" and response.startswith("AppendResponse(error_code=0, offset=1, epoch=1")

@@ -50,11 +50,6 @@ ELECTION, LINGER, LEADER_CHECK, FETCH, PARKED, REQUESTS = (
     "election", "linger", "leader", "fetch", "parked", "requests")
 
 
-class FatalError(RuntimeError):
-    """An invariant broke (e.g. truncation below the high watermark): the node stops.
-    :meth:`QuorumCore.step` raises it; the core must not be used afterwards."""
-
-
 class QuorumCore(DeadlineTimers, Elections, LeaderReplication, FollowerReplication, Commit, ReadIndex,
                  VoterChanges, ClientApi):
     """One KRaft replica without I/O.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 
 from .. import errors
-from ..events import Send, WriteLog
+from ..events import FatalError, Send, WriteLog
 from ..record_log import LogError
 from ..states import StateKind
 from .messages import FetchRequest, FetchResponse
@@ -134,7 +134,6 @@ class FollowerReplication:
         local_epoch, local_end = self.log.end_offset_for_epoch(epoch)
         target = min(local_end, end_offset) if local_epoch == epoch else local_end
         if target < self.hw:
-            from .core import FatalError
             raise FatalError(f"leader asked for truncation to offset {target} (diverging epoch "
                              f"{epoch} end {end_offset}), below the high watermark {self.hw}")
         removed = self.log.truncate_to(target)
