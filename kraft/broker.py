@@ -23,8 +23,6 @@ metadata log and replays committed Metadata records into ``node.metadata.image``
 from __future__ import annotations
 
 import asyncio
-import collections
-import itertools
 import logging
 import time
 import uuid
@@ -34,7 +32,8 @@ from . import api, errors
 from .broker_codec import decode_request, decode_response, encode_request, encode_response
 from .client import ClientError, DefiniteError, KraftClient
 from .controller_channel import ControllerChannel
-from .events import ProposeIsr, Received, Replied, Reply, Send, SetTimer, TimerFired
+from .driver import AsyncDriver
+from .events import ProposeIsr, Replied, Send
 from .metadata_image import MIN_ISR, MetadataImage
 from .partition import PartitionReplica
 from .replication import BrokerConfig, BrokerCore
@@ -76,13 +75,8 @@ class BrokerService:
         self.fenced = True
         self.channel = ControllerChannel(node, cfg.request_timeout_ms)
         self._image_changed = asyncio.Event()
-        self._tasks: set[asyncio.Task] = set()
-        self._timers: dict[object, asyncio.TimerHandle] = {}
-        self._futures: dict[int, asyncio.Future] = {}
-        self._tokens = itertools.count(1)
+        self.driver = AsyncDriver(self.core, self._send, self._carry_out)
         self._fetchers: dict[tuple, tuple[int, KraftClient]] = {}   # partition -> (generation, client)
-        self._queue: collections.deque = collections.deque()
-        self._feeding = False
         self._closed = False
 
     @property
@@ -101,35 +95,18 @@ class BrokerService:
         """Hook the metadata replay and start the registration and image tasks."""
         self.node.metadata.listeners.append(self._on_image)
         for coro in (self._lifecycle(), self._apply_loop()):
-            self._spawn(coro)
-        self._feed(ClusterView(False, None))
-
-    def _spawn(self, coro) -> asyncio.Task:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Task) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("broker task failed: %r", task.exception(), exc_info=task.exception())
+            self.driver.spawn(coro)
+        self.driver.feed(ClusterView(False, None))
 
     async def close(self) -> None:
         """Stop every task, then flush, checkpoint and close every partition log."""
         self._closed = True
         if self._on_image in self.node.metadata.listeners:
             self.node.metadata.listeners.remove(self._on_image)
-        for h in self._timers.values():
-            h.cancel()
-        self._timers.clear()
-        self._call(self._offline_all)      # ends every fetcher's generation; produces are answered
-        for t in list(self._tasks):
-            t.cancel()
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=CLOSE_WAIT_S)
-        for fut in self._futures.values():
-            fut.cancel()
+        self.driver.call(self._offline_all)     # ends every fetcher's generation; produces are answered
+        tasks = self.driver.close()
+        if tasks:
+            await asyncio.wait(tasks, timeout=CLOSE_WAIT_S)
         for r in self.partitions.values():
             try:
                 r.close()
@@ -143,56 +120,19 @@ class BrokerService:
         for st in self.core.states.values():
             st.become_offline(st.leader_epoch)
 
-    # -- driving the core ------------------------------------------------------------------
-    def _feed(self, event) -> None:
-        self._queue.append(event)
-        self._drain()
-
-    def _drain(self) -> None:
-        if self._feeding:
-            return
-        self._feeding = True
+    # -- carrying out the core's effects (kraft/driver.py does replies, timers and sends) ---------
+    def _carry_out(self, e) -> list:
+        if type(e) is ProposeIsr:
+            self.driver.spawn(self._alter(e))
+            return []
+        r = self.partitions.get(e.log)           # the partition's disk
+        if r is None:
+            return []
         try:
-            while self._queue:
-                self._run(self.core.step(self._queue.popleft()))
-        finally:
-            self._feeding = False
-
-    def _call(self, fn, *args):
-        result, effects = self.core.call(fn, *args)
-        self._run(effects)
-        self._drain()
-        return result
-
-    def _run(self, effects: list) -> None:
-        for e in effects:
-            t = type(e)
-            if t is Reply:
-                fut = self._futures.pop(e.token, None)
-                if fut is not None and not fut.done():
-                    fut.set_result(e.msg)
-            elif t is Send:
-                self._spawn(self._send(e))
-            elif t is SetTimer:
-                old = self._timers.pop(e.key, None)
-                if old is not None:
-                    old.cancel()
-                if not self._closed:
-                    self._timers[e.key] = asyncio.get_running_loop().call_at(e.at / 1000.0, self._fire, e.key, e.at)
-            elif t is ProposeIsr:
-                self._spawn(self._alter(e))
-            else:                                        # the partition's disk
-                r = self.partitions.get(e.log)
-                if r is not None:
-                    try:
-                        self._queue.extend(r.apply(e))      # SyncDone: handled after these effects
-                    except OSError as err:
-                        log.warning("%s: %s failed: %s", r.name, type(e).__name__, err)
-
-    def _fire(self, key, at: float) -> None:
-        self._timers.pop(key, None)
-        if not self._closed:
-            self._feed(TimerFired(key, at))
+            return r.apply(e)
+        except OSError as err:
+            log.warning("%s: %s failed: %s", r.name, type(e).__name__, err)
+            return []
 
     async def _send(self, e: Send) -> None:
         """A follower's request to its partition leader, on the partition's connection."""
@@ -200,12 +140,12 @@ class BrokerService:
         gen_client = self._fetchers.get(key)
         if gen_client is None or gen_client[0] != e.gen:
             if gen_client is not None:
-                self._spawn(gen_client[1].close())
+                self.driver.spawn(gen_client[1].close())
             b = self.image.brokers.get(e.to)
             if b is None:
                 log.debug("%s-%d: leader %d is not a registered broker", key[0], key[1], e.to)
                 await asyncio.sleep(0)
-                self._feed(Replied(e.to, e.msg, None, e.gen))
+                self.driver.feed(Replied(e.to, e.msg, None, e.gen))
                 return
             gen_client = self._fetchers[key] = (e.gen, KraftClient(
                 b.host, b.port, self.node.cluster_id,
@@ -217,7 +157,7 @@ class BrokerService:
         except ClientError as err:
             log.debug("%s-%d: %s to leader %d failed: %s", key[0], key[1], api.NAMES[api_key], e.to, err)
         if not self._closed:
-            self._feed(Replied(e.to, e.msg, resp, e.gen))
+            self.driver.feed(Replied(e.to, e.msg, resp, e.gen))
 
     # -- registration and heartbeats (KIP-631) -----------------------------------------------
     async def _lifecycle(self) -> None:
@@ -232,7 +172,7 @@ class BrokerService:
             except ClientError as e:
                 log.debug("controller request failed: %s", e)
             if (self.broker_epoch >= 0) != registered and not self._closed:
-                self._feed(ClusterView(self.broker_epoch >= 0, self._unfenced()))
+                self.driver.feed(ClusterView(self.broker_epoch >= 0, self._unfenced()))
             await asyncio.sleep(HEARTBEAT_INTERVAL_S)
 
     async def _register(self, timeout_s: float) -> None:
@@ -283,14 +223,14 @@ class BrokerService:
         this broker's current registration)."""
         if self._closed or not self.registered_in(image):
             return
-        self._feed(ClusterView(True, self._unfenced()))
+        self.driver.feed(ClusterView(True, self._unfenced()))
         for key, st in image.partitions.items():
             if key not in self.partitions:
                 if self.broker_id not in st.replicas or self._open(key) is None:
                     continue
             topic = image.topics.get(st.topic)
             min_isr = topic.configs.get(MIN_ISR, 1) if topic is not None else 1
-            self._feed(LeaderAndIsr(key, st.leader, st.leader_epoch, st.partition_epoch, tuple(st.isr),
+            self.driver.feed(LeaderAndIsr(key, st.leader, st.leader_epoch, st.partition_epoch, tuple(st.isr),
                                     tuple(st.replicas), min_isr))
 
     def _open(self, key: tuple[str, int]) -> PartitionReplica | None:
@@ -318,7 +258,7 @@ class BrokerService:
         except ClientError:
             code = errors.REQUEST_TIMED_OUT
         if not self._closed:
-            self._feed(IsrAnswer(e.log, e.isr, e.partition_epoch, code))
+            self.driver.feed(IsrAnswer(e.log, e.isr, e.partition_epoch, code))
 
     # -- RPCs ---------------------------------------------------------------------------------
     def _serve(self, api_key: int):
@@ -328,10 +268,7 @@ class BrokerService:
             if state is None:
                 return {"ErrorCode": errors.UNKNOWN_TOPIC_OR_PARTITION,
                         "ErrorMessage": f"{msg.key[0]}-{msg.key[1]} is not in this broker's metadata"}
-            token = next(self._tokens)
-            fut = self._futures[token] = asyncio.get_running_loop().create_future()
-            self._feed(Received(token, msg))
-            resp = await fut
+            resp = await self.driver.ask(msg)
             if resp.error_code == errors.NOT_LEADER_OR_FOLLOWER:
                 state = self.image.partitions.get(msg.key) or state
                 return {"ErrorCode": errors.NOT_LEADER_OR_FOLLOWER, "LeaderId": state.leader,

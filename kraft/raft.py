@@ -14,9 +14,6 @@ checkpoint and, under ``no-fsync``, hands the log's buffer to the OS every secon
 """
 from __future__ import annotations
 
-import asyncio
-import collections
-import itertools
 import logging
 import random
 import time
@@ -25,8 +22,8 @@ from . import api, errors
 from .bootstrap import load_history
 from .client import ClientError, KraftClient
 from .config import NodeConfig
-from .events import (PersistElection, Received, Replied, Reply, Send, SetTimer, StateChanged, SyncDone, SyncLog,
-                     TimerFired, TruncateLog, WriteLog)
+from .driver import AsyncDriver
+from .events import PersistElection, Replied, Send, StateChanged, SyncDone, SyncLog, TruncateLog, WriteLog
 from .log import Log
 from .meta import Meta
 from .peers import AddressBook, NoRoute
@@ -81,14 +78,8 @@ class RaftNode:
         self.peers = AddressBook(lambda: self.core.voters)
         #: Called with every :class:`kraft.events.StateChanged` (tests, tools).
         self.state_listeners: list = []
-        self.fatal: FatalError | None = None
         self.stopping = False
-        self._tokens = itertools.count(1)
-        self._futures: dict[int, asyncio.Future] = {}
-        self._timers: dict[object, asyncio.TimerHandle] = {}
-        self._tasks: set[asyncio.Task] = set()
-        self._queue: collections.deque = collections.deque()
-        self._feeding = False
+        self.driver = AsyncDriver(self.core, self._send, self._carry_out)
         self._fetch_client: tuple[tuple, KraftClient] | None = None
         self._last_hw_checkpoint = (-1, 0.0)
         self._last_buffer_write = 0.0
@@ -118,6 +109,11 @@ class RaftNode:
     metadata = property(lambda self: self.core.metadata, doc="The metadata replay (kraft/metadata_replay.py).")
     replicas = property(lambda self: self.core.replicas, doc="The leader's replica progress.")
 
+    @property
+    def fatal(self) -> FatalError | None:
+        """The FatalError that stopped the core, or None."""
+        return self.driver.fatal
+
     def leader_epoch_committed(self) -> bool:
         """True iff this node leads and its epoch's first record is committed (KIP-595)."""
         return self.core.leader_epoch_committed()
@@ -146,21 +142,15 @@ class RaftNode:
         log.info("starting node %d directory %s epoch %d leader %d voted %d log end offset %d",
                  self.id, self.meta.directory_id, election.epoch, election.leader_id, election.voted_id,
                  self.log.end_offset)
-        self._run(self.core.start(election))
-        self._drain()
+        self.driver.run(self.core.start(election))
+        self.driver.drain()
 
     async def close(self) -> None:
         """Answer pending requests, cancel timers and tasks, flush and close the log."""
         self.stopping = self.core.stopping = True
         if self.fatal is None:
-            self._call(self.core._fail_pending, "node shutting down")
-        for h in self._timers.values():
-            h.cancel()
-        self._timers.clear()
-        for t in list(self._tasks):
-            t.cancel()
-        for fut in self._futures.values():
-            fut.cancel()
+            self.driver.call(self.core._fail_pending, "node shutting down")
+        self.driver.close()
         if self._fetch_client is not None:
             await self._fetch_client[1].close()
         try:
@@ -168,84 +158,25 @@ class RaftNode:
         finally:
             self.log.close()
 
-    # -- driving the core --------------------------------------------------------------------------
-    def _feed(self, event) -> None:
-        self._queue.append(event)
-        self._drain()
-
-    def _drain(self) -> None:
-        if self._feeding:
-            return
-        self._feeding = True
-        try:
-            while self._queue and self.fatal is None:
-                ev = self._queue.popleft()
-                try:
-                    effects = self.core.step(ev)
-                except FatalError as e:
-                    log.critical("fatal: %s", e)
-                    self.fatal = e
-                    return
-                self._run(effects)
-        finally:
-            self._feeding = False
-
-    def _call(self, fn, *args):
-        """Run a core method as one step and carry out its effects; returns its result."""
-        result, effects = self.core.call(fn, *args)
-        self._run(effects)
-        self._drain()
-        return result
-
-    def _run(self, effects: list) -> None:
-        for e in effects:
-            t = type(e)
-            if t is Reply:
-                fut = self._futures.pop(e.token, None)
-                if fut is not None and not fut.done():
-                    fut.set_result(e.msg)
-            elif t is Send:
-                self._spawn(self._send(e))
-            elif t is SetTimer:
-                self._set_timer(e.key, e.at)
-            elif t is WriteLog:
-                self.log.write(e.records)
-            elif t is SyncLog:
-                self.log.flush()
-                self._queue.append(SyncDone(e.end))
-            elif t is TruncateLog:
-                self.log.truncate_to(e.offset)
-            elif t is PersistElection:
-                write_state(self.cfg.data_dir, e.state)
-            elif t is StateChanged:
-                el = e.election
-                log.info("state %s -> %s epoch=%d leader=%d voted=%d", e.old.value, e.kind.value, el.epoch,
-                         el.leader_id, el.voted_id)
-                for f in self.state_listeners:
-                    f(e)
-
-    def _set_timer(self, key, at: float) -> None:
-        old = self._timers.pop(key, None)
-        if old is not None:
-            old.cancel()
-        loop = asyncio.get_running_loop()
-        self._timers[key] = loop.call_at(at / 1000.0, self._fire, key, at)
-
-    def _fire(self, key, at: float) -> None:
-        self._timers.pop(key, None)
-        if not self.stopping:
-            self._feed(TimerFired(key, at))
-
-    def _spawn(self, coro) -> asyncio.Task:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Task) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("task failed: %r", task.exception(), exc_info=task.exception())
+    # -- carrying out the core's effects (kraft/driver.py does replies, timers and sends) ---------
+    def _carry_out(self, e) -> list:
+        t = type(e)
+        if t is WriteLog:
+            self.log.write(e.records)
+        elif t is SyncLog:
+            self.log.flush()
+            return [SyncDone(e.end)]
+        elif t is TruncateLog:
+            self.log.truncate_to(e.offset)
+        elif t is PersistElection:
+            write_state(self.cfg.data_dir, e.state)
+        elif t is StateChanged:
+            el = e.election
+            log.info("state %s -> %s epoch=%d leader=%d voted=%d", e.old.value, e.kind.value, el.epoch,
+                     el.leader_id, el.voted_id)
+            for f in self.state_listeners:
+                f(e)
+        return []
 
     # -- the network ---------------------------------------------------------------------------------
     def _client(self, e: Send) -> tuple[object, bool]:
@@ -257,7 +188,7 @@ class RaftNode:
             key = (e.to, e.gen)
             if self._fetch_client is None or self._fetch_client[0] != key:
                 if self._fetch_client is not None:
-                    self._spawn(self._fetch_client[1].close())
+                    self.driver.spawn(self._fetch_client[1].close())
                 self._fetch_client = (key, self._peer(e.to, self.cfg.fetch_max_wait_ms + timeout))
             return self._fetch_client[1], False
         return self._peer(e.to, timeout), True
@@ -279,15 +210,11 @@ class RaftNode:
             if close:
                 await client.close()
         if not self.stopping:
-            self._feed(Replied(e.to, e.msg, msg, e.gen))
+            self.driver.feed(Replied(e.to, e.msg, msg, e.gen))
 
     async def ask(self, msg):
         """Hand request ``msg`` (a kraft/quorum message) to the core; returns its response."""
-        token = next(self._tokens)
-        fut = asyncio.get_running_loop().create_future()
-        self._futures[token] = fut
-        self._feed(Received(token, msg))
-        return await fut
+        return await self.driver.ask(msg)
 
     async def request(self, api_key: int, body: dict) -> dict:
         """Serve one request body of the quorum's APIs; returns the response body. Raises
@@ -316,6 +243,8 @@ class RaftNode:
         returns ``(first offset, epoch)``. Raises :class:`Refused` NOT_LEADER_OR_FOLLOWER
         (definite: nothing appended) or REQUEST_TIMED_OUT (appended, commit unknown), and
         InvalidRequest for an oversized payload."""
+        if self.stopping:
+            raise Refused(errors.NOT_LEADER_OR_FOLLOWER)
         for p in payloads:
             try:
                 check_payload(p)
@@ -336,6 +265,8 @@ class RaftNode:
         read index (the high watermark then). Raises :class:`Refused` NOT_LEADER_OR_FOLLOWER
         or REQUEST_TIMED_OUT (not confirmed within ``timeout_s``, default request.timeout.ms).
         With ``no-read-index`` any node returns its own high watermark at once."""
+        if self.stopping:
+            raise Refused(errors.NOT_LEADER_OR_FOLLOWER)
         resp = await self.ask(ReadIndexRequest(None if timeout_s is None else max(0.0, timeout_s) * 1000.0))
         if resp.error_code != errors.NONE:
             raise Refused(resp.error_code, resp.message)
@@ -343,24 +274,24 @@ class RaftNode:
 
     def become_leader(self) -> None:
         """Persist leadership of the current epoch and announce it (see the core)."""
-        self._call(self.core.become_leader)
+        self.driver.call(self.core.become_leader)
 
     def resign(self, reason: str) -> None:
         """Leader -> Resigned: send EndQuorumEpoch to the voters."""
-        self._call(self.core.resign, reason)
+        self.driver.call(self.core.resign, reason)
 
     def observe(self, epoch: int, leader_id: int) -> bool:
         """React to a leader and epoch seen in a message; True if the state changed."""
-        return self._call(self.core.observe, epoch, leader_id)
+        return self.driver.call(self.core.observe, epoch, leader_id)
 
     def flush_now(self) -> None:
         """fsync the log now (rather than after the append linger)."""
-        self._call(self.core._flush_now)
+        self.driver.call(self.core._flush_now)
 
     def apply_fetch_response(self, body: dict) -> bool:
         """Apply one Fetch response body as a follower would; True to fetch again at once."""
         resp = decode_response(FetchRequest(self.id, None, 0, 0, 0, 0, 0), body)
-        return self._call(self.core._handle_fetch_response, resp)
+        return self.driver.call(self.core._handle_fetch_response, resp)
 
     # -- background --------------------------------------------------------------------------------
     def tick(self) -> None:
