@@ -401,3 +401,12 @@ def test_the_readme_example_drives_a_three_node_cluster(capsys):
     exec(compile(code, "kraft/README.md", "exec"), {"__name__": "readme_example"})
     leader_id, epoch, response = capsys.readouterr().out.split(" ", 2)
     assert epoch == "1" and response.startswith("AppendResponse(error_code=0, offset=1, epoch=1")
+
+
+def test_the_cores_import_neither_asyncio_nor_socket():
+    import subprocess
+    import sys
+    code = ("import sys, kraft.quorum, kraft.replication; "
+            "print(sorted(m for m in ('asyncio', 'socket', 'selectors', 'ssl') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

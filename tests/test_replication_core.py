@@ -154,3 +154,16 @@ def test_losing_leadership_leaves_waiting_produces_indefinite_and_the_hw_is_chec
     produce(d, "q", 6)
     fx = d.step(LeaderAndIsr(K, 2, 2, 1, (2,), (1, 2, 3)))
     assert replies(fx)["q"].error_code == errors.REQUEST_TIMED_OUT and d.core.states[K].role == FOLLOWER
+
+
+def test_three_brokers_in_virtual_time_ack_every_produce_and_agree():
+    from .replication_sim import KEY as SK, BrokerSim
+    sim = BrokerSim()
+    for i in range(200):
+        sim.run_until(sim.now + 5)
+        sim.at(sim.now, 1, Received(("client", i), ProduceRequest(SK, -1, i)))
+    sim.run_until(sim.now + 1000)
+    acked = {r.base_offset for r in sim.replies.values() if r.error_code == errors.NONE}
+    assert acked == set(range(200))
+    logs = [c.states[SK].log.records for c in sim.cores.values()]
+    assert logs[0] == logs[1] == logs[2] and len(logs[0]) == 200
