@@ -31,10 +31,23 @@ class SimDisk:
         self.records: list = []
         self.durable = 0
         self.election = ElectionState()
+        self.syncs: list[list[int]] = []        # in flight, in order: [end, cap after truncations]
 
     def crash(self) -> None:
-        """A power loss: what was not fsynced is gone."""
+        """A power loss: what was not fsynced is gone (and the fsyncs in flight)."""
         del self.records[self.durable:]
+        self.syncs.clear()
+
+    def truncate(self, offset: int) -> None:
+        del self.records[offset:]
+        self.durable = min(self.durable, offset)
+        for s in self.syncs:
+            s[1] = min(s[1], offset)
+
+    def synced(self) -> None:
+        """The oldest fsync in flight finished."""
+        if self.syncs:
+            self.durable = max(self.durable, min(self.syncs.pop(0)[1], len(self.records)))
 
 
 class SimCluster:
@@ -127,8 +140,7 @@ class SimCluster:
             if core is None or life != self.lives[node]:
                 continue                       # for a node that crashed since
             if type(event) is _Sync:
-                disk = self.disks[node]
-                disk.durable = max(disk.durable, min(event.end, len(disk.records)))
+                self.disks[node].synced()
                 event = SyncDone(event.end)
             self.events += 1
             self._run(node, core.step(event))
@@ -148,10 +160,10 @@ class SimCluster:
                 assert e.records[0].offset == len(disk.records), (i, e, len(disk.records))
                 disk.records.extend(e.records)
             elif t is SyncLog:
+                disk.syncs.append([e.end, e.end])
                 self.at(self.now + self.fsync_ms, i, (life, _Sync(e.end)))
             elif t is TruncateLog:
-                del disk.records[e.offset:]
-                disk.durable = min(disk.durable, e.offset)
+                disk.truncate(e.offset)
             elif t is PersistElection:
                 disk.election = e.state
             elif t is StateChanged:
