@@ -1,6 +1,6 @@
-"""The broker role (``process.roles=broker``): ISR replication of partitions, driven by
-the metadata the controllers commit (docs/data-plane.md; Kafka 0.8's replication
-design; KIP-631 broker lifecycle; KIP-101 truncation).
+"""The broker role (``process.roles=broker``): an asyncio adapter over the brokers' replication
+core (kraft/replication/), driven by the metadata the controllers commit
+(docs/data-plane.md; Kafka 0.8's replication design; KIP-631 broker lifecycle; KIP-101).
 
 The broker's RaftNode is an observer of the metadata quorum: it replicates the
 metadata log and replays committed Metadata records into ``node.metadata.image``
@@ -11,16 +11,14 @@ metadata log and replays committed Metadata records into ``node.metadata.image``
   re-registering after STALE_BROKER_EPOCH (kraft/controller_channel.py finds the
   active controller);
 - on every new image, once the image holds its own current registration (so that a
-  restarted broker never acts on the stale leaderships of a half-replayed log),
-  applies LeaderAndISR to each partition it is a replica of (0.8's
-  ``on_LeaderAndISRCommand``): ``becomeLeader`` (kraft/partition.py),
-  ``becomeFollower`` with a fetcher (kraft/replica_fetcher.py), or offline;
-- as a leader, proposes ISR changes with AlterPartition (56) (kraft/isr.py) and
-  applies them when the PartitionChangeRecord reaches its image;
-- flushes appended records (batched, :data:`FLUSH_LINGER_S`; under ``page-cache-ack``
-  every ``log.flush.interval.ms``) and checkpoints high watermarks every
-  ``replica.high.watermark.checkpoint.interval.ms``;
-- serves the broker RPCs (kraft/broker_api.py).
+  restarted broker never acts on the stale leaderships of a half-replayed log), opens
+  the replicas it hosts (kraft/partition.py) and hands the core a LeaderAndIsr per
+  partition;
+- carries out the core's effects: replies, ReplicaFetch and OffsetForLeaderEpoch to
+  the partition leaders (one connection per partition and role generation), timers,
+  the partition logs and checkpoints, and AlterPartition (56) for its ISR proposals;
+- serves the broker RPCs: the replication ones through the core (kraft/broker_codec.py),
+  Metadata from its image, CreateTopics forwarded to the active controller.
 """
 from __future__ import annotations
 
@@ -31,12 +29,17 @@ import uuid
 from typing import TYPE_CHECKING
 
 from . import api, errors
-from .broker_api import BrokerApi
-from .client import ClientError
+from .broker_codec import decode_request, decode_response, encode_request, encode_response
+from .client import ClientError, DefiniteError, KraftClient
 from .controller_channel import ControllerChannel
+from .driver import AsyncDriver
+from .events import ProposeIsr, Replied, Send
 from .metadata_image import MIN_ISR, MetadataImage
-from .partition import FOLLOWER, LEADER, NONE, PartitionReplica
-from .replica_fetcher import ReplicaFetcher
+from .partition import PartitionReplica
+from .replication import BrokerConfig, BrokerCore
+from .replication.messages import ClusterView, IsrAnswer, LeaderAndIsr
+from .rpc import field
+from .unsafe import Unsafe
 
 if TYPE_CHECKING:
     from .raft import RaftNode
@@ -45,18 +48,10 @@ log = logging.getLogger("kraft.broker")
 
 #: BrokerHeartbeat period (s); registration retries at the same pace.
 HEARTBEAT_INTERVAL_S = 0.5
-#: How long a leader batches appends before one fsync (s).
-FLUSH_LINGER_S = 0.002
-#: Timer period: ISR checks, checkpoints, page-cache-ack flushes (s).
-TIMER_S = 0.05
 #: How long close() waits for the broker's tasks to end (s).
 CLOSE_WAIT_S = 2.0
-#: Back-off after a refused or failed AlterPartition (ms).
-ALTER_BACKOFF_MS = 500
-
-
-def _now_ms() -> float:
-    return time.monotonic() * 1000.0
+#: The replication RPCs the core serves.
+CORE_APIS = (api.PRODUCE, api.LIST_OFFSETS, api.OFFSET_FOR_LEADER_EPOCH, api.CONSUMER_FETCH, api.REPLICA_FETCH)
 
 
 class BrokerService:
@@ -66,20 +61,23 @@ class BrokerService:
     def __init__(self, node: "RaftNode"):
         self.node, self.cfg = node, node.cfg
         self.broker_id = node.id
-        self.truncate_to_hw = "truncate-to-hw" in self.cfg.unsafe
-        self.page_cache_ack = "page-cache-ack" in self.cfg.unsafe
-        self.hw_below_min_isr = "hw-below-min-isr" in self.cfg.unsafe
+        cfg = self.cfg
+        self.core = BrokerCore(BrokerConfig(
+            broker_id=node.id, replica_lag_time_max_ms=cfg.replica_lag_time_max_ms,
+            hw_checkpoint_interval_ms=cfg.replica_hw_checkpoint_interval_ms,
+            log_flush_interval_ms=cfg.log_flush_interval_ms, replica_fetch_wait_max_ms=cfg.replica_fetch_wait_max_ms,
+            request_timeout_ms=cfg.request_timeout_ms, fetch_backoff_ms=max(cfg.retry_backoff_ms, 50),
+            fetch_max_records=cfg.fetch_max_records, unsafe=Unsafe.of(cfg.unsafe)),
+            clock=lambda: time.monotonic() * 1000.0)
         self.partitions: dict[tuple[str, int], PartitionReplica] = {}
         self.broker_epoch = -1
         self.incarnation_id = str(uuid.uuid4())
         self.fenced = True
-        self.channel = ControllerChannel(node, self.cfg.request_timeout_ms)
-        self.api = BrokerApi(self)
+        self.channel = ControllerChannel(node, cfg.request_timeout_ms)
         self._image_changed = asyncio.Event()
-        self._flushes: dict[tuple[str, int], asyncio.Handle] = {}
-        self._tasks: set[asyncio.Task] = set()
+        self.driver = AsyncDriver(self.core, self._send, self._carry_out)
+        self._fetchers: dict[tuple, tuple[int, KraftClient]] = {}   # partition -> (generation, client)
         self._closed = False
-        self._last_checkpoint = self._last_flush = 0.0
 
     @property
     def image(self) -> MetadataImage:
@@ -87,52 +85,85 @@ class BrokerService:
         return self.node.metadata.image
 
     def handlers(self) -> dict:
-        """The broker RPCs (kraft/broker_api.py) by api key."""
-        return self.api.handlers()
+        """The broker RPCs by api key (for kraft/server.py)."""
+        out = {key: self._serve(key) for key in CORE_APIS}
+        out.update({api.METADATA: self.metadata, api.CREATE_TOPICS: self.create_topics})
+        return out
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
-        """Hook the metadata replay and start the registration, image and timer tasks."""
+        """Hook the metadata replay and start the registration and image tasks."""
         self.node.metadata.listeners.append(self._on_image)
-        for coro in (self._lifecycle(), self._apply_loop(), self._timers()):
-            self._spawn(coro)
-
-    def _spawn(self, coro) -> asyncio.Task:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Task) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("broker task failed: %r", task.exception(), exc_info=task.exception())
+        for coro in (self._lifecycle(), self._apply_loop()):
+            self.driver.spawn(coro)
+        self.driver.feed(ClusterView(False, None))
 
     async def close(self) -> None:
         """Stop every task, then flush, checkpoint and close every partition log."""
         self._closed = True
         if self._on_image in self.node.metadata.listeners:
             self.node.metadata.listeners.remove(self._on_image)
-        for h in self._flushes.values():
-            h.cancel()
-        self._flushes.clear()
-        for r in self.partitions.values():      # ends every fetcher's generation: even one whose
-            r.become_offline(r.leader_epoch)    # cancellation a request timeout swallowed stops
-        for t in list(self._tasks):
-            t.cancel()
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=CLOSE_WAIT_S)
+        self.driver.call(self._offline_all)     # ends every fetcher's generation; produces are answered
+        tasks = self.driver.close()
+        if tasks:
+            await asyncio.wait(tasks, timeout=CLOSE_WAIT_S)
         for r in self.partitions.values():
             try:
                 r.close()
             except OSError as e:
                 log.warning("%s: close failed: %s", r.name, e)
+        for _, client in self._fetchers.values():
+            await client.close()
         await self.channel.close()
+
+    def _offline_all(self) -> None:
+        for st in self.core.states.values():
+            st.become_offline(st.leader_epoch)
+
+    # -- carrying out the core's effects (kraft/driver.py does replies, timers and sends) ---------
+    def _carry_out(self, e) -> list:
+        if type(e) is ProposeIsr:
+            self.driver.spawn(self._alter(e))
+            return []
+        r = self.partitions.get(e.log)           # the partition's disk
+        if r is None:
+            return []
+        try:
+            return r.apply(e)
+        except OSError as err:
+            log.warning("%s: %s failed: %s", r.name, type(e).__name__, err)
+            return []
+
+    async def _send(self, e: Send) -> None:
+        """A follower's request to its partition leader, on the partition's connection."""
+        key = e.msg.key
+        gen_client = self._fetchers.get(key)
+        if gen_client is None or gen_client[0] != e.gen:
+            if gen_client is not None:
+                self.driver.spawn(gen_client[1].close())
+            b = self.image.brokers.get(e.to)
+            if b is None:
+                log.debug("%s-%d: leader %d is not a registered broker", key[0], key[1], e.to)
+                await asyncio.sleep(0)
+                self.driver.feed(Replied(e.to, e.msg, None, e.gen))
+                return
+            gen_client = self._fetchers[key] = (e.gen, KraftClient(
+                b.host, b.port, self.node.cluster_id,
+                timeout_ms=self.cfg.request_timeout_ms + self.cfg.replica_fetch_wait_max_ms))
+        api_key, body = encode_request(e.msg)
+        resp = None
+        try:
+            resp = decode_response(e.msg, await gen_client[1].request(api_key, body))
+        except ClientError as err:
+            log.debug("%s-%d: %s to leader %d failed: %s", key[0], key[1], api.NAMES[api_key], e.to, err)
+        if not self._closed:
+            self.driver.feed(Replied(e.to, e.msg, resp, e.gen))
 
     # -- registration and heartbeats (KIP-631) -----------------------------------------------
     async def _lifecycle(self) -> None:
         timeout_s = self.cfg.request_timeout_ms / 1000.0
         while not self._closed:
+            registered = self.broker_epoch >= 0
             try:
                 if self.broker_epoch < 0:
                     await self._register(timeout_s)
@@ -140,6 +171,8 @@ class BrokerService:
                     await self._heartbeat(timeout_s)
             except ClientError as e:
                 log.debug("controller request failed: %s", e)
+            if (self.broker_epoch >= 0) != registered and not self._closed:
+                self.driver.feed(ClusterView(self.broker_epoch >= 0, self._unfenced()))
             await asyncio.sleep(HEARTBEAT_INTERVAL_S)
 
     async def _register(self, timeout_s: float) -> None:
@@ -182,131 +215,90 @@ class BrokerService:
         b = image.brokers.get(self.broker_id)
         return self.broker_epoch >= 0 and b is not None and b.epoch == self.broker_epoch
 
+    def _unfenced(self) -> frozenset:
+        return frozenset(b.id for b in self.image.brokers.values() if not b.fenced)
+
     def apply_image(self, image: MetadataImage) -> None:
         """Make every local replica's role match ``image`` (nothing until the image holds
         this broker's current registration)."""
         if self._closed or not self.registered_in(image):
             return
-        now = _now_ms()
+        self.driver.feed(ClusterView(True, self._unfenced()))
         for key, st in image.partitions.items():
-            r = self.partitions.get(key)
-            if self.broker_id not in st.replicas:
-                if r is not None and r.role != NONE:
-                    r.become_offline(st.leader_epoch)
-                continue
-            if r is None:
-                r = self._open(key)
-                if r is None:
+            if key not in self.partitions:
+                if self.broker_id not in st.replicas or self._open(key) is None:
                     continue
             topic = image.topics.get(st.topic)
             min_isr = topic.configs.get(MIN_ISR, 1) if topic is not None else 1
-            if st.leader == self.broker_id:
-                if r.role != LEADER or r.leader_epoch != st.leader_epoch:
-                    r.become_leader(st.leader_epoch, st.partition_epoch, st.isr, st.replicas, min_isr, now)
-                elif r.partition_epoch != st.partition_epoch:
-                    r.update_leader_state(st.partition_epoch, st.isr, st.replicas, min_isr)
-            elif st.leader >= 0:
-                if r.role != FOLLOWER or r.leader_epoch != st.leader_epoch or r.leader_id != st.leader:
-                    self._become_follower(r, st.leader, st.leader_epoch, image)
-            elif r.role != NONE:
-                r.become_offline(st.leader_epoch)
+            self.driver.feed(LeaderAndIsr(key, st.leader, st.leader_epoch, st.partition_epoch, tuple(st.isr),
+                                    tuple(st.replicas), min_isr))
 
     def _open(self, key: tuple[str, int]) -> PartitionReplica | None:
         """startReplica: open (creating) the local replica of ``key``."""
-        r = PartitionReplica(self.cfg.data_dir, key[0], key[1], self.broker_id, self.cfg.segment_bytes,
-                             page_cache_ack=self.page_cache_ack, hw_below_min_isr=self.hw_below_min_isr)
+        r = PartitionReplica(self.cfg.data_dir, key[0], key[1], self.broker_id, self.cfg.segment_bytes)
         try:
-            r.open()
+            r.open(self.core)
         except OSError as e:
             log.error("cannot open partition %s-%d: %s", key[0], key[1], e)
             return None
         self.partitions[key] = r
         return r
 
-    def _become_follower(self, r: PartitionReplica, leader: int, leader_epoch: int,
-                         image: MetadataImage) -> None:
-        r.become_follower(leader, leader_epoch)
-        b = image.brokers.get(leader)
-        if b is None:
-            log.warning("%s: leader %d is not a registered broker", r.name, leader)
-            return
-        fetcher = ReplicaFetcher(
-            r, (b.host, b.port), self.broker_id, self.node.cluster_id,
-            truncate_to_hw=self.truncate_to_hw, page_cache_ack=self.page_cache_ack,
-            max_records=self.cfg.fetch_max_records, max_wait_ms=self.cfg.replica_fetch_wait_max_ms,
-            timeout_ms=self.cfg.request_timeout_ms, backoff_s=max(self.cfg.retry_backoff_ms, 50) / 1000.0)
-        self._spawn(fetcher.run())
-
-    # -- the leader: flushes and ISR changes ---------------------------------------------------
-    def schedule_flush(self, r: PartitionReplica) -> None:
-        """Flush ``r``'s log soon (appends within FLUSH_LINGER_S share one fsync); nothing
-        under page-cache-ack, whose records count at once and are flushed by the timer."""
-        key = (r.topic, r.partition)
-        if self.page_cache_ack or key in self._flushes:
-            return
-        self._flushes[key] = asyncio.get_running_loop().call_later(FLUSH_LINGER_S, self._flush, r)
-
-    def _flush(self, r: PartitionReplica) -> None:
-        self._flushes.pop((r.topic, r.partition), None)
-        if self._closed:
-            return
-        r.log.flush()
-        r.after_flush()
-
-    def maybe_alter_isr(self, r: PartitionReplica) -> None:
-        """Propose the ISR change ``r`` wants, if any, with AlterPartition (KIP-497)."""
-        now = _now_ms()
-        if r.pending_isr is not None and now - r.pending_since_ms > 4 * self.cfg.request_timeout_ms:
-            r.pending_isr = None            # the image never showed it: propose afresh
-        new_isr = r.isr_proposal(now, self.cfg.replica_lag_time_max_ms)
-        if new_isr is None or self.broker_epoch < 0:
-            return
-        # only unfenced brokers may join (the controller answers INELIGIBLE_REPLICA otherwise)
-        new_isr = tuple(b for b in new_isr if b in r.isr or self.image.is_unfenced(b))
-        if new_isr == r.isr:
-            return
-        r.pending_isr, r.pending_since_ms = new_isr, now
-        log.info("%s: proposing ISR %s (was %s)", r.name, list(new_isr), list(r.isr))
-        self._spawn(self._alter(r, new_isr, r.generation, r.leader_epoch, r.partition_epoch))
-
-    async def _alter(self, r: PartitionReplica, new_isr: tuple[int, ...], gen: int, leader_epoch: int,
-                     partition_epoch: int) -> None:
+    async def _alter(self, e: ProposeIsr) -> None:
+        """AlterPartition (KIP-497) for the core's ISR proposal; the answer goes back as IsrAnswer."""
         body = {"BrokerId": self.broker_id, "BrokerEpoch": self.broker_epoch, "Topics": [
-            {"Name": r.topic, "Partitions": [{"PartitionIndex": r.partition, "LeaderEpoch": leader_epoch,
-                                               "PartitionEpoch": partition_epoch, "NewIsr": list(new_isr)}]}]}
+            {"Name": e.log[0], "Partitions": [{"PartitionIndex": e.log[1], "LeaderEpoch": e.leader_epoch,
+                                              "PartitionEpoch": e.partition_epoch, "NewIsr": list(e.isr)}]}]}
         try:
             resp = await self.channel.request(api.ALTER_PARTITION, body, self.cfg.request_timeout_ms / 1000.0)
             code = resp.get("ErrorCode", errors.UNKNOWN_SERVER_ERROR)
             if code == errors.NONE:
                 parts = [p for t in resp.get("Topics") or [] for p in t.get("Partitions") or []]
                 code = parts[0].get("ErrorCode", errors.NONE) if parts else errors.NONE
-        except ClientError as e:
-            code, resp = errors.REQUEST_TIMED_OUT, {"ErrorMessage": str(e)}
-        if r.generation != gen or r.pending_isr != new_isr or r.partition_epoch != partition_epoch:
-            return
-        if code != errors.NONE:
-            log.info("%s: AlterPartition %s refused: %s %s", r.name, list(new_isr), errors.name(code),
-                     resp.get("ErrorMessage", ""))
-            r.pending_isr = None
-            r.alter_not_before_ms = _now_ms() + ALTER_BACKOFF_MS
-        # on success the ISR changes when the PartitionChangeRecord reaches the image
+        except ClientError:
+            code = errors.REQUEST_TIMED_OUT
+        if not self._closed:
+            self.driver.feed(IsrAnswer(e.log, e.isr, e.partition_epoch, code))
 
-    async def _timers(self) -> None:
-        while not self._closed:
-            await asyncio.sleep(TIMER_S)
-            now = _now_ms()
-            for r in list(self.partitions.values()):
-                if r.role == LEADER:
-                    self.maybe_alter_isr(r)
-            if self.page_cache_ack and now - self._last_flush >= self.cfg.log_flush_interval_ms:
-                self._last_flush = now
-                for r in list(self.partitions.values()):
-                    r.log.flush()
-                    r.after_flush()
-            if now - self._last_checkpoint >= self.cfg.replica_hw_checkpoint_interval_ms:
-                self._last_checkpoint = now
-                for r in list(self.partitions.values()):
-                    try:
-                        r.checkpoint()
-                    except OSError as e:
-                        log.warning("%s: high watermark checkpoint failed: %s", r.name, e)
+    # -- RPCs ---------------------------------------------------------------------------------
+    def _serve(self, api_key: int):
+        async def handle(body: dict) -> dict:
+            msg = decode_request(api_key, body, self.cfg.fetch_max_records)
+            state = self.image.partitions.get(msg.key)
+            if state is None:
+                return {"ErrorCode": errors.UNKNOWN_TOPIC_OR_PARTITION,
+                        "ErrorMessage": f"{msg.key[0]}-{msg.key[1]} is not in this broker's metadata"}
+            resp = await self.driver.ask(msg)
+            if resp.error_code == errors.NOT_LEADER_OR_FOLLOWER:
+                state = self.image.partitions.get(msg.key) or state
+                return {"ErrorCode": errors.NOT_LEADER_OR_FOLLOWER, "LeaderId": state.leader,
+                        "LeaderEpoch": state.leader_epoch,
+                        "ErrorMessage": f"broker {self.broker_id} does not lead {state.topic}-{state.partition}"}
+            return encode_response(api_key, resp)
+        return handle
+
+    async def metadata(self, body: dict) -> dict:
+        """Metadata -> brokers and topics from this broker's image (docs/data-plane.md)."""
+        image = self.image
+        brokers = [{"Id": b.id, "Host": b.host, "Port": b.port, "Fenced": b.fenced}
+                   for b in sorted(image.brokers.values(), key=lambda b: b.id)]
+        topics = [{"Name": name, "Partitions": [
+            {"Index": p.partition, "Leader": p.leader, "LeaderEpoch": p.leader_epoch,
+             "Isr": list(p.isr), "Replicas": list(p.replicas)} for p in image.topic_partitions(name)]}
+            for name in sorted(image.topics)]
+        return {"ErrorCode": errors.NONE, "Brokers": brokers, "Topics": topics,
+                "MetadataOffset": image.offset}
+
+    async def create_topics(self, body: dict) -> dict:
+        """CreateTopics: forwarded to the active controller; its answer is returned. When no
+        controller answers, every topic gets NOT_CONTROLLER (certainly not sent) or
+        REQUEST_TIMED_OUT (maybe sent)."""
+        topics = field(body, "Topics", list)
+        fwd = {k: v for k, v in body.items() if k != "ClusterId"}
+        try:
+            return await self.channel.request(api.CREATE_TOPICS, fwd, self.cfg.request_timeout_ms / 1000.0)
+        except ClientError as e:
+            code = errors.NOT_CONTROLLER if isinstance(e, DefiniteError) else errors.REQUEST_TIMED_OUT
+            names = [t.get("Name") for t in topics if isinstance(t, dict)]
+            return {"ErrorCode": errors.NONE, "Topics": [{"Name": n, "ErrorCode": code,
+                                                          "ErrorMessage": str(e)} for n in names]}

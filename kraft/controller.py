@@ -180,11 +180,9 @@ class ControllerService:
         (nothing appended) or REQUEST_TIMED_OUT (appended, commit unknown)."""
         node = self.node
         first = node.log.end_offset
+        self._pending_end = first + len(payloads)
         try:
-            for p in payloads[:-1]:
-                node.append_control(METADATA, p)
-            self._pending_end = node.log.end_offset + 1
-            await node.append_and_commit(payloads[-1], rtype=METADATA)
+            first, _ = await node.propose(METADATA, payloads)
         except Refused as e:
             if e.code == errors.NOT_LEADER_OR_FOLLOWER:
                 raise _not_controller("leadership lost") from None

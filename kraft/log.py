@@ -8,12 +8,12 @@ only those may count toward the high watermark.
 """
 from __future__ import annotations
 
-import bisect
 import logging
 import os
 from pathlib import Path
 
 from . import records as rec
+from .record_log import LogError, RecordLog
 from .records import Record
 from .segments import list_segments, segment_name
 from .durable import fsync_dir, make_dirs
@@ -24,40 +24,68 @@ log = logging.getLogger("kraft.log")
 DEFAULT_SEGMENT_BYTES = 1024 * 1024
 
 
-class LogError(RuntimeError):
-    """An illegal log operation, e.g. appending out of sequence, or writing to a log that
-    is not open (before :meth:`Log.open` or after :meth:`Log.close`)."""
-
-
 class Log:
-    """The log in ``<data dir>/log``.
+    """The log in ``<data dir>/log``: segment files, and the records in memory in
+    :attr:`index` (a :class:`kraft.record_log.RecordLog`, which a core may share).
 
-    ``fsync=False`` is the ``no-fsync`` unsafe switch (KAFKA-10533): writes
-    stay in a process buffer, written out only every so often, so a crash
-    loses records the leader had already counted as stored.
+    Two ways to write: :meth:`append` puts a record in the index and the files;
+    :meth:`write` puts records the index already holds (a core appended them) into
+    the files. :meth:`truncate_to` truncates both (the index only if it still holds
+    more). ``fsync=False`` is the ``no-fsync`` unsafe switch (KAFKA-10533): writes
+    stay in a process buffer, written out only every so often, so a crash loses
+    records the leader had already counted as stored.
     """
 
-    def __init__(self, log_dir: Path, segment_bytes: int = DEFAULT_SEGMENT_BYTES, fsync: bool = True):
+    def __init__(self, log_dir: Path, segment_bytes: int = DEFAULT_SEGMENT_BYTES, fsync: bool = True,
+                 index: RecordLog | None = None):
         self.dir = Path(log_dir)
         self.segment_bytes = segment_bytes
         self.fsync = fsync
-        self.records: list[Record] = []
-        self._pos: list[tuple[int, int]] = []          # per record: (segment index, byte position)
+        self.index = index if index is not None else RecordLog()
+        self._pos: list[tuple[int, int]] = []          # per record in the files: (segment index, byte position)
         self._segments: list[tuple[int, Path]] = []    # (base offset, path)
         self._fd: int | None = None
         self._active_size = 0
         self._buffer = bytearray()                      # no-fsync mode only
         self.flushed_end = 0
-        self._epochs: list[int] = []                   # epoch cache: epochs, ascending
-        self._epoch_starts: list[int] = []             # start offset of each epoch
         self.recovered_bytes = 0
-        #: Observers of the log's content (e.g. :class:`kraft.voter_set.VoterHistory`):
-        #: ``on_append(record)`` for every record loaded or appended, ``on_truncate(offset)``.
-        self.listeners: list = []
+
+    @property
+    def records(self) -> list[Record]:
+        """Every record, in offset order (the index's list)."""
+        return self.index.records
+
+    @property
+    def listeners(self) -> list:
+        """The index's listeners (see :class:`kraft.record_log.RecordLog`)."""
+        return self.index.listeners
+
+    @property
+    def end_offset(self) -> int:
+        """The log end offset (LEO): the offset the next record gets."""
+        return self.index.end_offset
+
+    @property
+    def last_epoch(self) -> int:
+        """Epoch of the last record, or 0 for an empty log."""
+        return self.index.last_epoch
+
+    def epoch_start(self, epoch: int) -> int | None:
+        """See :meth:`kraft.record_log.RecordLog.epoch_start`."""
+        return self.index.epoch_start(epoch)
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """See :meth:`kraft.record_log.RecordLog.end_offset_for_epoch`."""
+        return self.index.end_offset_for_epoch(epoch)
+
+    def read(self, start: int, end: int, max_records: int | None = None) -> list[Record]:
+        """Records with offsets in [start, end), at most ``max_records``."""
+        return self.index.read(start, end, max_records)
 
     # -- opening and recovery ------------------------------------------------
     def open(self) -> None:
-        """Load every segment, truncating a torn or corrupt tail (and any later segments).
+        """Load every segment into the (empty) index, truncating a torn or corrupt tail (and
+        any later segments).
 
         Sets :attr:`recovered_bytes` to the number of bytes cut. Raises OSError.
         """
@@ -71,7 +99,8 @@ class Log:
                 break
             found, valid = rec.scan(data, expected)
             for r, p in found:
-                self._remember(r, len(self._segments), p)
+                self.index.append(r)
+                self._pos.append((len(self._segments), p))
             self._segments.append((base, path))
             expected += len(found)
             if valid < len(data):
@@ -86,7 +115,7 @@ class Log:
             self._new_segment(0)
         else:
             self._open_active()
-        self.flushed_end = len(self.records)
+        self.flushed_end = len(self._pos)
 
     def _drop(self, segs: list[tuple[int, Path]], why: str) -> None:
         for _, p in segs:
@@ -125,67 +154,43 @@ class Log:
             os.close(self._fd)
             self._fd = None
 
-    def _remember(self, r: Record, seg: int, pos: int) -> None:
-        self.records.append(r)
-        self._pos.append((seg, pos))
-        if not self._epochs or r.epoch > self._epochs[-1]:
-            self._epochs.append(r.epoch)
-            self._epoch_starts.append(r.offset)
-        elif r.epoch < self._epochs[-1]:
-            raise LogError(f"record at offset {r.offset} has epoch {r.epoch} below {self._epochs[-1]}")
-        for listener in self.listeners:
-            listener.on_append(r)
-
-    # -- queries --------------------------------------------------------------
-    @property
-    def end_offset(self) -> int:
-        """The log end offset (LEO): the offset the next record gets."""
-        return len(self.records)
-
-    @property
-    def last_epoch(self) -> int:
-        """Epoch of the last record, or 0 for an empty log."""
-        return self.records[-1].epoch if self.records else 0
-
-    def epoch_start(self, epoch: int) -> int | None:
-        """First offset of ``epoch`` in this log, or None if it has no records."""
-        i = bisect.bisect_left(self._epochs, epoch)
-        return self._epoch_starts[i] if i < len(self._epochs) and self._epochs[i] == epoch else None
-
-    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """(e, end): the largest epoch e <= ``epoch`` in the log and its end offset.
-
-        The end offset is the first offset of the next higher epoch, or the
-        LEO. With no epoch <= ``epoch``, returns (0, 0). KIP-595, Fetch
-        validation (OffsetsForLeaderEpoch semantics).
-        """
-        i = bisect.bisect_right(self._epochs, epoch) - 1
-        if i < 0:
-            return 0, 0
-        end = self._epoch_starts[i + 1] if i + 1 < len(self._epochs) else self.end_offset
-        return self._epochs[i], end
-
-    def read(self, start: int, end: int, max_records: int | None = None) -> list[Record]:
-        """Records with offsets in [start, end), at most ``max_records``."""
-        start, end = max(0, start), min(end, self.end_offset)
-        if max_records is not None:
-            end = min(end, start + max_records)
-        return self.records[start:end] if start < end else []
-
     # -- writes ---------------------------------------------------------------
+    @property
+    def written_end(self) -> int:
+        """The end of what is in the files (or, under no-fsync, in the process buffer)."""
+        return len(self._pos)
+
     def append(self, r: Record) -> None:
-        """Append ``r`` at the LEO (not yet fsynced: call :meth:`flush`).
+        """Append ``r`` at the LEO, to the index and the files (not yet fsynced: call
+        :meth:`flush`).
 
         Raises LogError if ``r.offset`` != LEO, its epoch is below the last, or
-        the log is not open; the log is then unchanged.
+        the log is not open; the log is then unchanged. Raises ValueError for an
+        oversized payload (unchanged too).
         """
         self._require_open("append")
-        if r.offset != self.end_offset:
-            raise LogError(f"append at offset {r.offset}, log end offset is {self.end_offset}")
+        if r.offset != self.index.end_offset:
+            raise LogError(f"append at offset {r.offset}, log end offset is {self.index.end_offset}")
+        data = rec.encode(r)
+        self.index.append(r)
+        self._write_one(r, data)
+
+    def write(self, records: list[Record]) -> None:
+        """Write ``records`` (which the shared index already holds, at offsets from
+        :attr:`written_end` on) to the files; records already written are skipped.
+        Raises LogError if the log is not open or a record would leave a gap."""
+        self._require_open("write")
+        for r in records:
+            if r.offset < len(self._pos):
+                continue
+            if r.offset != len(self._pos):
+                raise LogError(f"write at offset {r.offset}, the files end at {len(self._pos)}")
+            self._write_one(r, rec.encode(r))
+
+    def _write_one(self, r: Record, data: bytes) -> None:
         if self._active_size >= self.segment_bytes:
             self._new_segment(r.offset)
-        data = rec.encode(r)
-        self._remember(r, len(self._segments) - 1, self._active_size)
+        self._pos.append((len(self._segments) - 1, self._active_size))
         self._active_size += len(data)
         if self.fsync:
             self._write(data)
@@ -203,32 +208,33 @@ class Log:
             self._buffer.clear()
 
     def flush(self) -> None:
-        """fsync what was appended; afterwards :attr:`flushed_end` == LEO.
+        """fsync what was written; afterwards :attr:`flushed_end` == :attr:`written_end`.
 
         In no-fsync mode this only marks the records as stored (the bug).
         Raises LogError if the log is not open.
         """
-        if self.flushed_end == self.end_offset:
+        if self.flushed_end == len(self._pos):
             return
         self._require_open("flush")
         if self.fsync:
             os.fsync(self._fd)
-        self.flushed_end = self.end_offset
+        self.flushed_end = len(self._pos)
 
     def write_out_buffer(self) -> None:
         """No-fsync mode: hand buffered records to the OS (called periodically)."""
         self._flush_buffer()
 
     def truncate_to(self, offset: int) -> int:
-        """Remove every record at ``offset`` and above; returns the number removed.
+        """Remove every record at ``offset`` and above, from the index (if it still holds
+        them) and the files; returns the number removed from the index.
 
         Files are truncated and later segments deleted, durably. Raises LogError
         if the log is not open.
         """
-        if offset >= self.end_offset:
-            return 0
+        if offset >= len(self._pos):
+            return self.index.truncate_to(offset)
         self._require_open("truncate")
-        removed = self.end_offset - offset
+        removed = self.index.truncate_to(offset)
         self._flush_buffer()
         seg, pos = self._pos[offset]
         for _, path in self._segments[seg + 1:]:
@@ -239,13 +245,7 @@ class Log:
             f.truncate(pos)
             os.fsync(f.fileno())
         fsync_dir(self.dir)
-        del self.records[offset:]
         del self._pos[offset:]
-        while self._epoch_starts and self._epoch_starts[-1] >= offset:
-            self._epochs.pop()
-            self._epoch_starts.pop()
         self._open_active()
         self.flushed_end = min(self.flushed_end, offset)
-        for listener in self.listeners:
-            listener.on_truncate(offset)
         return removed

@@ -1,32 +1,30 @@
-"""One partition replica on a broker: its log, its high watermark checkpoint, and the
-leader's bookkeeping while it leads (Kafka 0.8 replication design: ``startReplica``,
-``becomeLeader``'s state, ``on_ReplicaFetchRequest``'s high watermark and the commit
-thread answering produces).
+"""One partition replica's storage on a broker, over its pure state
+(:class:`kraft.replication.ReplicaState`): the log and the high watermark checkpoint.
 
 Storage (docs/data-plane.md, "Storage"): a :class:`kraft.log.Log` in
 ``<log.dir>/partitions/<topic>-<partition>/`` holding data records (epoch = the leader
 epoch, payload = the value), and ``replication-offset-checkpoint`` there with the high
 watermark, in Kafka's checkpoint format (``0``, ``1``, ``<topic> <partition> <hw>``).
 
-Records count toward the high watermark once flushed (:attr:`Log.flushed_end`); with
-``page_cache_ack`` (the unsafe switch) once written to the page cache (the log end
-offset), and the broker flushes every ``log.flush.interval.ms``.
+:meth:`PartitionReplica.apply` carries out the disk effects of the state (WriteLog,
+SyncLog, TruncateLog, CheckpointHighWatermark). Opened with a
+:class:`kraft.replication.BrokerCore`, the state is the core's (the broker adapter,
+kraft/broker.py, drives it); opened alone, the replica drives its own state, and
+:meth:`wait_produce` answers with asyncio futures (for tests and tools).
 """
 from __future__ import annotations
 
 import asyncio
-import logging
 from pathlib import Path
 
-from . import errors, isr as isr_rules, produce
 from .durable import make_dirs, write_atomic
+from .events import CheckpointHighWatermark, Reply, SyncDone, SyncLog, TruncateLog, WriteLog
 from .log import Log
-from .records import DATA, Record
+from .replication.replica import FOLLOWER, LEADER, NONE, ReplicaState
 
-log = logging.getLogger("kraft.partition")
-
+__all__ = ["CHECKPOINT", "FOLLOWER", "LEADER", "NONE", "PartitionReplica", "partition_dir", "read_checkpoint",
+           "write_checkpoint"]
 CHECKPOINT = "replication-offset-checkpoint"
-NONE, LEADER, FOLLOWER = "none", "leader", "follower"
 
 
 def partition_dir(data_dir: Path, topic: str, partition: int) -> Path:
@@ -50,40 +48,38 @@ def write_checkpoint(path: Path, topic: str, partition: int, hw: int) -> None:
 
 
 class PartitionReplica:
-    """A partition's replica on this broker.
-
-    ``role`` is NONE, LEADER or FOLLOWER; ``leader_id`` and ``leader_epoch`` the
-    leadership it follows (from the metadata image); ``hw`` the high watermark.
-    As leader: ``isr``, ``replicas``, ``partition_epoch``, ``min_insync``,
-    ``progress`` (follower id -> :class:`kraft.isr.FollowerProgress`),
-    ``epoch_start_offset`` and ``pending_isr`` (an AlterPartition in flight: the
-    proposed ISR, or None, since ``pending_since_ms``). ``generation`` goes up on every role change; tasks of an
-    older one stop.
-    """
+    """A partition's replica on broker ``broker_id``: ``log`` (the disk log) and ``state``
+    (the :class:`ReplicaState`, after :meth:`open`), whose fields read through (``hw``,
+    ``role``, ``isr``, ``pending_isr``, ...)."""
 
     def __init__(self, data_dir: Path, topic: str, partition: int, broker_id: int,
                  segment_bytes: int, page_cache_ack: bool = False, hw_below_min_isr: bool = False):
         self.topic, self.partition, self.broker_id = topic, partition, broker_id
+        self.key = (topic, partition)
         self.dir = partition_dir(data_dir, topic, partition)
         self.log = Log(self.dir, segment_bytes=segment_bytes, fsync=True)
-        self.page_cache_ack = page_cache_ack
-        self.hw_below_min_isr = hw_below_min_isr
-        self.hw = 0
-        self.role = NONE
-        self.leader_id, self.leader_epoch = -1, -1
-        self.isr: tuple[int, ...] = ()
-        self.replicas: tuple[int, ...] = ()
-        self.partition_epoch = -1
-        self.min_insync = 1
-        self.progress: dict[int, isr_rules.FollowerProgress] = {}
-        self.epoch_start_offset = 0
-        self.pending_isr: tuple[int, ...] | None = None
-        self.pending_since_ms = 0.0          # when pending_isr was proposed
-        self.alter_not_before_ms = 0.0       # after a refused AlterPartition: back off until
-        self.generation = 0
-        self._waiters: list[tuple[int, int, asyncio.Future]] = []   # (offset, acks, answer)
-        self._changed = asyncio.Event()
-        self._checkpointed = -1
+        self.page_cache_ack, self.hw_below_min_isr = page_cache_ack, hw_below_min_isr
+        self.state: ReplicaState | None = None
+        self._out: list = []
+        self._futures: dict[int, asyncio.Future] = {}
+        self._tokens = 0
+
+    def __getattr__(self, name: str):
+        """The state's fields and pure methods read through (``hw``, ``role``, ``isr``,
+        ``hw_isr()``, ``isr_proposal()``, ...)."""
+        state = self.__dict__.get("state")
+        if state is None:
+            raise AttributeError(name)
+        return getattr(state, name)
+
+    @property
+    def pending_isr(self):
+        """The ISR proposed with AlterPartition and not yet in the image, or None."""
+        return self.state.pending_isr
+
+    @pending_isr.setter
+    def pending_isr(self, value) -> None:
+        self.state.pending_isr = value
 
     @property
     def name(self) -> str:
@@ -91,186 +87,107 @@ class PartitionReplica:
         return f"{self.topic}-{self.partition}"
 
     # -- storage ------------------------------------------------------------------
-    def open(self) -> None:
+    def open(self, core=None) -> ReplicaState:
         """startReplica: create the directory, open the log (cutting a torn tail), read the
-        high watermark checkpoint (capped at the log end offset). Raises OSError."""
+        high watermark checkpoint (capped at the log end offset); the state is ``core``'s
+        (a BrokerCore) when given. Raises OSError."""
         make_dirs(self.dir)
         self.log.open()
-        self.hw = min(read_checkpoint(self.dir / CHECKPOINT), self.log.end_offset)
-        self._checkpointed = self.hw
+        hw = read_checkpoint(self.dir / CHECKPOINT)
+        if core is not None:
+            self.state = core.add_partition(self.key, self.log.index, hw)
+        else:
+            self.state = ReplicaState(self.key, self.broker_id, self.log.index, hw, self._out,
+                                      page_cache_ack=self.page_cache_ack, hw_below_min_isr=self.hw_below_min_isr)
+        return self.state
 
-    def checkpoint(self) -> None:
-        """Write the high watermark checkpoint if it changed. Raises OSError."""
-        if self.hw != self._checkpointed:
-            write_checkpoint(self.dir / CHECKPOINT, self.topic, self.partition, self.hw)
-            self._checkpointed = self.hw
+    def apply(self, e) -> list:
+        """Carry out the disk effect ``e`` on this replica; returns the events it gives back
+        (SyncDone)."""
+        t = type(e)
+        if t is WriteLog:
+            self.log.write(e.records)
+        elif t is SyncLog:
+            self.log.flush()
+            return [SyncDone(e.end, self.key)]
+        elif t is TruncateLog:
+            self.log.truncate_to(e.offset)
+        elif t is CheckpointHighWatermark:
+            write_checkpoint(self.dir / CHECKPOINT, self.topic, self.partition, e.hw)
+        return []
 
     def close(self) -> None:
-        """Answer waiting produces, flush, checkpoint and close the log."""
-        self._fail_waiters("broker shutting down")
-        self.generation += 1
+        """Flush, checkpoint and close the log (waiting produces of a replica driving its own
+        state get REQUEST_TIMED_OUT)."""
+        st = self.state
+        if st.out is self._out:
+            self._do(st.fail_waiters, "broker shutting down")
+        st.generation += 1
         try:
             self.log.flush()
-            self.checkpoint()
+            if st.hw != st.checkpointed:
+                write_checkpoint(self.dir / CHECKPOINT, self.topic, self.partition, st.hw)
+                st.checkpointed = st.hw
         finally:
             self.log.close()
 
-    @property
-    def counted_end(self) -> int:
-        """The end of the local log as it counts toward the high watermark: the flushed
-        end, or under page-cache-ack the log end offset."""
-        return self.log.end_offset if self.page_cache_ack else self.log.flushed_end
+    # -- driving its own state (tests, tools) ------------------------------------------
+    def _run(self) -> None:
+        while self._out:
+            e = self._out.pop(0)
+            if type(e) is Reply:
+                fut = self._futures.pop(e.token, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(e.msg.error_code)
+            else:
+                for ev in self.apply(e):
+                    self.state.synced(ev.end)
+
+    def _do(self, fn, *args):
+        result = fn(*args)
+        self._run()
+        return result
+
+    def checkpoint(self) -> None:
+        """Write the high watermark checkpoint if it changed. Raises OSError."""
+        self._do(self.state.checkpoint)
 
     def truncate_to(self, offset: int) -> int:
-        """Truncate the log to ``offset`` (a follower's); the high watermark is capped at
-        the new end. Returns the number of records removed."""
-        removed = self.log.truncate_to(offset)
-        self.hw = min(self.hw, self.log.end_offset)
-        if removed:
-            log.info("%s: truncated %d records to offset %d", self.name, removed, offset)
-        return removed
+        """Truncate the log to ``offset``; returns the number of records removed."""
+        return self._do(self.state.truncate_to, offset)
 
-    def changed(self) -> asyncio.Event:
-        """An event set at the next change of the log end, the high watermark or the role."""
-        return self._changed
+    def become_leader(self, *args, **kw) -> None:
+        """See :meth:`ReplicaState.become_leader`."""
+        self._do(lambda: self.state.become_leader(*args, **kw))
 
-    def notify(self) -> None:
-        """Wake whoever waits on :meth:`changed`."""
-        self._changed.set()
-        self._changed = asyncio.Event()
-
-    # -- role changes (Kafka 0.8: becomeLeader / becomeFollower) ---------------------
-    def become_leader(self, leader_epoch: int, partition_epoch: int, isr, replicas, min_insync: int,
-                      now_ms: float) -> None:
-        """Lead ``leader_epoch``: keep the log, track every follower from scratch (ISR
-        members count as caught up now), and take writes."""
-        self._fail_waiters("leadership changed")
-        self.generation += 1
-        self.role, self.leader_id, self.leader_epoch = LEADER, self.broker_id, leader_epoch
-        self.replicas, self.partition_epoch, self.min_insync = tuple(replicas), partition_epoch, min_insync
-        self.isr = tuple(isr)
-        self.progress = isr_rules.fresh_progress([r for r in self.replicas if r != self.broker_id],
-                                                 self.isr, now_ms)
-        self.epoch_start_offset = self.log.end_offset
-        self.pending_isr = None
-        self.notify()
-        log.info("%s: leader in epoch %d, isr %s, log end offset %d, hw %d", self.name, leader_epoch,
-                 list(self.isr), self.log.end_offset, self.hw)
-
-    def update_leader_state(self, partition_epoch: int, isr, replicas, min_insync: int) -> None:
-        """A new partition epoch in the leader's own leader epoch (an ISR change committed):
-        take the ISR from the image; the high watermark may now advance."""
-        self.partition_epoch, self.isr, self.replicas = partition_epoch, tuple(isr), tuple(replicas)
-        self.min_insync = min_insync
-        self.pending_isr = None
-        self.update_hw()
-        self.complete_waiters()
+    def update_leader_state(self, *args) -> None:
+        """See :meth:`ReplicaState.update_leader_state`."""
+        self._do(self.state.update_leader_state, *args)
 
     def become_follower(self, leader_id: int, leader_epoch: int) -> None:
-        """Follow ``leader_id`` in ``leader_epoch`` (the caller starts the fetcher, which
-        truncates first). Produces still waiting get REQUEST_TIMED_OUT (indefinite: the
-        record is in the log, and may be committed or truncated)."""
-        self._fail_waiters("leadership changed")
-        self.generation += 1
-        self.role, self.leader_id, self.leader_epoch = FOLLOWER, leader_id, leader_epoch
-        self.progress, self.pending_isr = {}, None
-        self.notify()
-        log.info("%s: follower of %d in epoch %d, log end offset %d, hw %d", self.name, leader_id,
-                 leader_epoch, self.log.end_offset, self.hw)
+        """See :meth:`ReplicaState.become_follower`."""
+        self._do(self.state.become_follower, leader_id, leader_epoch)
 
     def become_offline(self, leader_epoch: int) -> None:
-        """No leader (or not a replica any more): neither lead nor fetch."""
-        self._fail_waiters("partition offline")
-        self.generation += 1
-        self.role, self.leader_id, self.leader_epoch = NONE, -1, leader_epoch
-        self.progress, self.pending_isr = {}, None
-        self.notify()
+        """See :meth:`ReplicaState.become_offline`."""
+        self._do(self.state.become_offline, leader_epoch)
 
-    # -- the leader ------------------------------------------------------------------
     def append(self, value) -> int:
-        """Append ``value`` as a data record of the leader epoch; returns its offset. The
-        caller flushes (soon, batched) unless page-cache-ack."""
-        offset = self.log.end_offset
-        self.log.append(Record(offset, self.leader_epoch, DATA, value))
-        self.notify()
-        if self.page_cache_ack:
-            self.update_hw()
-            self.complete_waiters()
-        return offset
+        """Append ``value`` as a data record of the leader epoch (written, not fsynced)."""
+        return self._do(self.state.append, value)
 
     def after_flush(self) -> None:
-        """The log was flushed: the leader's counted end moved; advance what follows."""
-        if self.role == LEADER:
-            self.update_hw()
-            self.complete_waiters()
-
-    def hw_isr(self) -> tuple[int, ...]:
-        """The ISR the high watermark is computed over: the committed ISR plus any member an
-        expansion in flight would add (Kafka's maximal ISR, KIP-497: a replica the
-        controller may already count as in sync must have everything below the high
-        watermark)."""
-        if self.pending_isr is None:
-            return self.isr
-        return self.isr + tuple(r for r in self.pending_isr if r not in self.isr)
-
-    def update_hw(self) -> bool:
-        """Recompute the leader's high watermark (never backwards); True if it advanced."""
-        new = isr_rules.high_watermark(self.hw, self.broker_id, self.counted_end, self.hw_isr(),
-                                       self.progress,
-                                       1 if self.hw_below_min_isr else self.min_insync)
-        if new > self.hw:
-            self.hw = new
-            self.notify()
-            return True
-        return False
+        """The log was flushed (:meth:`Log.flush`): the leader's counted end moved."""
+        self._do(self.state.synced, self.log.flushed_end)
 
     def on_replica_fetch(self, replica_id: int, fetch_offset: int, now_ms: float) -> None:
-        """A follower fetched from ``fetch_offset``: that is its log end offset (0.8's
-        ``on_ReplicaFetchRequest``). Advances the high watermark and answers produces."""
-        p = self.progress.setdefault(replica_id, isr_rules.FollowerProgress())
-        p.on_fetch(fetch_offset, self.log.end_offset, now_ms)
-        if self.update_hw():
-            self.complete_waiters()
-
-    def isr_proposal(self, now_ms: float, lag_max_ms: int) -> tuple[int, ...] | None:
-        """The ISR to propose with AlterPartition, or None: followers out of sync for
-        ``lag_max_ms`` leave it, replicas caught up to the high watermark join it. None
-        while a proposal is in flight or there is no change."""
-        if self.role != LEADER or self.pending_isr is not None or now_ms < self.alter_not_before_ms:
-            return None
-        out = isr_rules.shrink_candidates(self.broker_id, self.isr, self.progress, now_ms, lag_max_ms)
-        add = isr_rules.expand_candidates(self.broker_id, self.replicas, self.isr, self.progress,
-                                          self.hw, self.epoch_start_offset)
-        if not out and not add:
-            return None
-        return tuple(isr_rules.proposed_isr(self.replicas, self.isr, out, add))
+        """See :meth:`ReplicaState.on_replica_fetch`."""
+        self._do(self.state.on_replica_fetch, replica_id, fetch_offset, now_ms)
 
     def wait_produce(self, offset: int, acks: int) -> asyncio.Future:
         """A future answered with the Produce error code for the record at ``offset``
         (kraft/produce.py ``outcome``)."""
-        fut = asyncio.get_running_loop().create_future()
-        self._waiters.append((offset, acks, fut))
-        self.complete_waiters()
+        self._tokens += 1
+        fut = self._futures[self._tokens] = asyncio.get_running_loop().create_future()
+        self._do(self.state.wait_produce, self._tokens, offset, acks)
         return fut
-
-    def complete_waiters(self) -> None:
-        """Answer every waiting produce whose outcome is now known."""
-        keep = []
-        for offset, acks, fut in self._waiters:
-            if fut.done():
-                continue
-            code = produce.outcome(acks, offset, self.counted_end, self.hw, len(self.isr), self.min_insync)
-            if code is None:
-                keep.append((offset, acks, fut))
-            else:
-                fut.set_result(code)
-        self._waiters = keep
-
-    def _fail_waiters(self, why: str) -> None:
-        for _, _, fut in self._waiters:
-            if not fut.done():
-                fut.set_result(errors.REQUEST_TIMED_OUT)
-        if self._waiters:
-            log.info("%s: %d produces left unanswered (%s): REQUEST_TIMED_OUT", self.name,
-                     len(self._waiters), why)
-        self._waiters = []

@@ -5,28 +5,17 @@ temp file, fsync, rename, directory fsync.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
 from .durable import write_atomic
+from .states import ElectionState  # noqa: F401 - re-exported (tests, logreader)
 
 FILE = "quorum-state"
 
 
 class QuorumStateError(RuntimeError):
     """quorum-state exists but cannot be parsed."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ElectionState:
-    """What survives a restart: ``epoch``, ``leader_id`` (-1 if unknown),
-    ``voted_id`` (-1 if none) and ``voted_directory_id`` (str or None)."""
-
-    epoch: int = 0
-    leader_id: int = -1
-    voted_id: int = -1
-    voted_directory_id: str | None = None
 
 
 def write_state(data_dir: Path, st: ElectionState) -> None:

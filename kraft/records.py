@@ -64,6 +64,14 @@ class Record:
         return cls(item[0], item[1], item[2], item[3])
 
 
+def check_payload(payload: object) -> None:
+    """Raises ValueError if ``payload`` encodes to more than MAX_PAYLOAD_BYTES (what
+    :func:`encode` would refuse)."""
+    n = len(json.dumps(payload, separators=(",", ":")).encode())
+    if n > MAX_PAYLOAD_BYTES:
+        raise ValueError(f"record payload of {n} bytes exceeds {MAX_PAYLOAD_BYTES}")
+
+
 def encode(rec: Record) -> bytes:
     """Encode ``rec`` for disk. Raises ValueError if the payload exceeds MAX_PAYLOAD_BYTES."""
     payload = json.dumps(rec.payload, separators=(",", ":")).encode()

@@ -12,13 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from . import api, errors, wire
+import functools
+
+from . import errors, wire
 from .broker import BrokerService
 from .controller import ControllerService
-from .kv_service import KvService
-from .log_service import LogService
-from .membership import MembershipService
-from .observer import leader_endpoints
+from .quorum_codec import DECODERS
 from .raft import InvalidRequest, RaftNode
 
 log = logging.getLogger("kraft.server")
@@ -32,21 +31,8 @@ class Server:
         self._server: asyncio.base_events.Server | None = None
         self._conns: set[asyncio.Task] = set()
         self._closed = False
-        kv, logs, members = KvService(node), LogService(node), MembershipService(node)
-        self._handlers = {
-            api.FETCH: node.handle_fetch,
-            api.VOTE: node.handle_vote,
-            api.BEGIN_QUORUM_EPOCH: node.handle_begin_quorum_epoch,
-            api.END_QUORUM_EPOCH: node.handle_end_quorum_epoch,
-            api.DESCRIBE_QUORUM: self._describe_quorum,
-            api.APPEND: logs.handle_append,
-            api.READ: logs.handle_read,
-            api.ADD_RAFT_VOTER: members.handle_add_voter,
-            api.REMOVE_RAFT_VOTER: members.handle_remove_voter,
-            api.UPDATE_RAFT_VOTER: members.handle_update_voter,
-            api.KV_WRITE: kv.handle_write,
-            api.KV_GET: kv.handle_get,
-        }
+        # The quorum's RPCs and client API (kraft/quorum_codec.py), served by the node's core.
+        self._handlers = {key: functools.partial(node.request, key) for key in DECODERS}
         # Data plane, controller role (kraft/controller.py): the active controller's RPCs.
         self.controller = ControllerService(node) if node.cfg.process_roles == "controller" else None
         if self.controller is not None:
@@ -55,9 +41,6 @@ class Server:
         self.broker = BrokerService(node) if node.cfg.process_roles == "broker" else None
         if self.broker is not None:
             self._handlers.update(self.broker.handlers())
-
-    async def _describe_quorum(self, body: dict) -> dict:
-        return self.node.describe_quorum()
 
     async def start(self) -> None:
         """Bind and listen. Raises OSError if the address is unavailable."""
@@ -128,5 +111,5 @@ class Server:
         out.setdefault("LeaderId", self.node.leader_id)
         out.setdefault("LeaderEpoch", self.node.epoch)
         if self.node.voter_history.kraft_version > 0 or self.node.cfg.bootstrap_servers:
-            out.setdefault("NodeEndpoints", leader_endpoints(self.node))    # KIP-853: the leader's address
+            out.setdefault("NodeEndpoints", self.node.leader_endpoints())    # KIP-853: the leader's address
         return {"CorrelationId": cid, "Body": out}

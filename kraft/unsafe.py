@@ -1,8 +1,14 @@
 """Off switches for safety mechanisms (``unsafe=`` in the node config, ``--unsafe`` in the harness).
 
 Each brings back a known bug so the harness can show it catches it. Never
-use them outside tests.
+use them outside tests. The cores (kraft/quorum/, kraft/replication/) consult one
+:class:`Unsafe` policy object by attribute (``policy.no_fsync``), built once from the
+switch set with :meth:`Unsafe.of`.
 """
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable
 
 SWITCHES = {
     "no-fsync": "records count toward the high watermark before they are on disk (KAFKA-10533)",
@@ -55,3 +61,46 @@ def parse(text: str) -> frozenset[str]:
     if bad:
         raise ValueError(f"unknown unsafe switch {', '.join(bad)}: choose from {', '.join(sorted(SWITCHES))}")
     return names
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Unsafe:
+    """The unsafe policy the cores consult: one boolean per switch of :data:`SWITCHES`, named
+    as the switch with ``_`` for ``-`` (``no-fsync`` -> :attr:`no_fsync`). All False (the
+    default) is the correct build. Build one with :meth:`of`."""
+
+    no_fsync: bool = False
+    early_high_watermark: bool = False
+    leader_restart: bool = False
+    forget_vote: bool = False
+    no_read_index: bool = False
+    no_check_quorum: bool = False
+    no_pre_vote: bool = False
+    vote_after_failed_prevote: bool = False
+    vote_ignores_offset: bool = False
+    commit_minority: bool = False
+    ack_before_commit: bool = False
+    lease_read: bool = False
+    hw_below_min_isr: bool = False
+    no_fetch_validation: bool = False
+    truncate_to_hw: bool = False
+    page_cache_ack: bool = False
+
+    @classmethod
+    def of(cls, switches: Iterable[str] = ()) -> "Unsafe":
+        """The policy with ``switches`` (names of :data:`SWITCHES`) on; raises ValueError
+        naming an unknown one."""
+        names = frozenset(switches)
+        bad = sorted(names - SWITCHES.keys())
+        if bad:
+            raise ValueError(f"unknown unsafe switch {', '.join(bad)}: choose from {', '.join(sorted(SWITCHES))}")
+        return cls(**{n.replace("-", "_"): True for n in names})
+
+    @property
+    def switches(self) -> frozenset[str]:
+        """The names of the switches that are on."""
+        return frozenset(f.name.replace("_", "-") for f in dataclasses.fields(self) if getattr(self, f.name))
+
+
+#: The correct build: every safety mechanism on.
+SAFE = Unsafe()

@@ -71,6 +71,7 @@ class VoterSet:
         if len(set(ids)) != len(ids):
             raise ValueError(f"duplicate voter id in {ids}")
         object.__setattr__(self, "voters", tuple(sorted(self.voters, key=lambda v: v.id)))
+        object.__setattr__(self, "_by_id", {v.id: v for v in self.voters})     # not a field: a lookup
 
     def __len__(self) -> int:
         return len(self.voters)
@@ -87,7 +88,7 @@ class VoterSet:
 
     def get(self, node_id: int) -> VoterNode | None:
         """The voter with ``node_id``, or None."""
-        return next((v for v in self.voters if v.id == node_id), None)
+        return self._by_id.get(node_id)
 
     def is_voter(self, key: ReplicaKey) -> bool:
         """True iff ``key`` is a voter (a voter without directory id matches any)."""

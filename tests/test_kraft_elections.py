@@ -18,8 +18,7 @@ async def isolate_then_rejoin(tmp_path, **overrides):
     lone = next(r for r in nodes if r is not leader)
     before = leader.node.epoch
     states = []
-    set_kind = lone.node._set_kind
-    lone.node._set_kind = lambda kind: (states.append(kind.value), set_kind(kind))
+    lone.node.state_listeners.append(lambda change: states.append(change.kind.value))
     part.isolate(lone.node.id, [r.node.id for r in nodes if r is not lone])
     await asyncio.sleep(3.0)                         # fetch timeout is 300 ms
     cut_off_epoch = lone.node.epoch

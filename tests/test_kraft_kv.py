@@ -158,12 +158,12 @@ def test_replay_of_the_log_on_disk_rebuilds_the_same_state(tmp_path):
 async def node(cfg, kind, epoch=1, leader=1, payloads=()):
     n = RaftNode(cfg, read_meta(cfg.data_dir))
     await n.start()
-    n._persist(ElectionState(epoch, leader, leader))
+    n.core._persist(ElectionState(epoch, leader, leader))
     if kind is StateKind.LEADER:
-        n._votes_granted = {1, 2}
+        n.core.votes_granted = {1, 2}
         n.become_leader()
     else:
-        n.kind = kind
+        n.core.kind = kind
     return n
 
 
@@ -175,10 +175,10 @@ def test_a_follower_applies_only_what_the_leader_says_is_committed(tmp_path):
         recs = [r.to_wire() for r in records(put_command("a", 1), put_command("a", 2),
                                              cas_command("a", 2, 3))]
         base = {"ErrorCode": 0, "LeaderId": 1, "LeaderEpoch": 1, "LogStartOffset": 0}
-        assert f._handle_fetch_response({**base, "HighWatermark": 2, "Records": recs})
+        assert f.apply_fetch_response({**base, "HighWatermark": 2, "Records": recs})
         assert f.log.end_offset == 4 and f.hw == 2
         assert f.kv.applied == 2 and f.kv.get("a") == 1
-        assert f._handle_fetch_response({**base, "HighWatermark": 4, "Records": []})
+        assert f.apply_fetch_response({**base, "HighWatermark": 4, "Records": []})
         assert f.kv.applied == 4 and f.kv.get("a") == 3
         await f.close()
 
@@ -267,7 +267,7 @@ def test_a_non_leader_refuses_writes_and_gets_unless_read_index_is_off(tmp_path)
         unsafe_cfg = dataclasses.replace(cfgs[2], unsafe=frozenset({"no-read-index"}))
         g = await node(unsafe_cfg, StateKind.FOLLOWER)
         recs = [r.to_wire() for r in records(put_command("a", 1))]
-        g._handle_fetch_response({"ErrorCode": 0, "LeaderId": 1, "LeaderEpoch": 1,
+        g.apply_fetch_response({"ErrorCode": 0, "LeaderId": 1, "LeaderEpoch": 1,
                                   "HighWatermark": 2, "Records": recs})
         assert await KvService(g).handle_get({"Key": "a"}) == {"ErrorCode": 0, "Value": 1,
                                                                "AppliedOffset": 2}

@@ -61,22 +61,22 @@ def test_leader_answers_diverging_epoch_and_follower_truncates(tmp_path):
     async def run():
         # leader log: epochs 1 1 1 3 3 (offsets 0..4), now leading epoch 4
         leader = await started(leader_cfg, [1, 1, 1, 3, 3], ElectionState(3, -1, 1))
-        leader._persist(ElectionState(4, -1, 1))
-        leader._votes_granted = {1, 2}
+        leader.core._persist(ElectionState(4, -1, 1))
+        leader.core.votes_granted = {1, 2}
         leader.become_leader()                       # LeaderChange at offset 5, epoch 4
         # follower log: 1 1 1 2 2 2 (it led epoch 2 alone; never committed)
         follower = await started(follower_cfg, [1, 1, 1, 2, 2, 2], ElectionState(4, 1, 1))
-        follower.kind = StateKind.FOLLOWER
+        follower.core.kind = StateKind.FOLLOWER
         r = await leader.handle_fetch(fetch(6, 2, 4))
         assert r["DivergingEpoch"] == {"Epoch": 1, "EndOffset": 3}
         assert r["Records"] == []
-        assert follower._handle_fetch_response({**r, "LeaderId": 1, "LeaderEpoch": 4})
+        assert follower.apply_fetch_response({**r, "LeaderId": 1, "LeaderEpoch": 4})
         assert follower.log.end_offset == 3 and follower.log.last_epoch == 1
         # the next fetch is consistent and gets the leader's records
         r = await leader.handle_fetch(fetch(3, 1, 4))
         assert "DivergingEpoch" not in r
         assert [rec[1] for rec in r["Records"]] == [3, 3, 4]
-        follower._handle_fetch_response({**r, "LeaderId": 1, "LeaderEpoch": 4})
+        follower.apply_fetch_response({**r, "LeaderId": 1, "LeaderEpoch": 4})
         assert [x.epoch for x in follower.log.records] == [1, 1, 1, 3, 3, 4]
         # a fetch past the end of a matching epoch also diverges
         r = await leader.handle_fetch(fetch(5, 3, 4, rid=3))
@@ -94,10 +94,10 @@ def test_truncation_below_the_high_watermark_is_fatal(tmp_path):
 
     async def run():
         f = await started(cfg, [1, 1, 1, 2], ElectionState(3, 1, -1))
-        f.kind = StateKind.FOLLOWER
-        f.hw = 4
+        f.core.kind = StateKind.FOLLOWER
+        f.core.hw = 4
         with pytest.raises(FatalError):
-            f._truncate_diverging(1, 2)
+            f.core._truncate_diverging(1, 2)
         assert f.log.end_offset == 4
         await f.close()
 
@@ -109,12 +109,12 @@ def test_leader_high_watermark_follows_majority_fetches(tmp_path):
 
     async def run():
         leader = await started(cfgs[0], [1, 1], ElectionState(1, -1, 1))
-        leader._persist(ElectionState(2, -1, 1))
-        leader._votes_granted = {1, 2, 3}
+        leader.core._persist(ElectionState(2, -1, 1))
+        leader.core.votes_granted = {1, 2, 3}
         leader.become_leader()                 # LeaderChange at offset 2
         for v in range(3):
             leader.log.append(Record(leader.log.end_offset, 2, DATA, v))
-        leader._flush_now()
+        leader.flush_now()
         assert leader.log.end_offset == 6 and leader.hw == 0
         await leader.handle_fetch(fetch(2, 1, 2, rid=2))
         await leader.handle_fetch(fetch(2, 1, 2, rid=3))
@@ -137,8 +137,8 @@ def test_a_fetch_response_holds_at_most_fetch_max_records(tmp_path):
 
     async def run():
         leader = await started(cfgs[0], [1, 1, 1, 1, 1], ElectionState(1, -1, 1))
-        leader._persist(ElectionState(2, -1, 1))
-        leader._votes_granted = {1, 2}
+        leader.core._persist(ElectionState(2, -1, 1))
+        leader.core.votes_granted = {1, 2}
         leader.become_leader()                 # LeaderChange at offset 5
         got, offset = [], 0
         while offset < leader.log.end_offset:

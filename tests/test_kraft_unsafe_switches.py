@@ -53,8 +53,8 @@ def _leader_cfg(root, *switches):
 async def _leader(cfg, epochs=(1, 1)):
     """A leader of epoch 2 over a log of ``epochs``, with its LeaderChange appended."""
     leader = await started(cfg, list(epochs), ElectionState(1, -1, 1))
-    leader._persist(ElectionState(2, -1, 1))
-    leader._votes_granted = {1, 2, 3}
+    leader.core._persist(ElectionState(2, -1, 1))
+    leader.core.votes_granted = {1, 2, 3}
     leader.become_leader()
     return leader
 
@@ -93,7 +93,7 @@ def test_lease_read_answers_without_a_majority_round(tmp_path):
 
     async def run(c):
         leader = await _leader(c)
-        leader.hw = 3                                       # as if the LeaderChange had committed
+        leader.core.hw = 3                                       # as if the LeaderChange had committed
         try:
             return await leader.read_index(timeout_s=0.2)
         except Exception as e:                              # noqa: BLE001 - the correct outcome
