@@ -7,10 +7,12 @@ voter keys still alive in the leader's DescribeQuorum; a fault aimed at the lead
 whoever leads. Under overlapping faults a leader comes and goes (a default run has one in
 about a fifth of its seconds), so such a fault waits for one in two places:
 
-* the schedule (nemesis/schedule.py, :func:`leader_gate`): before the start op, without
+* the schedule (nemesis/windows.py, :class:`LeaderGate`): before the start op, without
   holding the nemesis thread (a generator's wait), until the quorum monitor's view names a
-  leader, at most :data:`SCHEDULE_WAIT_S`; the start's value then says how long it waited
-  (``leader_wait``: ``{"waited_s", "leader": bool, "schedule_s"}``);
+  leader (for a fault that strikes the leader: the same one for :data:`SETTLE_S`, so a new
+  leader is not felled by every leader-aimed fault at once before the voter changes that
+  waited for it), at most :data:`SCHEDULE_WAIT_S`; the start's value then says how long it
+  waited (``leader_wait``: ``{"waited_s", "leader": bool, "schedule_s"}``);
 * the nemesis controller (:func:`await_leader`, :func:`leader_voter_state`): when the fault
   starts, polling the controller's ``find_leader`` (the monitor's fresh view, else a
   DescribeQuorum probe), at most :data:`CONTROLLER_WAIT_S`; this blocks the nemesis thread,
@@ -30,8 +32,12 @@ from generator import Context, Generator, Wait
 
 #: s the schedule waits for the monitor to show a leader before a fault that needs one
 SCHEDULE_WAIT_S = 30.0
+#: s a leader must have led (in the monitor's view, while the schedule waited) before a
+#: fault aimed at it strikes: when a leader comes, the voter changes and wipes that waited
+#: for one go first, instead of every leader-aimed fault felling it at once
+SETTLE_S = 2.0
 #: s the controller waits for a leader when the fault starts (blocking the nemesis thread)
-CONTROLLER_WAIT_S = 5.0
+CONTROLLER_WAIT_S = 3.0
 #: s between the controller's looks for a leader
 POLL_S = 0.25
 
@@ -43,6 +49,11 @@ LEADER_KINDS = {
 }
 
 
+def aims_at_leader(family: str, kind: str) -> bool:
+    """Whether a ``family`` fault of ``kind`` strikes the leader (:data:`LEADER_KINDS`)."""
+    return kind in LEADER_KINDS.get(family, ())
+
+
 def needs_leader(family: str, kind: str, voter_changes: bool = False) -> bool:
     """Whether a ``family`` fault of ``kind`` needs a leader: every ``membership`` fault, the
     leader-aimed kinds (:data:`LEADER_KINDS`), and with ``voter_changes`` (kraft.version 1)
@@ -52,7 +63,7 @@ def needs_leader(family: str, kind: str, voter_changes: bool = False) -> bool:
         return False
     if family == "membership" or (family == "wipe" and voter_changes):
         return True
-    return kind in LEADER_KINDS.get(family, ())
+    return aims_at_leader(family, kind)
 
 
 @dataclasses.dataclass
@@ -125,16 +136,18 @@ def leader_voter_state(db, find_leader: Callable[[], str | None] | None, bound_s
 
 class LeaderGate(Generator):
     """The schedule's wait: nothing until ``ctx.view`` names a leader (polled every
-    ``poll_s``) or ``bound_s`` s have passed; then done. :attr:`waited` says what it found,
-    for the start op that follows (:func:`tag`). With no view at all (no quorum monitor) it
-    is done at once and :attr:`waited` stays None."""
+    ``poll_s``), the same one for ``settle_s`` s when that is > 0, or ``bound_s`` s have
+    passed; then done. :attr:`waited` says what it found, for the start op that follows
+    (:func:`tag`). With no view at all (no quorum monitor) it is done at once and
+    :attr:`waited` stays None."""
 
-    def __init__(self, bound_s: float = SCHEDULE_WAIT_S, poll_s: float = 0.05):
-        self.bound_s, self.poll_s = bound_s, poll_s
+    def __init__(self, bound_s: float = SCHEDULE_WAIT_S, poll_s: float = 0.05, settle_s: float = 0.0):
+        self.bound_s, self.poll_s, self.settle_s = bound_s, poll_s, settle_s
         self._start: float | None = None
         self.waited: Waited | None = None
         self.done = False
         self._looks = 0
+        self._seen: tuple[str | None, float] = (None, 0.0)      # (leader, seen since)
 
     def op(self, ctx: Context) -> dict | Wait | None:
         if self.done or ctx.view is None:
@@ -144,9 +157,12 @@ class LeaderGate(Generator):
             self._start = ctx.time
         self._looks += 1
         leader = getattr(ctx.view, "leader", None)
+        if leader != self._seen[0]:
+            self._seen = (leader, ctx.time)
+        settled = leader is not None and ctx.time - self._seen[1] >= self.settle_s
         waited = ctx.time - self._start
-        if leader is not None or waited >= self.bound_s:
-            self.waited, self.done = Waited(leader, waited, self._looks), True
+        if settled or waited >= self.bound_s:
+            self.waited, self.done = Waited(leader if settled else None, waited, self._looks), True
             return None
         return Wait(min(self._start + self.bound_s, ctx.time + self.poll_s))
 

@@ -13,7 +13,8 @@ Kinds:
   once the observer has caught up (its LogEndOffset reached the leader's high watermark),
   AddRaftVoter of the new one; the stop does nothing;
 * ``nodes``: explicit ``targets`` and the param ``action``: ``remove`` (the stop adds them
-  back), ``add`` or ``replace`` (the stop does nothing).
+  back), ``add`` or ``replace`` (the stop does nothing; the param ``directory_ids``,
+  ``{node: the new directory id a wipe gave it}``, skips a node already a voter under it).
 
 Never more than a minority of the original voters is out at once: a removal that would
 leave fewer than a majority of ``len(nodes)`` voters is skipped and the reason recorded.
@@ -106,6 +107,13 @@ class Membership:
 
     # -- helpers --------------------------------------------------------------------
     def _state(self) -> dict | None:
+        if self.find_leader is not None:      # cheap: no leader now, no DescribeQuorum rounds
+            try:
+                leader = self.find_leader()
+            except Exception:  # noqa: BLE001 - none now
+                leader = None
+            if leader is None:
+                return None
         try:
             return self.db.voter_state()
         except Exception as err:  # noqa: BLE001 - no leader now: recorded by the caller
@@ -163,10 +171,15 @@ class Membership:
     def _add(self, node: str) -> dict:
         """Add ``node`` back once it fetches as an observer within reach of the high
         watermark; retries answers that may mean "not caught up" (REQUEST_TIMED_OUT) until
-        ``catch_up_s`` has passed."""
+        ``catch_up_s`` has passed, or ``leader_wait_s`` with no leader at all."""
         nid, deadline, attempts, last = self.db.node_id(node), self.clock() + self.catch_up_s, 0, None
+        leaderless_since = None
         while True:
             state = self._state()
+            now = self.clock()
+            leaderless_since = (leaderless_since if leaderless_since is not None else now) if state is None else None
+            if leaderless_since is not None and now - leaderless_since >= self.leader_wait_s and last is None:
+                return {"op": "add", "node": node, "skipped": f"no leader within {self.leader_wait_s:g} s"}
             obs = None if state is None else observer(state, nid)
             if state is not None and any(v["id"] == nid for v in state["voters"]):
                 if last is not None:       # an earlier add that timed out did commit
@@ -240,6 +253,10 @@ class Membership:
                 out["changes"].append(self._add(node))
             else:
                 old = next((v["directory_id"] for v in state["voters"] if ids.get(v["id"]) == node), None)
+                if old is not None and old == (params.get("directory_ids") or {}).get(node):
+                    out["changes"].append({"op": "replace", "node": node,
+                                           "skipped": "already a voter under its new directory id"})
+                    continue
                 change = self._remove(node, old) if old is not None else {
                     "op": "remove", "node": node, "skipped": "not a voter"}
                 out["changes"].append(change)

@@ -3,7 +3,8 @@ faults that need the quorum in some state, wait for that state first, on the gen
 clock (the nemesis thread serves the other timelines meanwhile).
 
 * A fault that needs a leader (:func:`nemesis.leader_wait.needs_leader`) starts once the
-  quorum monitor's view names one, or after :data:`nemesis.leader_wait.SCHEDULE_WAIT_S`
+  quorum monitor's view names one (one that has led for :data:`nemesis.leader_wait.SETTLE_S`
+  when the fault strikes the leader), or after :data:`nemesis.leader_wait.SCHEDULE_WAIT_S`
   (the start's value then says how long it waited: ``leader_wait``).
 * A membership removal is added back by its stop once the view shows a leader and the
   removed nodes caught up (their log end offset at the leader's high watermark, as
@@ -20,7 +21,7 @@ from typing import Callable
 
 from generator import Context, Generator, Seq, Sleep, Wait, WaitFor
 from nemesis.faults import Fault
-from nemesis.leader_wait import SCHEDULE_WAIT_S, LeaderGate, needs_leader, tag
+from nemesis.leader_wait import SCHEDULE_WAIT_S, SETTLE_S, LeaderGate, aims_at_leader, needs_leader, tag
 from nemesis.targeted import start_op, stop_op
 
 #: s a membership stop (the add back) or a replacement waits for the nodes to catch up
@@ -89,7 +90,7 @@ def family_window(fault: Fault, duration_s: float, *, voter_changes: bool = Fals
     items: list[Generator] = []
     gate = None
     if needs_leader(fault.name, fault.kind, voter_changes):
-        gate = LeaderGate(leader_wait_s)
+        gate = LeaderGate(leader_wait_s, settle_s=SETTLE_S if aims_at_leader(fault.name, fault.kind) else 0.0)
         items.append(gate)
     start = Emit(lambda ctx: tag(start_op(fault), gate) if gate is not None else start_op(fault))
     items += [start, Sleep(duration_s)]
@@ -98,7 +99,7 @@ def family_window(fault: Fault, duration_s: float, *, voter_changes: bool = Fals
     else:
         items.append(Emit(lambda ctx: stop_op(fault)))
     if fault.name == "wipe" and replace_wiped and fault.kind != "nodes":
-        items.append(Lazy(lambda ctx: _replacement(sorted(start.value().get("wiped") or {}), duration_s)))
+        items.append(Lazy(lambda ctx: _replacement(start.value().get("wiped") or {}, duration_s)))
     return Seq(items)
 
 
@@ -124,11 +125,17 @@ def _gated_stop(fault: Fault, removed: list[str]) -> Generator:
     return Seq(_stop_after(caught_up(removed) if removed else None, fault))
 
 
-def _replacement(wiped: list[str], duration_s: float) -> Generator | None:
-    """The replacement of the ``wiped`` nodes (None when none was wiped): once they caught
-    up, ``start-membership`` ``nodes`` / ``replace``, held ``duration_s``, then its stop."""
-    if not wiped:
+def _replacement(wiped: dict, duration_s: float) -> Generator | None:
+    """The replacement of the nodes a wipe's start reports (``wiped``: ``{node: {...,
+    "new_directory_id"}}``; None when none was wiped): once they caught up,
+    ``start-membership`` ``nodes`` / ``replace`` with their new ``directory_ids``, held at
+    most a second, then its stop."""
+    if not isinstance(wiped, dict) or not wiped:
         return None
-    fault = Fault("membership", "nodes", slot=REPLACE_SLOT, targets=tuple(wiped), params={"action": "replace"})
-    return Seq([WaitFor(caught_up(wiped), CATCH_UP_WAIT_S, poll_s=0.1), Emit(lambda ctx: start_op(fault)),
+    nodes = sorted(wiped)
+    ids = {n: w["new_directory_id"] for n, w in wiped.items()
+           if isinstance(w, dict) and isinstance(w.get("new_directory_id"), str)}
+    fault = Fault("membership", "nodes", slot=REPLACE_SLOT, targets=tuple(nodes),
+                  params={"action": "replace", **({"directory_ids": ids} if ids else {})})
+    return Seq([WaitFor(caught_up(nodes), CATCH_UP_WAIT_S, poll_s=0.1), Emit(lambda ctx: start_op(fault)),
                 Sleep(min(duration_s, 1.0)), Emit(lambda ctx: stop_op(fault))])

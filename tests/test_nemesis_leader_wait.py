@@ -9,8 +9,8 @@ import pytest
 
 from generator import Interpreter, nemesis
 from nemesis.faults import Fault
-from nemesis.leader_wait import (LeaderGate, Waited, await_leader, leader_voter_state, merge_wait,
-                                 needs_leader, tag)
+from nemesis.leader_wait import (SETTLE_S, LeaderGate, Waited, await_leader, leader_voter_state,
+                                 merge_wait, needs_leader, tag)
 from nemesis.membership import Membership, guard_wipes
 from nemesis.windows import REPLACE_SLOT, family_window
 from nemesis.worker import NemesisWorker
@@ -183,6 +183,33 @@ def test_a_removal_refused_until_the_bound_records_the_last_answer():
     assert change["error"] == "REQUEST_TIMED_OUT" and change["attempts"] == 4 and "voter_now" not in change   # at 0, .25, .5, .75 s
 
 
+def test_an_add_back_with_no_leader_gives_up_after_the_leader_wait_not_the_catch_up_time():
+    clock = FakeClock()
+    db = FakeVoterDB()
+    db.remove_voter("n3")
+    asked = []
+    db.voter_state = lambda: asked.append(1)         # never asked: find_leader says none
+    m = member(db, clock, find_leader=lambda: None, leader_wait_s=2.0, catch_up_s=20.0)
+    m._add_back["membership"] = ["n3"]
+    out = m.stop(Fault("membership", "remove"))
+    assert out["changes"] == [{"op": "add", "node": "n3", "skipped": "no leader within 2 s"}]
+    assert clock.now() == pytest.approx(2.0) and asked == []
+
+
+def test_a_replacement_skips_a_node_already_a_voter_under_its_new_directory_id():
+    clock = FakeClock()
+    db = FakeVoterDB()
+    db.voters[1] = "new1"                             # wiped, then added back under its new id
+    db.observers[2] = ["new2", db.hw]                 # wiped, fetching under its new id
+    value = member(db, clock).start(Fault("membership", "nodes", targets=("n1", "n2"), params={
+        "action": "replace", "directory_ids": {"n1": "new1", "n2": "new2"}}))
+    assert value["changes"][0] == {"op": "replace", "node": "n1",
+                                   "skipped": "already a voter under its new directory id"}
+    assert [(c["op"], c["outcome"], c["directory_id"]) for c in value["changes"][1:]] == [
+        ("remove", "ok", "d2"), ("add", "ok", "new2")]
+    assert db.voters == {1: "new1", 2: "new2", 3: "d3"}
+
+
 def test_random_wipes_at_kraft_version_1_wait_for_the_leader_to_count_keys():
     clock = FakeClock()
     db = FakeVoterDB(n=5)
@@ -214,12 +241,25 @@ class View:
 def test_the_gate_waits_on_the_view_and_the_start_says_how_long():
     gate = LeaderGate(10.0, poll_s=0.5)
     view = lambda t: View("n2" if t >= 3.0 else None)      # noqa: E731
-    ops = drive(family_window(Fault("kill", "leader"), 2.0, leader_wait_s=10.0), 20, view=view)
+    ops = drive(family_window(Fault("membership", "remove"), 2.0, leader_wait_s=10.0), 20, view=view)
     (t0, start), (t1, stop) = ops
-    assert t0 == pytest.approx(3.0, abs=0.06) and t1 == pytest.approx(t0 + 2.0) and stop["f"] == "stop-kill"
-    assert start == {"f": "start-kill", "value": {"kind": "leader"}, "leader_wait_s": round(t0, 3)}
+    assert t0 == pytest.approx(3.0, abs=0.06) and t1 == pytest.approx(t0 + 2.0) and stop["f"] == "stop-membership"
+    assert start == {"f": "start-membership", "value": {"kind": "remove"}, "leader_wait_s": round(t0, 3)}
+    # a fault that strikes the leader lets it lead a moment first: the voter changes go first
+    (t0, start), _stop = drive(family_window(Fault("kill", "leader"), 2.0, leader_wait_s=10.0), 20, view=view)
+    assert t0 == pytest.approx(3.0 + SETTLE_S, abs=0.11) and start["leader_wait_s"] == round(t0, 3)
     assert drive(gate, 1, view=View("n1")) == [] and gate.waited == Waited("n1", 0.0, 1)
     assert tag({"f": "start-kill", "value": {}}, gate) == {"f": "start-kill", "value": {}}   # no wait
+
+
+def test_a_leader_change_starts_the_settling_again():
+    gate = LeaderGate(20.0, poll_s=0.5, settle_s=2.0)
+    view = lambda t: View("n1" if t < 1.5 else "n2" if t < 3.0 else "n3")      # noqa: E731
+    assert drive(gate, 30, view=view) == []
+    assert gate.waited.leader == "n3" and gate.waited.waited_s == pytest.approx(5.0)
+    gate = LeaderGate(4.0, poll_s=0.5, settle_s=2.0)
+    drive(gate, 30, view=lambda t: View(f"n{int(t) % 5 + 1}"))     # a new leader every second
+    assert gate.waited.leader is None and gate.waited.waited_s == pytest.approx(4.0)
 
 
 def test_the_gate_gives_up_at_its_bound_and_the_fault_still_starts():
@@ -274,7 +314,7 @@ def test_a_wipe_at_kraft_version_1_is_followed_by_the_replacement_of_its_voters(
     def complete(op):
         v = dict(op["value"])
         if op["f"] == "start-wipe":
-            v.update(targets=["n2", "n4"], wiped={"n2": {}, "n4": {}})
+            v.update(targets=["n2", "n4"], wiped={"n2": {"new_directory_id": "x2"}, "n4": {"new_directory_id": "x4"}})
         return {"type": "info", "f": op["f"], "value": v}
     view = lambda t: View("n1", {"n2": 100, "n4": 100 if t >= 9.0 else 10})      # noqa: E731
     ops = drive(family_window(Fault("wipe", "minority"), 3.0, voter_changes=True, replace_wiped=True), 60,
@@ -282,7 +322,8 @@ def test_a_wipe_at_kraft_version_1_is_followed_by_the_replacement_of_its_voters(
     assert [op["f"] for _t, op in ops] == ["start-wipe", "stop-wipe", "start-membership", "stop-membership"]
     assert [t for t, _op in ops] == pytest.approx([0.0, 3.0, 9.0, 10.0], abs=0.11)
     replace = ops[2][1]["value"]
-    assert replace == {"kind": "nodes", "slot": REPLACE_SLOT, "targets": ["n2", "n4"], "action": "replace"}
+    assert replace == {"kind": "nodes", "slot": REPLACE_SLOT, "targets": ["n2", "n4"], "action": "replace",
+                       "directory_ids": {"n2": "x2", "n4": "x4"}}
     # without membership in the schedule, or at kraft.version 0, a wipe is only a wipe
     ops = drive(family_window(Fault("wipe", "minority"), 3.0, voter_changes=True), 60, view=view,
                 complete=complete)
