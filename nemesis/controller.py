@@ -94,6 +94,12 @@ class NemesisController:
             log.warning("find_leader failed: %s", err)
             return None
 
+    def _leader_among(self) -> bool:
+        """Whether the quorum's leader can be one of the nodes faults touch (not when they are
+        only brokers, ``--nemesis-targets clients``): only then a leader-aimed fault waits."""
+        quorum = getattr(self.db, "quorum_nodes", None)
+        return not callable(quorum) or bool(set(quorum()) & set(self._nodes))
+
     def await_leader(self) -> Waited:
         """The leader, waiting up to ``leader_wait_s`` for one (blocking; see
         nemesis/leader_wait.py)."""
@@ -239,8 +245,8 @@ class NemesisController:
         leader_unknown = False
         name = fault.name
         waited = None
-        if fault.kind in LEADER_KINDS.get(name, ()) and name != "flap":   # aimed at the leader: wait
-            waited = self.await_leader()
+        if fault.kind in LEADER_KINDS.get(name, ()) and name != "flap" and self._leader_among():
+            waited = self.await_leader()         # aimed at the leader: wait for one
             if waited.waited:
                 value["leader_wait"] = waited.value()
         if name == "partition":

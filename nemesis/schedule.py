@@ -148,10 +148,11 @@ def check_timing(interval_s: float, duration_s: float) -> None:
 
 def fault_generator(name: str, rng: random.Random, duration_s: float, n_nodes: int,
                     slot: str | None = None, voter_changes: bool = False,
-                    replace_wiped: bool = False) -> Generator:
+                    replace_wiped: bool = False, aim_at_leader: bool = True) -> Generator:
     """One fault of ``--nemesis`` name ``name``, lasting about ``duration_s`` (a family's in
     ``slot``, when given), with the waits of :func:`nemesis.windows.family_window`
-    (``voter_changes``: kraft.version 1; ``replace_wiped``: wiped voters are replaced)."""
+    (``voter_changes``: kraft.version 1; ``replace_wiped``: wiped voters are replaced;
+    ``aim_at_leader``: the quorum's leader is among the nodes faults touch)."""
     if name in TARGETED:
         return targeted_fault(name, rng, duration_s, n_nodes)
     kinds = name_kinds(name, n_nodes)
@@ -159,7 +160,7 @@ def fault_generator(name: str, rng: random.Random, duration_s: float, n_nodes: i
     if not kinds:
         raise ValueError(f"nemesis {name!r} needs at least 2 nodes, got {n_nodes}")
     return family_window(Fault(name, rng.choice(kinds), slot=slot), duration_s,
-                         voter_changes=voter_changes, replace_wiped=replace_wiped)
+                         voter_changes=voter_changes, replace_wiped=replace_wiped, aim_at_leader=aim_at_leader)
 
 
 def overlap_duration(rng: random.Random, mean_s: float) -> float:
@@ -172,11 +173,12 @@ def overlap_duration(rng: random.Random, mean_s: float) -> float:
 
 def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "serial",
                       interval_s: float = 10.0, duration_s: float = 10.0, n_nodes: int = 5,
-                      voter_changes: bool = False) -> Generator:
+                      voter_changes: bool = False, aim_at_leader: bool = True) -> Generator:
     """The nemesis thread's generator for ``names`` (see the module docstring); endless.
     ``voter_changes``: the quorum is at kraft.version 1 (KIP-853), so random wipes wait for
-    a leader, and with ``membership`` among ``names`` wiped voters are replaced
-    (nemesis/windows.py).
+    a leader, and with ``membership`` among ``names`` wiped voters are replaced;
+    ``aim_at_leader`` False: the quorum's leader is none of the nodes faults touch, so
+    leader-aimed kinds do not wait for it (nemesis/windows.py).
 
     Raises ValueError for an unknown name or mode, no names, or bad timing.
     """
@@ -184,7 +186,7 @@ def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "ser
     if not names:
         raise ValueError("no nemesis enabled")
     check_timing(interval_s, duration_s)
-    waits = {"voter_changes": voter_changes,
+    waits = {"voter_changes": voter_changes, "aim_at_leader": aim_at_leader,
              "replace_wiped": voter_changes and any(split_name(n)[0] == "membership" for n in names)}
     if mode == "serial":
         schedule = FaultSchedule([n for n in names], rng, interval_s, duration_s, n_nodes=n_nodes)

@@ -83,14 +83,18 @@ def _stop_after(gate: Callable[[Context], bool] | None, fault: Fault) -> list[Ge
 
 
 def family_window(fault: Fault, duration_s: float, *, voter_changes: bool = False,
-                  replace_wiped: bool = False, leader_wait_s: float = SCHEDULE_WAIT_S) -> Generator:
+                  replace_wiped: bool = False, leader_wait_s: float = SCHEDULE_WAIT_S,
+                  aim_at_leader: bool = True) -> Generator:
     """One family ``fault`` for about ``duration_s`` (s), with the waits of the module
     docstring: ``voter_changes`` says the quorum is at kraft.version 1 (a random wipe then
-    needs a leader), ``replace_wiped`` that wiped voters are replaced after the wipe."""
+    needs a leader), ``replace_wiped`` that wiped voters are replaced after the wipe;
+    ``aim_at_leader`` False says the quorum's leader is none of the nodes the faults touch
+    (``--nemesis-targets clients``), so a leader-aimed kind does not wait for it."""
     items: list[Generator] = []
     gate = None
-    if needs_leader(fault.name, fault.kind, voter_changes):
-        gate = LeaderGate(leader_wait_s, settle_s=SETTLE_S if aims_at_leader(fault.name, fault.kind) else 0.0)
+    aims = aims_at_leader(fault.name, fault.kind)
+    if needs_leader(fault.name, fault.kind, voter_changes) and (aim_at_leader or not aims):
+        gate = LeaderGate(leader_wait_s, settle_s=SETTLE_S if aims else 0.0)
         items.append(gate)
     start = Emit(lambda ctx: tag(start_op(fault), gate) if gate is not None else start_op(fault))
     items += [start, Sleep(duration_s)]

@@ -104,6 +104,20 @@ def test_a_leader_aimed_fault_with_no_leader_in_time_falls_back_and_says_so():
     assert db.running == set(ctl.nodes) - set(value["targets"])
 
 
+def test_no_wait_for_a_leader_the_faults_cannot_touch():
+    """--nemesis-targets clients: the faults touch brokers only; the quorum's leader is none."""
+    clock = FakeClock()
+    _c, _s, db, ctl = make_controller(leader=None, clock=clock, leader_wait_s=5.0, nodes=["n4", "n5"])
+    db.quorum_nodes = lambda: ["n1", "n2", "n3"]
+    value = ctl.start(Fault("kill", "leader"))
+    assert value["leader_unknown"] is True and "leader_wait" not in value and clock.now() == 0.0
+    ops = drive(family_window(Fault("kill", "leader"), 2.0, aim_at_leader=False), 10, view=View(None))
+    assert [(t, op["f"]) for t, op in ops] == [(0.0, "start-kill"), (2.0, "stop-kill")]
+    ops = drive(family_window(Fault("membership", "remove"), 2.0, aim_at_leader=False, leader_wait_s=3.0), 10,
+                view=View(None))
+    assert ops[0][0] == pytest.approx(3.0, abs=0.06)       # a voter change still waits
+
+
 def test_faults_that_need_no_leader_never_wait():
     clock = FakeClock()
     _c, _s, db, ctl = make_controller(leader=None, clock=clock, leader_wait_s=5.0)

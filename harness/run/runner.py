@@ -261,7 +261,8 @@ class _Run:
             schedule = nemesis_generator(cfg.nemesis, random.Random(f"{cfg.seed}:nemesis:schedule"),
                                          cfg.nemesis_mode, cfg.nemesis_interval, cfg.nemesis_duration,
                                          n_nodes=len(self.controller.nodes),
-                                         voter_changes=effective_kraft_version(cfg) == 1)
+                                         voter_changes=effective_kraft_version(cfg) == 1,
+                                         aim_at_leader=bool(set(nodes) & set(self.controller.nodes)))
             gen = AnyOf([gen, nemesis(schedule)])
             workers["nemesis"] = NemesisWorker(self.controller, self.history)
         interp = Interpreter(TimeLimit(limit, gen), workers, wl.pids.next, cfg.seed,
