@@ -38,6 +38,8 @@ from nemesis.windows import family_window
 
 FAULT_NAMES = FAMILIES + TARGETED
 MODES = ("serial", "overlap")
+#: families whose timelines the overlap mode asks first (see :func:`nemesis_generator`)
+FIRST_WHEN_LEADER = ("membership", "wipe")
 
 
 def split_name(name: str) -> tuple[str, list[str] | None]:
@@ -215,4 +217,8 @@ def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "ser
         family = split_name(n)[0]
         seen[family] = seen.get(family, 0) + 1
         slots.append(f"{family}{seen[family]}" if seen[family] > 1 and family in FAMILIES else None)
-    return Any([timeline(n, slot) for n, slot in zip(names, slots)])
+    timelines = [timeline(n, slot) for n, slot in zip(names, slots)]     # seeded in the order named
+    # asked first: the voter changes and wipes, so that when a leader comes after none, those
+    # that waited for it start before the faults that strike it (elect, lag, kill:leader, ...)
+    first = [split_name(n)[0] in FIRST_WHEN_LEADER for n in names]
+    return Any([t for t, f in zip(timelines, first) if f] + [t for t, f in zip(timelines, first) if not f])

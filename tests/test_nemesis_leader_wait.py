@@ -246,10 +246,11 @@ def test_random_wipes_at_kraft_version_1_wait_for_the_leader_to_count_keys():
 # -- the schedule's wait -----------------------------------------------------------------------------
 
 class View:
-    """A monitor view: ``leader``, ``log_end`` and ``high_watermark``."""
+    """A monitor view: ``leader``, ``log_end``, ``high_watermark`` and ``elections`` seen."""
 
-    def __init__(self, leader=None, log_end=None, hw=100):
+    def __init__(self, leader=None, log_end=None, hw=100, elections=0):
         self.leader, self.log_end, self.high_watermark, self.nodes = leader, log_end or {}, hw, {}
+        self.elections, self.epoch = elections, elections
 
 
 def test_the_gate_waits_on_the_view_and_the_start_says_how_long():
@@ -363,3 +364,13 @@ def test_the_nemesis_thread_serves_other_timelines_while_a_fault_waits():
     asyncio.run(main())
     fs = [op["f"] for op in hist.ops if op["type"] == "invoke"]
     assert fs[:2] == ["start-kill", "stop-kill"] and fs.index("start-membership") >= 2
+
+
+def test_when_a_leader_comes_the_voter_changes_start_before_the_faults_that_strike_it():
+    from nemesis.schedule import nemesis_generator
+    gen = nemesis_generator(["elect", "kill:leader", "membership:remove"], random.Random(3), "overlap",
+                            interval_s=0.0, duration_s=1.0, n_nodes=5)
+    view = lambda t: View("n2", elections=1) if t >= 1.0 else View(None)       # noqa: E731
+    ops = drive(gen, 1.5, view=view)
+    assert [(op["f"], op["value"].get("slot")) for _t, op in ops][:2] == [
+        ("start-membership", None), ("start-kill", "elect")]         # then elect's; kill:leader lets it lead
