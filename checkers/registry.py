@@ -2,8 +2,8 @@
 
 A workload names its checkers as strings, since ``workloads/`` sits below
 ``checkers/`` and may not import them; :func:`make_checkers` turns the names
-into :class:`checkers.fold.Checker` s for one run. ``stats`` is not a
-checker of validity: :func:`check_all_folds` runs it beside every set.
+into :class:`checkers.fold.Checker` s for one run. ``stats`` and ``faults`` are not
+checkers of validity: :func:`check_all_folds` runs them beside every set.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from history import NEMESIS
 from .divergence import Divergence
 from .duplicate import Duplicate
 from .election_safety import ElectionSafety
+from .fault_report import FaultReport
 from .fold import CheckContext, Checker, ListChecker, run_checkers
 from .inconsistent_offsets import InconsistentOffsets
 from .log_safety import combine
@@ -32,6 +33,9 @@ log = logging.getLogger("kraft_chaos.checkers")
 
 #: seconds the linearizability search may take; past it the verdict is "unknown"
 LINEARIZABILITY_TIMEOUT_S = 300.0
+#: the folds every run gets beside its checkers, never judged: op counts, availability and
+#: latency (checkers/stats.py), and which faults landed (checkers/fault_report.py)
+STATISTICS = ("stats", "faults")
 #: the ops the kv linearizability checker reads (the kv workload's client ops)
 KV_FS = ("read", "write", "cas")
 
@@ -69,6 +73,7 @@ FACTORIES: dict[str, Callable[[CheckContext], Checker]] = {
     "linearizability": lambda ctx: ListChecker(lambda ops, _n: check_kv_linearizability(ops, ctx),
                                                keep=_kv_op),
     "stats": lambda ctx: Stats(),
+    "faults": lambda ctx: FaultReport(),
     "membership": lambda ctx: Membership(),
     # the queue workload's (Jepsen's Kafka queue checker), by (partition, offset)
     "queue-lost": lambda ctx: QueueLost(),
@@ -92,29 +97,33 @@ def make_checkers(names: Iterable[str], ctx: CheckContext) -> dict[str, Checker]
 
 def check_all_folds(open_history: Callable, names: Iterable[str], nodes=None,
                     ctx: CheckContext = CheckContext(), extra: dict[str, Checker] | None = None) -> dict:
-    """Run the checkers ``names`` and the stats over the history ``open_history()`` yields.
+    """Run the checkers ``names`` and the statistics (:data:`STATISTICS`) over the history
+    ``open_history()`` yields.
 
     ``extra``: more folds fed in the same passes (e.g. the plots' data),
     whose results are returned under ``"extra"`` and never judged.
     Returns ``{"valid", "checkers": {name: result}, "anomaly_counts": {name:
-    n}, "stats", "extra"}``; ``valid`` combines the checkers' verdicts (see
-    :func:`combine`); stats never affect it.
+    n}, "stats", "faults", "extra"}``; ``valid`` combines the checkers' verdicts (see
+    :func:`combine`); the statistics (``stats``, and ``faults``: which faults landed,
+    checkers/fault_report.py) never affect it.
     """
     names = list(names)
     if "membership" not in names and membership_wanted(ctx.config):   # KIP-853 runs
         names.append("membership")
-    checkers = make_checkers([*names, "stats"], ctx)
+    checkers = make_checkers([*names, *STATISTICS], ctx)
     extra = dict(extra or {})
     clash = set(extra) & set(checkers)
     if clash:
         raise ValueError(f"extra folds named like checkers: {sorted(clash)}")
     results = run_checkers(open_history, {**checkers, **extra}, nodes)
     stats = results.pop("stats")
+    faults = results.pop("faults")
+    faults.pop("valid", None)
     extras = {name: results.pop(name) for name in extra}
     return {"valid": combine([r.get("valid") for r in results.values()]),
             "checkers": results,
             "anomaly_counts": {name: len(r.get("anomalies") or []) for name, r in results.items()},
-            "stats": stats, "extra": extras}
+            "stats": stats, "faults": faults, "extra": extras}
 
 # Leadership over time (checkers/leadership.py): folds over the monitor's samples and the nemesis ops.
 from .leadership import NEMESIS_AND_MONITOR_CHECKERS  # noqa: E402

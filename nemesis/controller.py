@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from typing import Callable
 
 from clusters.remote import Cluster
@@ -18,6 +19,7 @@ from nemesis.background import Background, Flapper, RollingRestart
 from nemesis.faults import EXPLICIT, Fault, check_kind
 from nemesis.kill import kill_nodes, restart_nodes
 from clusters.parallel import NodeErrors, on_nodes
+from nemesis.leader_wait import CONTROLLER_WAIT_S, LEADER_KINDS, POLL_S, Waited, await_leader
 from nemesis.partition import Partitioner
 from nemesis.pause import pause_nodes, resume_nodes
 from nemesis.power_loss import Disks, power_loss
@@ -43,11 +45,15 @@ class NemesisController:
     exceptions count as "unknown"); ``rng``: the seeded source of every
     target and grudge choice; ``nodes``: the nodes faults may touch (default every node
     of the cluster; e.g. only Kafka's controllers), in order; ``disks``: the nodes' lazyfs
-    mounts, for power-loss (None: the run has none).
+    mounts, for power-loss (None: the run has none). ``leader_wait_s``: how long (s) a fault
+    that needs a leader waits for ``find_leader`` to name one, polling every ``poll_s``
+    (nemesis/leader_wait.py), on ``clock`` and ``sleep`` (monotonic s).
     """
 
     def __init__(self, cluster: Cluster, db: ProcessDB, find_leader: Callable[[], str | None],
-                 rng: random.Random, nodes: list[str] | None = None, disks: Disks | None = None):
+                 rng: random.Random, nodes: list[str] | None = None, disks: Disks | None = None,
+                 leader_wait_s: float = CONTROLLER_WAIT_S, poll_s: float = POLL_S,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
         self.cluster = cluster
         self._nodes = list(cluster.nodes if nodes is None else nodes)
         unknown = set(self._nodes) - set(cluster.nodes)
@@ -57,6 +63,7 @@ class NemesisController:
         self.disks = disks
         self.find_leader = find_leader
         self.rng = rng
+        self.leader_wait_s, self.poll_s, self.clock, self.sleep = leader_wait_s, poll_s, clock, sleep
         self.partitioner = Partitioner(cluster)
         self._active: dict[str, tuple[Fault, list[str]]] = {}   # slot -> (fault, targets)
         self._background: dict[str, Background] = {}
@@ -87,14 +94,26 @@ class NemesisController:
             log.warning("find_leader failed: %s", err)
             return None
 
+    def _leader_among(self) -> bool:
+        """Whether the quorum's leader can be one of the nodes faults touch (not when they are
+        only brokers, ``--nemesis-targets clients``): only then a leader-aimed fault waits."""
+        quorum = getattr(self.db, "quorum_nodes", None)
+        return not callable(quorum) or bool(set(quorum()) & set(self._nodes))
+
+    def await_leader(self) -> Waited:
+        """The leader, waiting up to ``leader_wait_s`` for one (blocking; see
+        nemesis/leader_wait.py)."""
+        return await_leader(self._leader, self.leader_wait_s, self.poll_s, self.clock, self.sleep)
+
     # -- choosing -------------------------------------------------------------
 
     def _grudge(self, kind: str, targets: tuple[str, ...] | None = None,
-                rng: random.Random | None = None,
-                grudge: dict | None = None) -> tuple[grudges.Grudge, list[str], bool]:
+                rng: random.Random | None = None, grudge: dict | None = None,
+                waited: Waited | None = None) -> tuple[grudges.Grudge, list[str], bool]:
         """(grudge, targets, leader_unknown) for a partition kind, drawn from ``rng``
         (default: the controller's). Kind ``nodes`` cuts ``targets`` off from the rest, or
-        applies ``grudge`` (``{node: [nodes it drops]}``) as given."""
+        applies ``grudge`` (``{node: [nodes it drops]}``) as given. A leader-aimed kind aims
+        at the leader ``waited`` found, else at whoever ``find_leader`` names now."""
         nodes, rng = self.nodes, rng or self.rng
         if kind == EXPLICIT and grudge is not None:
             g = self._given_grudge(grudge)
@@ -115,7 +134,7 @@ class NemesisController:
             target = rng.choice(nodes)
             return grudges.isolate(nodes, target), [target], False
         if kind in ("isolate-leader", "one-way-leader", "leader-diamond", "leader-minority"):
-            choice = choose_targets("leader", nodes, rng, self._leader())
+            choice = choose_targets("leader", nodes, rng, waited.leader if waited else self._leader())
             leader = choice.targets[0]
             if kind == "isolate-leader":
                 g = grudges.isolate(nodes, leader)
@@ -159,15 +178,20 @@ class NemesisController:
             raise ValueError(f"nemesis partition: grudge {grudge!r} cuts nothing")
         return g
 
-    def _process_targets(self, fault: Fault) -> tuple[list[str], bool]:
+    def _process_targets(self, fault: Fault, waited: Waited | None = None) -> tuple[list[str], bool]:
+        """(targets, leader_unknown) of a kill, pause, power-loss or wipe; kind ``leader``
+        aims at the leader ``waited`` found, ``majority`` holds whoever leads now."""
         if fault.kind == EXPLICIT:
             unknown = set(fault.targets or ()) - set(self.nodes)
             if unknown or not fault.targets:
                 raise ValueError(f"nemesis {fault.name}: explicit targets {fault.targets!r} must be "
                                  f"nodes of {self.nodes}")
             return [n for n in self.nodes if n in fault.targets], False
-        leader = self._leader() if fault.kind in ("leader", "majority") else None
-        choice = choose_targets(fault.kind, self.nodes, self.rng, leader)
+        if waited is not None:
+            found = waited.leader
+        else:
+            found = self._leader() if fault.kind in ("leader", "majority") else None
+        choice = choose_targets(fault.kind, self.nodes, self.rng, found)
         return choice.targets, choice.leader_unknown
 
     # -- start and stop -------------------------------------------------------
@@ -184,7 +208,8 @@ class NemesisController:
         when it could not start, ``"shaper": false`` and loss only, emulated
         with iptables; settings asked but not applied in ``"not_applied"``),
         ``"leader_unknown": true`` when a
-        leader-targeted fault had to pick a random node, ``"no_process":
+        leader-targeted fault had to pick a random node, ``"leader_wait": {"waited_s",
+        "leader": bool}`` when it had to wait for a leader (up to ``leader_wait_s``), ``"no_process":
         [nodes]`` when a kill or pause found no process, and for a wipe ``"wiped":
         {node: {"down", "old_directory_id", "new_directory_id", "last_offset"}}``
         (``targets.base.DB.wipe``; the nodes stay down until the stop), and for a
@@ -219,9 +244,14 @@ class NemesisController:
         value = fault.to_value()
         leader_unknown = False
         name = fault.name
+        waited = None
+        if fault.kind in LEADER_KINDS.get(name, ()) and name != "flap" and self._leader_among():
+            waited = self.await_leader()         # aimed at the leader: wait for one
+            if waited.waited:
+                value["leader_wait"] = waited.value()
         if name == "partition":
             g, targets, leader_unknown = self._grudge(fault.kind, fault.targets,
-                                                      grudge=fault.params.get("grudge"))
+                                                      grudge=fault.params.get("grudge"), waited=waited)
             value.update(targets=targets, grudge=grudges.grudge_to_json(g))
             self._hold(fault, targets or self.nodes)
             # a one-way partition drops on the sender's OUTPUT: its packets never leave it
@@ -249,7 +279,7 @@ class NemesisController:
         elif name == "packet":
             value.update(self._packet(fault))
         elif name == "power-loss":
-            targets, leader_unknown = self._process_targets(fault)
+            targets, leader_unknown = self._process_targets(fault, waited)
             value["targets"] = targets
             self._hold(fault, targets)
             value.update(power_loss(self.db, self.disks, targets, self.rng, dict(fault.params)))
@@ -258,7 +288,7 @@ class NemesisController:
             value.update(for_controller(self).start(fault))
             self._hold(fault, value["targets"])
         elif name == "wipe":
-            targets, leader_unknown = self._process_targets(fault)
+            targets, leader_unknown = self._process_targets(fault, waited)
             from nemesis.membership import guard_wipes     # kraft.version 1: keep a majority of keys
             targets = guard_wipes(self, fault, targets, value)
             value["targets"] = targets
@@ -269,7 +299,7 @@ class NemesisController:
                 # one back (the wipe's rm and mkdir were never fsynced into its parent)
                 on_nodes(targets, self.disks.sync, what="wipe sync")
         else:
-            targets, leader_unknown = self._process_targets(fault)
+            targets, leader_unknown = self._process_targets(fault, waited)
             value["targets"] = targets
             self._hold(fault, targets)
             signalled = (pause_nodes if name == "pause" else kill_nodes)(self.db, targets)

@@ -13,7 +13,8 @@ Kinds:
   once the observer has caught up (its LogEndOffset reached the leader's high watermark),
   AddRaftVoter of the new one; the stop does nothing;
 * ``nodes``: explicit ``targets`` and the param ``action``: ``remove`` (the stop adds them
-  back), ``add`` or ``replace`` (the stop does nothing).
+  back), ``add`` or ``replace`` (the stop does nothing; the param ``directory_ids``,
+  ``{node: the new directory id a wipe gave it}``, skips a node already a voter under it).
 
 Never more than a minority of the original voters is out at once: a removal that would
 leave fewer than a majority of ``len(nodes)`` voters is skipped and the reason recorded.
@@ -27,6 +28,15 @@ RPC or skipped step: ``{"op": "remove" | "add", "node", "voter_id", "directory_i
 ``voters_after``; a node it could not add back (not an observer in time, e.g. killed) is
 added back first by the next membership start (its ``added_back``).
 
+Every change waits for a leader instead of failing at once (nemesis/leader_wait.py): a
+start polls for the leader's voter state up to ``leader_wait_s`` seconds (the schedule
+has already waited for the monitor to show one, without holding the nemesis thread) and,
+when none answers in time, records ``skipped`` (why) and ``leader_wait`` (``{"waited_s",
+"leader": false}``) and changes nothing; a removal the leader refuses for now
+(REQUEST_TIMED_OUT: its epoch or the last voter change is not committed yet) is asked again
+until ``change_s`` seconds have passed, and one that timed out but shows applied in the
+leader's voter set records ``"voter_now": false``.
+
 Blocking (the controller runs in a worker thread); catch-up waits are bounded by
 ``catch_up_s`` seconds, polled every ``poll_s`` seconds.
 """
@@ -36,6 +46,7 @@ import logging
 import random
 import time
 
+from nemesis.leader_wait import CONTROLLER_WAIT_S, leader_voter_state
 from targets.registry import effective_kraft_version
 from targets.voters import observer
 
@@ -46,7 +57,11 @@ KINDS = ("remove", "remove-leader", "replace")
 ACTIONS = ("remove", "add", "replace")
 #: s an add waits for its node to catch up as an observer (and retries REQUEST_TIMED_OUT)
 CATCH_UP_S = 20.0
+#: s a removal the leader refuses for now (REQUEST_TIMED_OUT) is asked again
+CHANGE_S = 5.0
 POLL_S = 0.5
+#: the refusal that means "not now" (an uncommitted epoch or voter change, a lagging voter)
+NOT_NOW = "REQUEST_TIMED_OUT"
 
 
 def voter_keys(state: dict) -> list[list]:
@@ -75,18 +90,30 @@ def wiped_voters(state: dict, nodes: list[str], node_id) -> list[str]:
 
 class Membership:
     """Voter changes on ``db`` (a ``targets.base.DB``) among ``nodes`` (the quorum nodes the
-    nemesis may touch; their count is the original voter count), choices from ``rng``."""
+    nemesis may touch; their count is the original voter count), choices from ``rng``.
+    ``find_leader()`` (None: ask ``db.voter_state`` alone) names the leader cheaply while a
+    start waits for one, up to ``leader_wait_s`` s; ``change_s`` bounds the retries of a
+    removal refused for now (s)."""
 
     def __init__(self, db, nodes: list[str], rng: random.Random, catch_up_s: float = CATCH_UP_S,
-                 poll_s: float = POLL_S, clock=time.monotonic, sleep=time.sleep):
+                 poll_s: float = POLL_S, clock=time.monotonic, sleep=time.sleep, find_leader=None,
+                 leader_wait_s: float = CONTROLLER_WAIT_S, change_s: float = CHANGE_S):
         self.db, self.nodes, self.rng = db, list(nodes), rng
         self.catch_up_s, self.poll_s, self.clock, self.sleep = catch_up_s, poll_s, clock, sleep
+        self.find_leader, self.leader_wait_s, self.change_s = find_leader, leader_wait_s, change_s
         self.majority = len(self.nodes) // 2 + 1
         self._add_back: dict[str, list[str]] = {}      # slot -> nodes the stop adds back
         self._pending: set[str] = set()                 # removed nodes a stop could not add back
 
     # -- helpers --------------------------------------------------------------------
     def _state(self) -> dict | None:
+        if self.find_leader is not None:      # cheap: no leader now, no DescribeQuorum rounds
+            try:
+                leader = self.find_leader()
+            except Exception:  # noqa: BLE001 - none now
+                leader = None
+            if leader is None:
+                return None
         try:
             return self.db.voter_state()
         except Exception as err:  # noqa: BLE001 - no leader now: recorded by the caller
@@ -106,29 +133,53 @@ class Membership:
         return {"op": op, "node": node, **res}
 
     def _remove(self, node: str, directory_id: str | None = None) -> dict:
-        """Remove ``node``'s voter key unless that leaves fewer than a majority of voters."""
-        state = self._state()
-        if state is None:
-            return {"op": "remove", "node": node, "skipped": "no leader answered DescribeQuorum"}
-        nid = self.db.node_id(node)
-        if not any(v["id"] == nid for v in state["voters"]):
-            return {"op": "remove", "node": node, "skipped": "not a voter"}
-        left = len(state["voters"]) - 1
-        if left < self.majority:
-            return {"op": "remove", "node": node,
-                    "skipped": f"would leave {left} voters, fewer than a majority ({self.majority}) "
-                               f"of the original {len(self.nodes)}"}
-        if directory_id is None:
-            return self._call("remove", node, self.db.remove_voter)
-        return self._call("remove", node, self.db.remove_voter, directory_id)
+        """Remove ``node``'s voter key unless that leaves fewer than a majority of voters;
+        asked again while the leader answers REQUEST_TIMED_OUT and the key is still a voter,
+        until ``change_s`` has passed (``attempts`` counts the RPCs when more than one)."""
+        nid, deadline, attempts, last = self.db.node_id(node), self.clock() + self.change_s, 0, None
+        while True:
+            state = self._state()
+            if state is None:
+                if last is not None:
+                    return {**last, "attempts": attempts}
+                return {"op": "remove", "node": node, "skipped": "no leader answered DescribeQuorum"}
+            key = directory_id if directory_id is not None else next(
+                (v["directory_id"] for v in state["voters"] if v["id"] == nid), None)
+            voter = any(v["id"] == nid and v["directory_id"] == key for v in state["voters"])
+            if last is not None:
+                if not voter:          # the timed-out removal was applied after all
+                    return {**last, "attempts": attempts, "voter_now": False}
+                if self.clock() >= deadline:
+                    return {**last, "attempts": attempts}
+            elif not any(v["id"] == nid for v in state["voters"]):
+                return {"op": "remove", "node": node, "skipped": "not a voter"}
+            left = len(state["voters"]) - 1
+            if left < self.majority:
+                return {"op": "remove", "node": node,
+                        "skipped": f"would leave {left} voters, fewer than a majority ({self.majority}) "
+                                   f"of the original {len(self.nodes)}"}
+            attempts += 1
+            if directory_id is None:
+                change = self._call("remove", node, self.db.remove_voter)
+            else:
+                change = self._call("remove", node, self.db.remove_voter, directory_id)
+            if change.get("error") != NOT_NOW:
+                return {**change, "attempts": attempts} if attempts > 1 else change
+            last = change
+            self.sleep(self.poll_s)
 
     def _add(self, node: str) -> dict:
         """Add ``node`` back once it fetches as an observer within reach of the high
         watermark; retries answers that may mean "not caught up" (REQUEST_TIMED_OUT) until
-        ``catch_up_s`` has passed."""
+        ``catch_up_s`` has passed, or ``leader_wait_s`` with no leader at all."""
         nid, deadline, attempts, last = self.db.node_id(node), self.clock() + self.catch_up_s, 0, None
+        leaderless_since = None
         while True:
             state = self._state()
+            now = self.clock()
+            leaderless_since = (leaderless_since if leaderless_since is not None else now) if state is None else None
+            if leaderless_since is not None and now - leaderless_since >= self.leader_wait_s and last is None:
+                return {"op": "add", "node": node, "skipped": f"no leader within {self.leader_wait_s:g} s"}
             obs = None if state is None else observer(state, nid)
             if state is not None and any(v["id"] == nid for v in state["voters"]):
                 if last is not None:       # an earlier add that timed out did commit
@@ -154,8 +205,8 @@ class Membership:
     # -- the fault ------------------------------------------------------------------
     def start(self, fault) -> dict:
         """Apply ``fault`` (a ``nemesis.faults.Fault`` of family ``membership``); returns the
-        start's value (module doc). Raises ``ValueError`` for bad explicit targets or action,
-        and ``targets.voters.VoterChangeError`` when no leader answers before any change."""
+        start's value (module doc; ``skipped`` when no leader answered within
+        ``leader_wait_s``). Raises ``ValueError`` for bad explicit targets or action."""
         kind, params = fault.kind, dict(fault.params)
         action = params.get("action", "remove") if kind == "nodes" else kind
         if kind == "nodes":
@@ -165,13 +216,18 @@ class Membership:
             if not fault.targets or set(fault.targets) - set(self.nodes):
                 raise ValueError(f"nemesis membership: explicit targets {fault.targets!r} must be "
                                  f"nodes of {self.nodes}")
-        state = self.db.voter_state()
-        out: dict = {"voters_before": voter_keys(state), "leader": state["leader"], "changes": []}
+        state, waited, why = leader_voter_state(self.db, self.find_leader, self.leader_wait_s,
+                                                self.poll_s, self.clock, self.sleep)
+        wait = {"leader_wait": waited.value()} if waited.waited else {}
+        if state is None:       # no leader in time: nothing changes; added back next time
+            self._add_back[fault.key] = []
+            return {"targets": [], "changes": [], **wait, "skipped": why}
+        out: dict = {"voters_before": voter_keys(state), "leader": state["leader"], "changes": [], **wait}
         if self._pending:           # nodes an earlier stop could not add back: first, again
             out["added_back"] = [self._add(n) for n in sorted(self._pending)]
             self._pending = {c["node"] for c in out["added_back"]
                              if "skipped" in c and c["skipped"] != "already a voter"}
-            state = self.db.voter_state()
+            state = self._state() or state
         ids = {self.db.node_id(n): n for n in self.nodes}
         voters = [ids[v["id"]] for v in state["voters"] if v["id"] in ids]
         if kind == "nodes":
@@ -197,6 +253,10 @@ class Membership:
                 out["changes"].append(self._add(node))
             else:
                 old = next((v["directory_id"] for v in state["voters"] if ids.get(v["id"]) == node), None)
+                if old is not None and old == (params.get("directory_ids") or {}).get(node):
+                    out["changes"].append({"op": "replace", "node": node,
+                                           "skipped": "already a voter under its new directory id"})
+                    continue
                 change = self._remove(node, old) if old is not None else {
                     "op": "remove", "node": node, "skipped": "not a voter"}
                 out["changes"].append(change)
@@ -220,10 +280,16 @@ class Membership:
 
 
 def for_controller(controller) -> Membership:
-    """The controller's :class:`Membership` (made on first use, with a seeded rng of its own)."""
+    """The controller's :class:`Membership` (made on first use, with a seeded rng of its own)
+    over the quorum nodes among the controller's."""
     m = getattr(controller, "_membership", None)
     if m is None:
-        m = Membership(controller.db, controller.nodes, random.Random(controller.rng.getrandbits(64)))
+        quorum = getattr(controller.db, "quorum_nodes", None)
+        voters = set(quorum()) if callable(quorum) else set(controller.nodes)
+        nodes = [n for n in controller.nodes if n in voters]     # never brokers (--nemesis-targets all)
+        m = Membership(controller.db, nodes, random.Random(controller.rng.getrandbits(64)),
+                       find_leader=controller._leader, leader_wait_s=controller.leader_wait_s,
+                       clock=controller.clock, sleep=controller.sleep)
         controller._membership = m
     return m
 
@@ -249,15 +315,22 @@ def guard_wipes(controller, fault, targets: list[str], value: dict) -> list[str]
     (a wiped voter's key is gone for good until ``replace``: wiping a majority of keys would
     leave the quorum without a leader forever, a certainty rather than a finding). Counts as
     lost the voters that fetch under a new directory id and the nodes an active wipe holds.
-    Explicit targets (kind ``nodes``) and kraft.version 0 are left alone. What is skipped is
-    recorded in ``value["wipe_skipped"]``: ``{node: reason}``."""
+    Explicit targets (kind ``nodes``) and kraft.version 0 are left alone. The leader's voter
+    state is waited for up to the controller's ``leader_wait_s`` (``value["leader_wait"]``:
+    ``{"waited_s", "leader"}``, added to a wait for the leader a ``leader`` kind made). What
+    is skipped is recorded in ``value["wipe_skipped"]``: ``{node: reason}``."""
     db = controller.db
     if fault.kind == "nodes" or getattr(db, "kraft_version", 0) != 1 or not targets:
         return targets
-    try:
-        state = db.voter_state()
-    except Exception as err:  # noqa: BLE001 - no leader: nothing safe to count on
-        value["wipe_skipped"] = {n: f"no leader to count live voter keys ({err})" for n in targets}
+    state, waited, why = leader_voter_state(
+        db, getattr(controller, "_leader", None), getattr(controller, "leader_wait_s", CONTROLLER_WAIT_S),
+        getattr(controller, "poll_s", POLL_S), getattr(controller, "clock", time.monotonic),
+        getattr(controller, "sleep", time.sleep))
+    if waited.waited:
+        before = value.get("leader_wait", {}).get("waited_s", 0.0)
+        value["leader_wait"] = {**waited.value(), "waited_s": round(before + waited.waited_s, 3)}
+    if state is None:       # no leader in time: nothing safe to count on
+        value["wipe_skipped"] = {n: f"no leader to count live voter keys: {why}" for n in targets}
         return []
     ids = {db.node_id(n): n for n in controller.nodes}
     voters = {ids[v["id"]] for v in state["voters"] if v["id"] in ids}

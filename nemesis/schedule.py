@@ -19,6 +19,12 @@ Two modes (``--nemesis-mode``):
   ``[duration_s / 2, 3 * duration_s / 2)``, or one time in four a long one,
   uniform ``[2 * duration_s, 3 * duration_s)`` (bugs of timers, such as a
   leader that never resigns, show only in long faults), again and again.
+
+In both modes a family's fault is played by :func:`nemesis.windows.family_window`: a fault
+that needs a leader (a voter change, a wipe at kraft.version 1, a leader-aimed kind) waits
+first for the monitor's view to show one, a removal's add back waits for the removed node
+to catch up, and at kraft.version 1 with ``membership`` named a wipe is followed by the
+replacement of the wiped voters; these waits hold only their own timeline.
 """
 from __future__ import annotations
 
@@ -27,10 +33,13 @@ from typing import Iterable, Iterator
 
 from generator import Any, Cycle, Generator, Seq, Sleep
 from nemesis.faults import FAMILIES, Fault, check_kind, kinds_for
-from nemesis.targeted import TARGETED, fault_window, targeted_fault
+from nemesis.targeted import TARGETED, targeted_fault
+from nemesis.windows import family_window
 
 FAULT_NAMES = FAMILIES + TARGETED
 MODES = ("serial", "overlap")
+#: families whose timelines the overlap mode asks first (see :func:`nemesis_generator`)
+FIRST_WHEN_LEADER = ("membership", "wipe")
 
 
 def split_name(name: str) -> tuple[str, list[str] | None]:
@@ -140,16 +149,20 @@ def check_timing(interval_s: float, duration_s: float) -> None:
 
 
 def fault_generator(name: str, rng: random.Random, duration_s: float, n_nodes: int,
-                    slot: str | None = None) -> Generator:
+                    slot: str | None = None, voter_changes: bool = False,
+                    replace_wiped: bool = False, aim_at_leader: bool = True) -> Generator:
     """One fault of ``--nemesis`` name ``name``, lasting about ``duration_s`` (a family's in
-    ``slot``, when given)."""
+    ``slot``, when given), with the waits of :func:`nemesis.windows.family_window`
+    (``voter_changes``: kraft.version 1; ``replace_wiped``: wiped voters are replaced;
+    ``aim_at_leader``: the quorum's leader is among the nodes faults touch)."""
     if name in TARGETED:
         return targeted_fault(name, rng, duration_s, n_nodes)
     kinds = name_kinds(name, n_nodes)
     name = split_name(name)[0]
     if not kinds:
         raise ValueError(f"nemesis {name!r} needs at least 2 nodes, got {n_nodes}")
-    return fault_window(Fault(name, rng.choice(kinds), slot=slot), duration_s)
+    return family_window(Fault(name, rng.choice(kinds), slot=slot), duration_s,
+                         voter_changes=voter_changes, replace_wiped=replace_wiped, aim_at_leader=aim_at_leader)
 
 
 def overlap_duration(rng: random.Random, mean_s: float) -> float:
@@ -161,8 +174,13 @@ def overlap_duration(rng: random.Random, mean_s: float) -> float:
 
 
 def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "serial",
-                      interval_s: float = 10.0, duration_s: float = 10.0, n_nodes: int = 5) -> Generator:
+                      interval_s: float = 10.0, duration_s: float = 10.0, n_nodes: int = 5,
+                      voter_changes: bool = False, aim_at_leader: bool = True) -> Generator:
     """The nemesis thread's generator for ``names`` (see the module docstring); endless.
+    ``voter_changes``: the quorum is at kraft.version 1 (KIP-853), so random wipes wait for
+    a leader, and with ``membership`` among ``names`` wiped voters are replaced;
+    ``aim_at_leader`` False: the quorum's leader is none of the nodes faults touch, so
+    leader-aimed kinds do not wait for it (nemesis/windows.py).
 
     Raises ValueError for an unknown name or mode, no names, or bad timing.
     """
@@ -170,6 +188,8 @@ def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "ser
     if not names:
         raise ValueError("no nemesis enabled")
     check_timing(interval_s, duration_s)
+    waits = {"voter_changes": voter_changes, "aim_at_leader": aim_at_leader,
+             "replace_wiped": voter_changes and any(split_name(n)[0] == "membership" for n in names)}
     if mode == "serial":
         schedule = FaultSchedule([n for n in names], rng, interval_s, duration_s, n_nodes=n_nodes)
 
@@ -177,7 +197,7 @@ def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "ser
             fault = next(schedule)
             if fault.name in TARGETED:
                 return Seq([Sleep(interval_s), fault_generator(fault.name, rng, duration_s, n_nodes)])
-            return Seq([Sleep(interval_s), fault_window(fault, duration_s)])
+            return Seq([Sleep(interval_s), family_window(fault, duration_s, **waits)])
         return Cycle(serial)
     if mode != "overlap":
         raise ValueError(f"unknown nemesis mode {mode!r}: choose from {', '.join(MODES)}")
@@ -189,7 +209,7 @@ def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "ser
         own = random.Random(rng.getrandbits(64))
         return Cycle(lambda: Seq([Sleep(own.uniform(0, 2 * interval_s)),
                                   fault_generator(name, own, overlap_duration(own, duration_s), n_nodes,
-                                                  slot)]))
+                                                  slot, **waits)]))
     # two timelines of one family (e.g. partition and partition:isolate-leader) each get a slot
     seen: dict[str, int] = {}
     slots = []
@@ -197,4 +217,8 @@ def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "ser
         family = split_name(n)[0]
         seen[family] = seen.get(family, 0) + 1
         slots.append(f"{family}{seen[family]}" if seen[family] > 1 and family in FAMILIES else None)
-    return Any([timeline(n, slot) for n, slot in zip(names, slots)])
+    timelines = [timeline(n, slot) for n, slot in zip(names, slots)]     # seeded in the order named
+    # asked first: the voter changes and wipes, so that when a leader comes after none, those
+    # that waited for it start before the faults that strike it (elect, lag, kill:leader, ...)
+    first = [split_name(n)[0] in FIRST_WHEN_LEADER for n in names]
+    return Any([t for t, f in zip(timelines, first) if f] + [t for t, f in zip(timelines, first) if not f])

@@ -5,7 +5,8 @@ A generator (nemesis/schedule.py) says which fault op comes next:
 :class:`NemesisWorker` applies it with the controller, in a thread (the
 controller blocks), and records it as process ``"nemesis"``: an ``invoke``
 with the op's value, then an ``info`` with what was done (targets, grudge,
-...) or the ``error``. Faults still active when the run ends are stopped
+..., and ``leader_wait`` when the schedule waited for a leader before it: the op's
+``leader_wait_s``) or the ``error``. Faults still active when the run ends are stopped
 and recorded by :meth:`NemesisWorker.close`.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Callable
 
 from nemesis.controller import NemesisController
 from nemesis.faults import Fault
+from nemesis.leader_wait import merge_wait
 
 log = logging.getLogger("kraft_chaos.nemesis")
 
@@ -79,8 +81,8 @@ class NemesisWorker:
             log.error("nemesis %s failed: %s", f, err)
             out = NemesisOutcome(self.history.complete(inv, "info", fault.to_value(), error=str(err)),
                                  str(err))
-        else:
-            out = NemesisOutcome(self.history.complete(inv, "info", task.result()))
+        else:       # with the schedule's wait for a leader (nemesis/leader_wait.py), if any
+            out = NemesisOutcome(self.history.complete(inv, "info", merge_wait(task.result(), op)))
         self.on_fault(self.controller.active)
         if cancelled:
             raise asyncio.CancelledError()

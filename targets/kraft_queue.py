@@ -5,8 +5,11 @@ of docs/data-plane.md ("Broker RPCs") over ``kraft.client.KraftClient.request``.
 partition's leader from Metadata (3), sends Produce (0), ConsumerFetch (1100) and
 ListOffsets (2) to that leader, and CreateTopics (19) to any broker (which forwards it to
 the active controller). A ``NOT_LEADER_OR_FOLLOWER``, an unknown partition or a lost
-connection marks the metadata stale; the next request refreshes it first. There are no
-retries inside: each call is one op of the history.
+connection marks the metadata stale; the next request refreshes it first, from the first
+broker whose answer names a live leader in an epoch not older than the client has seen
+(KIP-320: a restarted broker answers from an empty or old image), unless the refusal named
+the new leader in a newer epoch (KIP-951), which the next request goes to at once. There are
+no retries inside: each call is one op of the history.
 
 Errors (Jepsen's split, history/outcomes.py): :class:`history.outcomes.DefiniteError` when
 the request certainly had no effect (``fail``): ``NOT_LEADER_OR_FOLLOWER``,
@@ -124,6 +127,8 @@ class KraftQueueClient:
         #: broker id -> (host, port), (topic, partition) -> leader id; from the last Metadata
         self.brokers: dict[int, tuple[str, int]] = {}
         self.leaders: dict[tuple[str, int], int] = {}
+        #: (topic, partition) -> the newest leader epoch seen (Metadata, leader hints)
+        self.epochs: dict[tuple[str, int], int] = {}
         self.stale = True
         #: the ``host:port`` the last request went to (for the history's ``node``)
         self.last_endpoint: str | None = None
@@ -149,11 +154,17 @@ class KraftQueueClient:
         return list(dict.fromkeys([*self.bootstrap, *self.brokers.values()]))
 
     # -- metadata ---------------------------------------------------------------------
-    async def refresh(self) -> dict:
-        """Metadata (3) from the first broker that answers; updates :attr:`brokers` and
-        :attr:`leaders` and returns the body. Raises the last broker's error
+    async def refresh(self, want: tuple[str, int] | None = None) -> dict:
+        """Metadata (3) from the brokers in turn (the bootstrap ones first); updates
+        :attr:`brokers` and :attr:`leaders` and returns the body used. With ``want`` (a
+        ``(topic, partition)``), an answer that does not name a live leader for it in a
+        leader epoch at least the newest known (KIP-320: a broker restarted or cut off from
+        the controllers answers from an old image) sends the client on to the next broker;
+        when none does, the best answer is used (the newest epoch, then the broker's newest
+        image, ``MetadataOffset``). Raises the last broker's error
         (``history.outcomes.ClientError``) when none answers."""
         last: outcomes.ClientError | None = None
+        best: tuple | None = None
         for where in self._endpoints():
             try:
                 body = await self._request(where, api.METADATA, {})
@@ -163,10 +174,33 @@ class KraftQueueClient:
             if body.get("ErrorCode", 0) != errors.NONE:
                 last = outcomes.DefiniteError(error_name(body["ErrorCode"]), "Metadata")
                 continue
-            self._apply_metadata(body)
-            return body
-        self.stale = True
-        raise last or outcomes.DefiniteError("connection", "no broker to ask for metadata")
+            rank = self._rank(body, want)
+            if want is None or rank[0] == 2:
+                best = (rank, body)
+                break
+            if best is None or rank > best[0]:
+                best = (rank, body)
+        if best is None:
+            self.stale = True
+            raise last or outcomes.DefiniteError("connection", "no broker to ask for metadata")
+        self._apply_metadata(best[1])
+        return best[1]
+
+    def _rank(self, body: dict, want: tuple[str, int] | None) -> tuple:
+        """How good a Metadata answer is for ``want``: ``(2 a live leader in an epoch not older
+        than known, 1 the partition named, 0 not; its leader epoch; MetadataOffset)``."""
+        entry = None
+        if want is not None:
+            for t in body.get("Topics") or []:
+                if t.get("Name") == want[0]:
+                    entry = next((p for p in t.get("Partitions") or [] if p.get("Index") == want[1]), None)
+        offset = body.get("MetadataOffset") if isinstance(body.get("MetadataOffset"), int) else -1
+        if entry is None:
+            return (0, -1, offset)
+        epoch = entry.get("LeaderEpoch") if isinstance(entry.get("LeaderEpoch"), int) else -1
+        ids = {int(b["Id"]) for b in body.get("Brokers") or []}
+        live = entry.get("Leader", -1) in ids and epoch >= self.epochs.get(want, -1)
+        return (2 if live else 1, epoch, offset)
 
     def _apply_metadata(self, body: dict) -> None:
         brokers, leaders = {}, {}
@@ -174,7 +208,10 @@ class KraftQueueClient:
             brokers[int(b["Id"])] = (str(b["Host"]), int(b["Port"]))
         for t in body.get("Topics") or []:
             for p in t.get("Partitions") or []:
-                leaders[(t["Name"], int(p["Index"]))] = int(p.get("Leader", -1))
+                key = (t["Name"], int(p["Index"]))
+                leaders[key] = int(p.get("Leader", -1))
+                if isinstance(p.get("LeaderEpoch"), int) and p["LeaderEpoch"] > self.epochs.get(key, -1):
+                    self.epochs[key] = p["LeaderEpoch"]
         self.brokers, self.leaders, self.stale = brokers, leaders, False
 
     async def leader(self, topic: str, partition: int) -> tuple[str, int]:
@@ -183,7 +220,7 @@ class KraftQueueClient:
         ``UNKNOWN_TOPIC_OR_PARTITION``) when no live leader is known: nothing was sent."""
         key = (topic, partition)
         if self.stale or key not in self.leaders or self.leaders[key] not in self.brokers:
-            await self.refresh()
+            await self.refresh(key)
         lid = self.leaders.get(key)
         if lid is None:
             self.stale = True
@@ -194,11 +231,19 @@ class KraftQueueClient:
         return self.brokers[lid]
 
     async def _to_leader(self, topic: str, partition: int, api_key: int, body: dict) -> dict:
-        """Send ``body`` to the partition's leader; a reply naming stale metadata marks it so."""
+        """Send ``body`` to the partition's leader. A reply naming stale metadata marks it so,
+        unless it names the new leader in a newer leader epoch (KIP-951's leader hint), which
+        the next request then goes to at once."""
+        key = (topic, partition)
         resp = await self._request(await self.leader(topic, partition), api_key,
                                    {"Topic": topic, "Partition": partition, **body})
         if resp.get("ErrorCode", 0) in STALE_METADATA:
-            self.stale = True
+            hint, epoch = resp.get("LeaderId"), resp.get("LeaderEpoch")
+            if (isinstance(hint, int) and hint in self.brokers and isinstance(epoch, int)
+                    and epoch > self.epochs.get(key, -1)):
+                self.leaders[key], self.epochs[key] = hint, epoch
+            else:
+                self.stale = True
         return resp
 
     # -- the QueueClient interface ------------------------------------------------------

@@ -227,11 +227,14 @@ def sim_cluster(n: int = 5, netem: bool = True) -> tuple[FakeCluster, NetSim]:
     return FakeCluster(n, FakeRemote(sim)), sim
 
 
-def make_controller(n: int = 5, leader=None, seed: int = 1, netem: bool = True, nodes=None):
+def make_controller(n: int = 5, leader=None, seed: int = 1, netem: bool = True, nodes=None,
+                    clock: "FakeClock | None" = None, leader_wait_s: float = 0.0):
     """``(cluster, sim, db, controller)``: a NemesisController on a simulated cluster.
 
     ``leader``: a node name, None, or a callable giving the leader. ``nodes``: the nodes
-    faults may touch (default all).
+    faults may touch (default all). ``leader_wait_s``: how long a fault that needs a leader
+    waits for one (default 0: a single look), on ``clock`` (a :class:`FakeClock`; default
+    the real one).
     """
     import random
 
@@ -239,7 +242,23 @@ def make_controller(n: int = 5, leader=None, seed: int = 1, netem: bool = True, 
     cluster, sim = sim_cluster(n, netem)
     db = FakeDB(cluster.nodes)
     find = leader if callable(leader) else (lambda: leader)
-    return cluster, sim, db, NemesisController(cluster, db, find, random.Random(seed), nodes)
+    timing = {"clock": clock.now, "sleep": clock.sleep} if clock is not None else {}
+    return cluster, sim, db, NemesisController(cluster, db, find, random.Random(seed), nodes,
+                                               leader_wait_s=leader_wait_s, **timing)
+
+
+class FakeClock:
+    """A monotonic clock that only :meth:`sleep` moves (s); ``slept`` lists every sleep."""
+
+    def __init__(self, t: float = 0.0):
+        self.t, self.slept = t, []
+
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, s: float) -> None:
+        self.slept.append(s)
+        self.t += s
 
 
 def grudge_of(cluster: FakeCluster, sim: NetSim, chain: str | None = None) -> dict[str, set[str]]:

@@ -8,7 +8,10 @@ ConsumerFetch and ListOffsets; others say NOT_LEADER_OR_FOLLOWER. Tests script f
 Produce with NOT_ENOUGH_REPLICAS_AFTER_APPEND or REQUEST_TIMED_OUT the record *is*
 appended, as on the real broker); ``silent`` brokers read requests and never answer;
 ``drop`` brokers close the connection after reading one. ``requests`` records
-``(broker id, api key, body)`` of every request received.
+``(broker id, api key, body)`` of every request received. ``images[broker id]`` is a
+broker's own Metadata answer (e.g. an empty image after a restart) instead of the shared
+state; a partition's ``epoch`` is its leader epoch, which NOT_LEADER_OR_FOLLOWER names with
+the leader (KIP-951's hint).
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ class Partition:
     leader: int
     log: list = dataclasses.field(default_factory=list)
     hw: int | None = None        # None: the log end
+    epoch: int = 0
 
     def high_watermark(self) -> int:
         return len(self.log) if self.hw is None else self.hw
@@ -45,6 +49,7 @@ class FakeBrokers:
         self.silent: set[int] = set()
         self.drop: set[int] = set()
         self.requests: list[tuple[int, int, dict]] = []
+        self.images: dict[int, dict] = {}
 
     async def __aenter__(self) -> "FakeBrokers":
         for bid in self.ids:
@@ -99,10 +104,12 @@ class FakeBrokers:
         return queue.pop(0) if queue else None
 
     def dispatch(self, bid: int, key: int, body: dict) -> dict:
+        if key == api.METADATA and bid in self.images:
+            return self.images[bid]
         if key == api.METADATA:
             return {"ErrorCode": 0, "Brokers": [{"Id": b, "Host": "127.0.0.1", "Port": self.ports[b],
                                                  "Fenced": False} for b in self.ids],
-                    "Topics": [{"Name": t, "Partitions": [{"Index": i, "Leader": p.leader, "LeaderEpoch": 0,
+                    "Topics": [{"Name": t, "Partitions": [{"Index": i, "Leader": p.leader, "LeaderEpoch": p.epoch,
                                                            "Isr": self.ids, "Replicas": self.ids}
                                                           for i, p in enumerate(ps)]}
                                for t, ps in self.topics.items()]}
@@ -120,7 +127,7 @@ class FakeBrokers:
             return {"ErrorCode": errors.UNKNOWN_TOPIC_OR_PARTITION}
         p = parts[body["Partition"]]
         if p.leader != bid:
-            return {"ErrorCode": errors.NOT_LEADER_OR_FOLLOWER}
+            return {"ErrorCode": errors.NOT_LEADER_OR_FOLLOWER, "LeaderId": p.leader, "LeaderEpoch": p.epoch}
         code = self._scripted(key)
         if key == api.PRODUCE:
             if code is not None and code not in APPENDED_ANYWAY:

@@ -176,7 +176,7 @@ def test_rpc_errors_are_recorded_not_raised():
 
 def test_controller_branch_records_targets_and_stops(monkeypatch):
     from tests.nemesis_fakes import make_controller
-    *_rest, ctl = make_controller(3)
+    *_rest, ctl = make_controller(3, leader="n1")         # as FakeVoterDB's leader
     db = FakeVoterDB()
     ctl.db = db
     m = for_controller(ctl)

@@ -83,6 +83,33 @@ def test_the_queue_workload_gets_3_brokers_on_kraft_unless_told():
     assert cfg.brokers is None and kraft.node_count(cfg) == cfg.nodes
 
 
+@pytest.mark.parametrize("workload, db, given, want", [
+    ("queue", "kraft", None, "all"), ("queue", "kafka", None, "all"), ("queue", "kraft", "quorum", "quorum"),
+    ("queue", "kraft", "clients", "clients"), ("append", "kraft", None, "quorum"), ("kv", "kraft", None, "quorum"),
+    ("metadata", "kafka", None, "quorum"), ("append", "kraft", "all", "all"),
+])
+def test_faults_reach_the_brokers_by_default_under_the_queue_workload(workload, db, given, want):
+    cfg = RunConfig(seed=1, workload=workload, db=db, nemesis_targets=given)
+    cfg.check()
+    assert cfg.nemesis_targets == want
+    assert f"--nemesis-targets {want}" in cfg.repeat_command()
+
+
+def test_the_cli_leaves_the_queue_default_to_the_workload_and_keeps_quorum_on_request():
+    assert _run_args("--workload", "queue").nemesis_targets is None
+    assert _run_args("--workload", "queue", "--nemesis-targets", "quorum").nemesis_targets == "quorum"
+    assert workload_spec("queue").nemesis_targets == "all" and workload_spec("append").nemesis_targets == "quorum"
+    with pytest.raises(ValueError, match="unknown nemesis targets 'brokers'"):
+        RunConfig(seed=1, workload="queue", nemesis_targets="brokers").check()
+
+
+def test_a_queue_run_faults_the_controllers_and_the_brokers():
+    db = KraftDB(FakeCluster(8), "c1", seed=1, brokers=3)
+    cfg = RunConfig(seed=1, workload="queue")
+    cfg.check()
+    assert db.fault_nodes(cfg.nemesis_targets) == [f"n{i}" for i in range(1, 9)]
+
+
 def test_kafka_broker_counts():
     assert node_count("dedicated", 3) == 6 and node_count("dedicated", 3, 5) == 8
     assert node_count("combined", 3) == 3

@@ -145,6 +145,48 @@ def test_metadata_survives_a_down_bootstrap_broker():
     run(body)
 
 
+def test_a_broker_with_an_empty_or_old_image_sends_the_client_to_the_next():
+    async def body(brokers, client):
+        parts = await _topic(brokers, client, 1)
+        await client.send("q", 0, 0)
+        parts[0].leader, parts[0].epoch = 2, 4
+        with pytest.raises(DefiniteError):                         # leader moved: refused
+            await client.send("q", 0, 1)
+        # broker 1 restarted: its image has no topic yet (KIP-631: it waits to re-register)
+        brokers.images[1] = {"ErrorCode": 0, "Brokers": [], "Topics": [], "MetadataOffset": 3}
+        client.stale = True
+        brokers.requests.clear()
+        assert await client.send("q", 0, 2) == len(parts[0].log) - 1
+        assert brokers.sent_to(api.METADATA) == [1, 2] and brokers.sent_to(api.PRODUCE) == [2]
+        # broker 1 names an old leader in an older epoch than the client saw: not trusted
+        brokers.images[1] = {"ErrorCode": 0, "Brokers": [{"Id": 1, "Host": "127.0.0.1", "Port": brokers.ports[1]}],
+                             "Topics": [{"Name": "q", "Partitions": [{"Index": 0, "Leader": 1, "LeaderEpoch": 3}]}]}
+        client.stale = True
+        brokers.requests.clear()
+        await client.send("q", 0, 3)
+        assert brokers.sent_to(api.METADATA) == [1, 2] and brokers.sent_to(api.PRODUCE) == [2]
+        # no broker knows a live leader: the best answer is used, nothing is sent
+        parts[0].leader = -1
+        client.stale = True
+        with pytest.raises(DefiniteError) as e:
+            await client.send("q", 0, 4)
+        assert e.value.code == "LEADER_NOT_AVAILABLE"
+    run(body)
+
+
+def test_a_refusal_naming_the_new_leader_in_a_newer_epoch_is_followed_at_once():
+    async def body(brokers, client):
+        parts = await _topic(brokers, client, 1)
+        await client.send("q", 0, 1)
+        parts[0].leader, parts[0].epoch = 3, 1                     # a new leader, a new epoch
+        with pytest.raises(DefiniteError):
+            await client.send("q", 0, 2)
+        brokers.requests.clear()
+        assert await client.send("q", 0, 3) == 1
+        assert [k for _, k, _ in brokers.requests] == [api.PRODUCE] and brokers.sent_to(api.PRODUCE) == [3]
+    run(body)
+
+
 def test_create_topic_errors_and_retries():
     async def body(brokers, client):
         brokers.errors[19] = [38]                # INVALID_REPLICATION_FACTOR

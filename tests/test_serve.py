@@ -39,7 +39,10 @@ def _run(root: Path, test: str, stamp: str, valid, anomalies: dict | None = None
                     for k, n in counts.items()}
         store.write_json(run / store.RESULTS, {
             "valid": valid, "anomalies": counts, "checkers": checkers,
-            "stats": {"counts": {"append": {"ok": 40, "fail": 9, "info": 8}}, "latency_ms": {}}})
+            "stats": {"counts": {"append": {"ok": 40, "fail": 9, "info": 8}}, "latency_ms": {}},
+            "faults": {"kinds": {"wipe": {"one": {"attempted": 3, "happened": 1, "skipped": 2, "failed": 0,
+                                                  "skipped_why": {"no leader within 3 s": 2}, "failed_why": {}}}},
+                       "totals": {"wipe": {"attempted": 3, "happened": 1, "skipped": 2, "failed": 0}}}})
     node = run / "nodes" / "n1"
     node.mkdir(parents=True)
     (node / "node.log").write_text("2026-01-01 INFO n1 became leader of epoch 1\n")
@@ -137,6 +140,7 @@ def test_results_page_renders_checkers_and_anomalies(server):
     assert status == 200
     assert 'id="c-lost-write"' in page and "2 anomalies" in page and "1001" in page
     assert "results.json as it is" in page
+    assert "<h3>faults</h3>" in page and "no leader within 3 s" in page      # which faults landed
     assert get(server, "/results/append-none/20260104T100000.000Z")[0] == 404   # no results.json
 
 

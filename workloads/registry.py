@@ -141,6 +141,9 @@ class WorkloadSpec:
     #: broker nodes a run gets on a target whose brokers are optional (``--db kraft``)
     #: when ``--brokers`` is not given; 0: the workload needs none
     brokers: int = 0
+    #: the nodes faults touch when ``--nemesis-targets`` is not given (``targets.base.DB.
+    #: fault_nodes``): ``quorum`` (the voters), ``clients`` or ``all``
+    nemesis_targets: str = "quorum"
 
 
 WORKLOAD_SPECS: dict[str, WorkloadSpec] = {
@@ -166,7 +169,9 @@ WORKLOAD_SPECS: dict[str, WorkloadSpec] = {
         QueueWorkload,
         ("queue-lost", "queue-duplicate", "queue-inconsistent-offsets", "queue-reordered",
          "queue-nonmonotonic-poll", "queue-phantom", *QUORUM_CHECKERS),
-        final=queue_final_phase, dbs=("kraft", "kafka"), brokers=3),
+        final=queue_final_phase, dbs=("kraft", "kafka"), brokers=3,
+        # the data plane's bugs live in the brokers: faults reach them and the controllers
+        nemesis_targets="all"),
 }
 
 

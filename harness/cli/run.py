@@ -13,7 +13,7 @@ from harness.cli.args import (db_name, hosts_file, ipv4_subnet, kafka_version, n
 from harness.cli.console import console_logging, remove_console_logging
 from harness.cli.exits import EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_HARNESS, EXIT_INTERRUPTED, verdict_exit
 from harness.cli.workload_flags import add_flags, config_kwargs
-from harness.config.options import resolve_brokers
+from harness.config.options import resolve_brokers, resolve_nemesis_targets
 from harness.config.run import RunConfig
 from harness.config.schedules import DEFAULT_SCHEDULE as D
 from harness.reports.summary import format_results
@@ -71,9 +71,10 @@ def add_parser(sub) -> None:
                    help="0 static voters (controller.quorum.voters), 1 dynamic quorum (KIP-853: "
                         "VotersRecord, directory ids, --nemesis membership); default 1 on --db kafka, "
                         "as Kafka 4's docs recommend, 0 on kraft")
-    r.add_argument("--nemesis-targets", choices=["quorum", "clients", "all"], default="quorum",
-                   help="nodes the faults touch: quorum (voters/controllers, default), clients "
-                        "(Kafka's brokers) or all")
+    r.add_argument("--nemesis-targets", choices=["quorum", "clients", "all"], default=None,
+                   help="nodes the faults touch: quorum (voters/controllers), clients (the "
+                        "brokers) or all (default: all for the queue workload, whose records "
+                        "the brokers hold; quorum for the others)")
     r.add_argument("--keep-cluster", action="store_true", help="leave the containers running")
     r.add_argument("--store", default="store", help="store root (default ./store)")
     r.add_argument("--base-image", default=None, help="base image for nodes (default: offline Debian)")
@@ -113,6 +114,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         nemesis_targets=args.nemesis_targets, hosts=args.hosts, **config_kwargs(args))
     try:
         resolve_brokers(config, workload_spec(config.workload), target_spec(args.db))
+        resolve_nemesis_targets(config, workload_spec(config.workload))
     except ValueError as e:
         print(f"kraft-chaos: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -1,6 +1,7 @@
-"""A run's workload options and broker count: the :data:`WORKLOAD_OPTIONS` fields of a
-``RunConfig`` (``--acks``, ``--min-insync-replicas``, ...) handed to the workload's options
-class, and the default ``--brokers`` of a workload that needs brokers.
+"""A run's workload options, broker count and fault targets: the :data:`WORKLOAD_OPTIONS`
+fields of a ``RunConfig`` (``--acks``, ``--min-insync-replicas``, ...) handed to the
+workload's options class, the default ``--brokers`` of a workload that needs brokers, and
+the default ``--nemesis-targets`` of a workload.
 
 Every option defaults to None (not given): the target's or the workload's own default then
 applies. A flag the workload has no option for is a clear ``ValueError`` naming the flag,
@@ -47,3 +48,18 @@ def resolve_brokers(config, workload_spec, target_spec) -> None:
     elif config.brokers < 1:
         raise ValueError(f"the {config.workload} workload needs brokers: give --brokers B (B >= 1) on "
                          f"--db {config.db}, or leave it out for {wanted}")
+
+
+#: ``--nemesis-targets`` choices (``targets.base.DB.fault_nodes``)
+NEMESIS_TARGETS = ("quorum", "clients", "all")
+
+
+def resolve_nemesis_targets(config, workload_spec) -> None:
+    """Give ``config.nemesis_targets`` the workload's default (``workload_spec.nemesis_targets``:
+    ``all`` for the queue workload, whose bugs live in the brokers; ``quorum`` otherwise)
+    when it was not given (None). Raises ``ValueError`` naming an unknown choice."""
+    if config.nemesis_targets is None:
+        config.nemesis_targets = getattr(workload_spec, "nemesis_targets", "quorum")
+    if config.nemesis_targets not in NEMESIS_TARGETS:
+        raise ValueError(f"unknown nemesis targets {config.nemesis_targets!r}: choose from "
+                         f"{', '.join(NEMESIS_TARGETS)}")

@@ -35,7 +35,8 @@ class RunConfig:
     ``kafka_topology`` (dedicated: ``nodes`` controllers plus brokers; combined:
     ``nodes`` combined nodes) shape the ``kafka`` target; ``kraft_version`` (0 static
     voters, 1 KIP-853; None: the target's default, 0 on kraft, 1 on kafka) both. ``cluster``: the backend (docker, netns, ssh, or auto: docker when an engine answers); ``hosts``: the hosts file of ``ssh`` (clusters/ssh_hosts.py). ``nemesis_targets``: quorum, clients or all
-    (``targets.base.DB.fault_nodes``). ``seed`` drives every random choice.
+    (``targets.base.DB.fault_nodes``; None: the workload's ``WorkloadSpec.nemesis_targets``,
+    ``all`` for queue, given by :meth:`check`). ``seed`` drives every random choice.
     ``brokers``: broker nodes (``--brokers``; None: the target's default, or on a target
     whose brokers are optional the workload's ``WorkloadSpec.brokers``). The fields of
     :data:`WORKLOAD_OPTIONS` (``acks`` 0/1/-1, ``min_insync_replicas``,
@@ -55,7 +56,7 @@ class RunConfig:
     kafka_version: str = "4.3.1"
     kafka_topology: str = "dedicated"
     kraft_version: int | None = None     # None: the target's default (kraft 0, kafka 1)
-    nemesis_targets: str = "quorum"
+    nemesis_targets: str | None = None   # None: the workload's (quorum; all for queue)
     keep_cluster: bool = False
     store: str = str(store.DEFAULT_ROOT)
     base_image: str | None = None
@@ -83,7 +84,8 @@ class RunConfig:
 
     def check(self) -> None:
         """Check this config against the registries before any cluster is made, and give
-        ``brokers`` the workload's default where the target's brokers are optional: the workload
+        ``brokers`` the workload's default where the target's brokers are optional, and
+        ``nemesis_targets`` the workload's when not given: the workload
         runs on the target (workloads/registry.py), its options and ``--brokers`` apply
         (harness/config/options.py), the nemesis mode is known, membership faults have
         kraft.version 1, and the backend is known and runs the target (targets/registry.py).
@@ -94,6 +96,7 @@ class RunConfig:
             raise ValueError(f"workload {self.workload!r} does not run on --db {self.db}: "
                              f"it supports {', '.join(spec.dbs)}")
         options.resolve_brokers(self, spec, target)                                # --brokers
+        options.resolve_nemesis_targets(self, spec)                                # --nemesis-targets
         options.workload_options(self, spec.workload.options_class, self.workload)   # --acks etc., checked
         if self.nemesis_mode not in MODES:
             raise ValueError(f"unknown nemesis mode {self.nemesis_mode!r}: choose from {', '.join(MODES)}")
@@ -131,7 +134,7 @@ class RunConfig:
         args += target_spec(self.db).repeat_flags(self)
         if self.kraft_version is not None:
             args += ["--kraft-version", str(self.kraft_version)]
-        if self.nemesis_targets != RunConfig.nemesis_targets:
+        if self.nemesis_targets is not None:
             args += ["--nemesis-targets", self.nemesis_targets]
         if self.subnet != RunConfig.subnet:
             args += ["--subnet", self.subnet]

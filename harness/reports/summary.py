@@ -24,7 +24,8 @@ def _fmt(x: Any, unit: str = "") -> str:
 
 
 def format_results(results: dict, max_details: int = 3) -> str:
-    """The human summary of ``results`` (results.json): verdict, anomalies, stats."""
+    """The human summary of ``results`` (results.json): verdict, anomalies, stats, and which
+    faults landed (:func:`fault_lines`)."""
     valid = results.get("valid")
     word = {True: "VALID", False: "INVALID"}.get(valid, "UNKNOWN")
     lines = [f"verdict: {word} (valid={json.dumps(valid)})"]
@@ -75,7 +76,58 @@ def format_results(results: dict, max_details: int = 3) -> str:
     epochs = stats.get("epochs") or {}
     if epochs.get("max") is not None:
         lines.append(f"elections: {epochs['leaders']} leader(s) seen, highest epoch {epochs['max']}")
+    lines += fault_lines(results.get("faults") or {})
     return "\n".join(lines)
+
+
+def _counts(e: dict) -> str:
+    return f"{e['attempted']}/{e['happened']}/{e['skipped']}/{e['failed']}"
+
+
+def _reasons(why: dict, limit: int = 3) -> str:
+    top = sorted(why.items(), key=lambda kv: (-kv[1], kv[0]))
+    text = "; ".join(f"{r} x{n}" for r, n in top[:limit])
+    return text + (f"; {len(top) - limit} more" if len(top) > limit else "")
+
+
+def fault_lines(faults: dict) -> list[str]:
+    """The per-kind fault report (results.json's ``faults``, checkers/fault_report.py) as
+    summary lines: each family's attempted/happened/skipped/failed, then every kind with
+    skips, failures or leader waits and why, the voter changes and the wiped nodes."""
+    totals, kinds = faults.get("totals") or {}, faults.get("kinds") or {}
+    if not totals:
+        return []
+    lines = ["faults (attempted/happened/skipped/failed): "
+             + ", ".join(f"{fam} {_counts(t)}" for fam, t in totals.items())]
+    for fam, by_kind in kinds.items():
+        for kind, e in by_kind.items():
+            notes = []
+            if e.get("skipped_why"):
+                notes.append(f"skipped: {_reasons(e['skipped_why'])}")
+            if e.get("failed_why"):
+                notes.append(f"failed: {_reasons(e['failed_why'])}")
+            if e.get("leader_unknown"):
+                notes.append(f"no leader found, a random node hit x{e['leader_unknown']}")
+            w = e.get("waited")
+            if w:
+                notes.append(f"waited for a leader x{w['n']} (mean {w['mean_s']:g} s, max {w['max_s']:g} s, "
+                             f"none came x{w['no_leader']})")
+            if notes:
+                lines.append(f"  {fam}:{kind} {_counts(e)}: " + "; ".join(notes))
+    changes = faults.get("changes") or {}
+    if changes:
+        parts = []
+        for op, c in changes.items():
+            counts = " ".join(f"{k} {c[k]}" for k in ("ok", "confirmed", "fail", "info", "error", "skipped") if c.get(k))
+            parts.append(f"{op} {counts or 'none'}")
+        lines.append(f"  voter changes: {'; '.join(parts)}")
+    wiped = faults.get("wiped_nodes")
+    if wiped:
+        lines.append(f"  wiped nodes: {wiped['wiped']} wiped, {wiped['skipped']} skipped"
+                     + (f" ({_reasons(wiped['skipped_why'], 2)})" if wiped.get("skipped_why") else ""))
+    if faults.get("stop_errors"):
+        lines.append("  stops that failed: " + ", ".join(f"{f} x{n}" for f, n in faults["stop_errors"].items()))
+    return lines
 
 
 def _kv_stats_line(stats: dict) -> str:

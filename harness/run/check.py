@@ -52,7 +52,8 @@ def check_run_dir(run_dir: Path, out_dir: Path | None = None) -> dict:
     (harness/reports/plots.py) and, for a history of at most ``REPORT_MAX_BYTES``, ``timeline.html``
     (harness/reports/timeline.py). With ``out_dir`` (created if need be) those files
     go there and the run directory is only read. Returns ``{"valid", "anomalies": {checker: count},
-    "checkers": {checker: result}, "stats": ...}``. Raises
+    "checkers": {checker: result}, "stats": ..., "faults": which faults landed, per family and
+    kind (checkers/fault_report.py)}``. Raises
     ``history.HistoryError`` (with the line number) for a malformed history,
     ``FileNotFoundError`` when there is none, ValueError for an unknown
     workload in test.json, OSError when ``out_dir`` cannot be written.
@@ -74,7 +75,7 @@ def check_run_dir(run_dir: Path, out_dir: Path | None = None) -> dict:
         extra["timeline"] = TimelineFold()
     raw = check_all_folds(lambda: iter_history(path), spec.checkers, nodes or None, ctx, extra=extra)
     results = {"valid": raw["valid"], "anomalies": raw["anomaly_counts"],
-               "checkers": raw["checkers"], "stats": raw["stats"]}
+               "checkers": raw["checkers"], "stats": raw["stats"], "faults": raw["faults"]}
     store.write_json(store.results_path(dest), results)
     try:
         write_plots(raw["extra"]["plots"], dest)

@@ -45,7 +45,7 @@ from nemesis.controller import NemesisController
 from nemesis.schedule import nemesis_generator
 from nemesis.worker import NemesisWorker
 from targets.errors import TargetError
-from targets.registry import node_software, target_spec
+from targets.registry import effective_kraft_version, node_software, target_spec
 from workloads.base import WorkloadSetupError
 from workloads.registry import workload_spec
 from workloads.topology import Topology
@@ -260,7 +260,9 @@ class _Run:
                                                 self._fault_nodes(), self._disk_mounts())
             schedule = nemesis_generator(cfg.nemesis, random.Random(f"{cfg.seed}:nemesis:schedule"),
                                          cfg.nemesis_mode, cfg.nemesis_interval, cfg.nemesis_duration,
-                                         n_nodes=len(self.controller.nodes))
+                                         n_nodes=len(self.controller.nodes),
+                                         voter_changes=effective_kraft_version(cfg) == 1,
+                                         aim_at_leader=bool(set(nodes) & set(self.controller.nodes)))
             gen = AnyOf([gen, nemesis(schedule)])
             workers["nemesis"] = NemesisWorker(self.controller, self.history)
         interp = Interpreter(TimeLimit(limit, gen), workers, wl.pids.next, cfg.seed,

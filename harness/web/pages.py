@@ -203,6 +203,8 @@ def results_page(rel: str, results: Any, raw_href: str) -> str:
         parts.append("".join(body))
     if "stats" in results:
         parts.append(f"<h3>stats</h3>{_json_block(results['stats'], raw_href)}")
+    if results.get("faults"):        # which faults landed (checkers/fault_report.py)
+        parts.append(f"<h3>faults</h3>{_json_block(results['faults'], raw_href)}")
     return page(f"results {verdict}", "".join(parts), _crumbs(rel, "results"))
 
 
