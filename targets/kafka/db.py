@@ -1,7 +1,7 @@
 """The DB lifecycle of Apache Kafka nodes: configure, format, start, stop, kill, pause, collect.
 
 The same surface as ``harness/db.py``'s ``KraftDB``, for a cluster whose nodes hold
-Kafka's jars at ``/opt/kafka/libs``, its log4j2 configs at ``/opt/kafka/config`` and a
+Kafka's jars at ``/opt/kafka/libs``, its log configs at ``/opt/kafka/config`` and a
 ``java`` on ``PATH``: the image of :func:`targets.kafka.image.ensure_kafka_image`, or the
 host files of :mod:`targets.kafka.host_files` (``harness/deploy.py``). Every node runs one JVM,
 ``java ... kafka.Kafka /etc/kafka/server.properties``, detached, its pid in a
@@ -12,6 +12,10 @@ through the cluster's :class:`clusters.remote.Remote`.
 Node order in ``cluster.nodes``: the controllers first (KRaft node ids
 1..C), then the brokers (ids C+1..C+B). With ``topology="combined"`` the
 controllers are combined ``broker,controller`` servers.
+
+What the Kafka version changes (config keys, format flags, tools, logging, DescribeQuorum
+versions, voter changes) is its row of :data:`targets.kafka.releases.RELEASES`,
+:attr:`KafkaDB.release`.
 """
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ from clusters.remote import Cluster, RemoteError
 from targets.base import DB, QuorumClientFactory
 from targets.errors import TargetError
 from targets.kafka import server_config as sc
-from targets.kafka.jars import DEFAULT_VERSION, validate_version
+from targets.kafka.releases import DEFAULT_VERSION, release
 from targets.kafka.server_config import KafkaPaths
 
 log = logging.getLogger("kraft_chaos.targets.kafka")
@@ -73,27 +77,33 @@ class KafkaDB(DB):
     ``cluster_id``/``seed``: the run's; the Kafka cluster id
     (:attr:`kafka_cluster_id`, 22-char base64url) and the controllers'
     directory ids derive from them (:func:`server_config.cluster_uuid`,
-    :func:`server_config.directory_id`). ``version``: the Kafka version in the
-    image (checked for shape only). ``topology``: ``"dedicated"`` (separate
+    :func:`server_config.directory_id`). ``version``: the Kafka version on the nodes; its
+    row of the releases table is :attr:`release` (``newer``: a version past the newest line,
+    an own build's, gets the newest line's). ``topology``: ``"dedicated"`` (separate
     controller and broker processes) or ``"combined"`` (the controllers are
     also brokers). ``n_controllers``/``n_brokers``: default 5 and 3 for
     dedicated and every node a combined controller for combined; when one is
     given the other is the rest of ``cluster.nodes``. ``kraft_version``: 1
-    (dynamic quorum, the default) or 0 (static ``controller.quorum.voters``).
+    (dynamic quorum) or 0 (static ``controller.quorum.voters``); None: the release's
+    default, 1 from 3.9, else 0.
     ``timeouts`` (ms), ``release_version`` (``--release-version`` of the
     format), ``extra_properties`` (added to every server.properties) and
     ``heap`` (JVM heap flags for every node) are optional.
 
     Raises ``ValueError`` for bad arguments (including counts that do not add
-    up to the cluster's nodes) and :class:`TargetError` for a bad version.
+    up to the cluster's nodes) and :class:`TargetError` for a bad or unsupported version,
+    or a kraft version the release does not have.
     """
 
     def __init__(self, cluster: Cluster, cluster_id: str, seed: int, *, version: str = DEFAULT_VERSION,
                  topology: str = "dedicated", n_controllers: int | None = None, n_brokers: int | None = None,
-                 kraft_version: int = sc.DEFAULT_KRAFT_VERSION, timeouts: sc.Timeouts = sc.Timeouts(),
+                 kraft_version: int | None = None, timeouts: sc.Timeouts = sc.Timeouts(),
                  release_version: str | None = None, extra_properties: Mapping[str, object] | None = None,
                  heap: Sequence[str] | None = None, paths: KafkaPaths = KafkaPaths(),
-                 stop_timeout_s: float = 10.0, startup_check_s: float = 3.0):
+                 stop_timeout_s: float = 10.0, startup_check_s: float = 3.0, newer: bool = False):
+        self.release = release(version, newer=newer)
+        if kraft_version is None:
+            kraft_version = self.release.default_kraft_version
         if not isinstance(cluster_id, str) or not cluster_id or any(c.isspace() for c in cluster_id):
             raise ValueError(f"cluster_id must be a non-empty string without whitespace, got {cluster_id!r}")
         if isinstance(seed, bool) or not isinstance(seed, int):
@@ -102,6 +112,8 @@ class KafkaDB(DB):
             raise ValueError(f"topology must be one of {TOPOLOGIES}, got {topology!r}")
         if kraft_version not in sc.KRAFT_VERSIONS or isinstance(kraft_version, bool):
             raise ValueError(f"kraft_version must be 0 or 1, got {kraft_version!r}")
+        if kraft_version not in self.release.kraft_versions:
+            raise TargetError(f"Kafka {version} has no kraft.version {kraft_version}")
         total = len(cluster.nodes)
         if n_controllers is None and n_brokers is None:
             n_controllers, n_brokers = (5, 3) if topology == "dedicated" else (total, 0)
@@ -117,7 +129,7 @@ class KafkaDB(DB):
         self.cluster = cluster
         self.cluster_id = cluster_id
         self.seed = seed
-        self.version = validate_version(version)
+        self.version = version
         self.topology = topology
         self.n_controllers = n_controllers
         self.n_brokers = n_brokers
@@ -134,12 +146,12 @@ class KafkaDB(DB):
     @classmethod
     def for_run(cls, cluster: Cluster, cluster_id: str, options) -> "KafkaDB":
         """The DB of a run: ``options`` has ``seed``, ``nodes`` (controllers),
-        ``kafka_version``, ``kafka_topology`` and ``kraft_version`` (as
+        ``kafka_version``, ``kafka_topology``, ``kraft_version`` and ``kafka_dist`` (as
         ``harness.run_config.RunConfig``); the brokers are the rest of the cluster."""
-        version = getattr(options, "kraft_version", None)
         return cls(cluster, cluster_id, options.seed, version=options.kafka_version,
                    topology=options.kafka_topology, n_controllers=options.nodes,
-                   kraft_version=sc.DEFAULT_KRAFT_VERSION if version is None else version)
+                   kraft_version=getattr(options, "kraft_version", None),
+                   newer=bool(getattr(options, "kafka_dist", None)))
 
     # --- identity and roles ---------------------------------------------------
 
@@ -179,7 +191,9 @@ class KafkaDB(DB):
         """DescribeQuorum (api key 55) over Kafka's wire protocol:
         :class:`targets.kafka.describe_quorum.KafkaQuorumClient`."""
         from targets.kafka.describe_quorum import KafkaQuorumClient
-        return lambda host, port, cluster_id, timeout_ms: KafkaQuorumClient(host, port, cluster_id, timeout_ms)
+        dq = self.release.describe_quorum
+        return lambda host, port, cluster_id, timeout_ms: KafkaQuorumClient(host, port, cluster_id, timeout_ms,
+                                                                            dq_versions=dq)
 
     def controllers(self) -> list[str]:
         """The nodes that are KRaft voters (controller or combined), in id order."""
@@ -215,7 +229,7 @@ class KafkaDB(DB):
             role=self.role(node), node_id=self.node_id(node), host=self.cluster.ip(node),
             controllers=self.voters(), kraft_version=self.kraft_version, log_dirs=p.data_dir,
             metadata_log_dir=p.metadata_dir, n_brokers=len(self.brokers()), timeouts=self.timeouts,
-            extra=self.extra_properties)
+            extra=self.extra_properties, rel=self.release)
 
     def format_argv(self, node: str, joining: bool = False) -> list[str]:
         """The node's ``kafka.tools.StorageTool format`` command line (``joining``: for a
@@ -223,11 +237,11 @@ class KafkaDB(DB):
         return sc.format_argv(
             role=self.role(node), node_id=self.node_id(node), cluster_id=self.kafka_cluster_id,
             config_path=self.paths.config, controllers=self.voters(), kraft_version=self.kraft_version,
-            release_version=self.release_version, java=self.paths.java, joining=joining)
+            release_version=self.release_version, java=self.paths.java, joining=joining, rel=self.release)
 
     def java_argv(self, node: str) -> list[str]:
         """The server's command line (:func:`server_config.server_argv`)."""
-        return sc.server_argv(self.role(node), self.paths, self.heap)
+        return sc.server_argv(self.role(node), self.paths, self.heap, rel=self.release)
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -395,7 +409,7 @@ class KafkaDB(DB):
         Raises ``RemoteError`` when the tool fails (no quorum, unreachable).
         """
         argv = sc.quorum_status_argv(",".join(f"{h}:{p}" for h, p in self.controller_addresses()),
-                                     java=self.paths.java)
+                                     self.bootstrap_servers(), java=self.paths.java, rel=self.release)
         out = self.remote.exec(via or self.controllers()[0], argv, check=True, timeout_s=timeout_s).stdout
         return sc.parse_quorum_status(out)
 

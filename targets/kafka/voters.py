@@ -13,15 +13,19 @@ Kafka 4.3.1's tool (checked with ``--help`` in the node image)::
 listener and (from ``metadata.log.dir``'s ``meta.properties``) the directory id from the
 config it is given. The tool exits 0 on success; otherwise it prints the Admin client's
 exception (``org.apache.kafka.common.errors.DuplicateVoterException: ...``), exit 1.
+The tool class and whether it has these commands (from 3.9) are the release's
+(:data:`targets.kafka.releases.RELEASES`); a release without them raises ``TargetError``.
 """
 from __future__ import annotations
 
 import re
 from typing import Sequence
 
-from .server_config import LIBS_DIR, TOOL_JVM_OPTS
+from targets.errors import TargetError
 
-TOOL_CLASS = "org.apache.kafka.tools.MetadataQuorumCommand"
+from .releases import NEWEST, Release
+from .server_config import LIBS_DIR, tool_jvm_opts
+
 #: s the tool may take (a JVM start plus the Admin client's own timeouts)
 TOOL_TIMEOUT_S = 90.0
 #: the Admin client's timeout for one call (ms), as ``--command-config`` settings
@@ -33,22 +37,29 @@ DEFINITE = ("DUPLICATE_VOTER", "VOTER_NOT_FOUND", "UNSUPPORTED_VERSION", "INVALI
 _EXCEPTION = re.compile(r"(\w+)Exception\b")
 
 
-def _base(bootstrap_controllers: str, java: str) -> list[str]:
-    return [java, *TOOL_JVM_OPTS, "-cp", f"{LIBS_DIR}/*", TOOL_CLASS, "--bootstrap-controller",
+def _base(bootstrap_controllers: str, java: str, rel: Release, command: str) -> list[str]:
+    if command not in rel.quorum_tool_flags:
+        raise TargetError(f"Kafka {rel.name}'s kafka-metadata-quorum has no {command} "
+                          f"(voter changes, KIP-853, exist from 3.9)")
+    return [java, *tool_jvm_opts(rel), "-cp", f"{LIBS_DIR}/*", rel.quorum_tool, "--bootstrap-controller",
             bootstrap_controllers]
 
 
 def remove_argv(bootstrap_controllers: str, voter_id: int, directory_id: str, java: str = "java",
-                command_config: str | None = None) -> list[str]:
-    """``remove-controller --controller-id N --controller-directory-id D``."""
+                command_config: str | None = None, rel: Release = NEWEST) -> list[str]:
+    """``remove-controller --controller-id N --controller-directory-id D`` with ``rel``'s
+    tool. Raises ``TargetError`` when ``rel`` has no ``remove-controller``."""
     cfg = ["--command-config", command_config] if command_config else []
-    return [*_base(bootstrap_controllers, java), *cfg, "remove-controller", "--controller-id", str(voter_id),
-            "--controller-directory-id", directory_id]
+    return [*_base(bootstrap_controllers, java, rel, "remove-controller"), *cfg, "remove-controller",
+            "--controller-id", str(voter_id), "--controller-directory-id", directory_id]
 
 
-def add_argv(bootstrap_controllers: str, server_properties: str, java: str = "java") -> list[str]:
-    """``--command-config <the joining controller's server.properties> add-controller``."""
-    return [*_base(bootstrap_controllers, java), "--command-config", server_properties, "add-controller"]
+def add_argv(bootstrap_controllers: str, server_properties: str, java: str = "java",
+             rel: Release = NEWEST) -> list[str]:
+    """``--command-config <the joining controller's server.properties> add-controller`` with
+    ``rel``'s tool. Raises ``TargetError`` when ``rel`` has no ``add-controller``."""
+    return [*_base(bootstrap_controllers, java, rel, "add-controller"), "--command-config", server_properties,
+            "add-controller"]
 
 
 def error_name(exception: str) -> str:
@@ -102,7 +113,7 @@ def kafka_change(db, op: str, node: str, directory_id: str) -> dict:
     if op == "add":
         via, tmp = node, "/tmp/kc-add-controller.properties"
         script = (f"cat {shlex.quote(db.paths.config)} > {tmp} && printf %s {admin} >> {tmp} && "
-                  + shlex.join(add_argv(boot, tmp, java=db.paths.java)))
+                  + shlex.join(add_argv(boot, tmp, java=db.paths.java, rel=db.release)))
     else:
         try:
             via = db.voter_state()["leader"] or db.controllers()[0]
@@ -111,7 +122,7 @@ def kafka_change(db, op: str, node: str, directory_id: str) -> dict:
         tmp = "/tmp/kc-remove-controller.properties"
         script = (f"printf %s {admin} > {tmp} && "
                   + shlex.join(remove_argv(boot, db.node_id(node), directory_id, java=db.paths.java,
-                                           command_config=tmp)))
+                                           command_config=tmp, rel=db.release)))
     res = db.remote.exec(via, script, check=False, timeout_s=TOOL_TIMEOUT_S)
     out = parse_outcome(res.exit_code, f"{res.stdout}\n{res.stderr}")
     return {"voter_id": db.node_id(node), "directory_id": directory_id, "via": via, **out}
