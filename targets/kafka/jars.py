@@ -122,7 +122,9 @@ def cached_libs(version: str, cache_root: Path = DEFAULT_CACHE_ROOT, pom: Path |
 
 
 @contextlib.contextmanager
-def _locked(cache_root: Path) -> Iterator[None]:
+def cache_lock(cache_root: Path) -> Iterator[None]:
+    """Hold ``<cache_root>/.lock`` (``flock``, exclusive; the folder is made if missing) while
+    the block runs: one process at a time fills a cache folder."""
     cache_root.mkdir(parents=True, exist_ok=True)
     with open(cache_root / ".lock", "a+") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
@@ -164,7 +166,7 @@ def resolve_jars(version: str = DEFAULT_VERSION, cache_root: Path | None = None,
     if mvn is None:
         raise TargetError(f"Maven (mvn) is not installed, so the jars of Kafka {version} cannot be "
                           "resolved: install it (`apt-get install -y maven`)")
-    with _locked(cache_root):
+    with cache_lock(cache_root):
         libs = cached_libs(version, cache_root, pom)  # another process may have made it meanwhile
         if libs is not None:
             return libs
