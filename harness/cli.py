@@ -12,7 +12,6 @@ import argparse
 import json
 import logging
 import random
-import re
 import sys
 from typing import Any, Sequence
 
@@ -126,8 +125,13 @@ def _hosts_file(text: str) -> str:
 
 
 def _kafka_version(text: str) -> str:
-    if not re.fullmatch(r"\d+\.\d+\.\d+", text):
-        raise argparse.ArgumentTypeError(f"--kafka-version must look like 4.3.1, got {text!r}")
+    """``--kafka-version``: a release of a line kraft-chaos runs (targets/kafka/releases.py)."""
+    from targets.errors import TargetError
+    from targets.kafka.releases import release
+    try:
+        release(text)
+    except TargetError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     return text
 
 
@@ -175,8 +179,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "host_key_policy, run_dir per host; see clusters/ssh_hosts.py)")
     r.add_argument("--db", type=_db, default="kraft",
                    help="system under test: kraft (our quorum, default) or kafka (Apache Kafka)")
-    r.add_argument("--kafka-version", type=_kafka_version, default=RunConfig.kafka_version,
-                   help=f"Apache Kafka version for --db kafka (default {RunConfig.kafka_version})")
+    kafka = r.add_mutually_exclusive_group()
+    kafka.add_argument("--kafka-version", type=_kafka_version, default=RunConfig.kafka_version,
+                       help=f"Apache Kafka release for --db kafka, 3.3.x to 4.x from Maven Central "
+                            f"(default {RunConfig.kafka_version}; see README, Testing Apache Kafka)")
+    kafka.add_argument("--kafka-dist", default=None, metavar="PATH",
+                       help="--db kafka: run this Kafka binary distribution (kafka_2.13-X.tgz, or its "
+                            "unpacked folder with libs/) instead of a Maven release; its version is read "
+                            "from it")
     r.add_argument("--kafka-topology", choices=["dedicated", "combined"], default="dedicated",
                    help="--db kafka: dedicated (--nodes controllers plus brokers, default) or "
                         "combined (--nodes combined controller+broker nodes)")
@@ -370,11 +380,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         subnet=args.subnet, nemesis_interval=args.nemesis_interval,
         nemesis_duration=args.nemesis_duration, nemesis_mode=args.nemesis_mode, unsafe=args.unsafe,
         fetch_max_records=args.fetch_max_records, segment_bytes=args.segment_bytes, db=args.db, kafka_version=args.kafka_version,
-        kafka_topology=args.kafka_topology, kraft_version=args.kraft_version,
+        kafka_dist=args.kafka_dist, kafka_topology=args.kafka_topology, kraft_version=args.kraft_version,
         nemesis_targets=args.nemesis_targets, hosts=args.hosts, **config_kwargs(args))
+    from targets.errors import TargetError
     try:
         resolve_brokers(config, workload_spec(config.workload), target_spec(args.db))
-    except ValueError as e:
+        target_spec(args.db).prepare(config)
+    except (ValueError, TargetError) as e:
         print(f"kraft-chaos: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return run_and_report(config, args.no_progress)

@@ -8,8 +8,9 @@ the node image has them:
 * ``kraft``: this checkout's ``kraft/`` at ``/opt/kraft/kraft`` with ``PYTHONPATH=/opt/kraft``,
   run by the host's python3 (netns: this host's; ssh: each host's, >= 3.11);
 * ``kafka``: Kafka's jars, resolved by Maven into the local cache as the image build does
-  (:func:`targets.kafka.jars.resolve_jars`), at ``/opt/kafka/libs``, and the image's log4j2
-  configs at ``/opt/kafka/config`` (:mod:`targets.kafka.host_files`), with ``KAFKA_HOME`` and
+  (:func:`targets.kafka.jars.resolve_jars`), or a ``--kafka-dist``'s own, at
+  ``/opt/kafka/libs``, and the image's log configs at ``/opt/kafka/config``
+  (:mod:`targets.kafka.host_files`), with ``KAFKA_HOME`` and
   ``KAFKA_VERSION`` set; run by the host's ``java``, which must be Java >= 17
   (``Software.min_java``: netns checks this host's, ssh each host's, a ``ClusterError``,
   exit 4, naming the host and cause otherwise). Each JVM gets the heap of
@@ -54,13 +55,10 @@ def kraft_software(options: Any, log: Callable[[str], None]) -> Software:
 
 
 def kafka_software(options: Any, log: Callable[[str], None]) -> Software:
-    """Kafka ``options.kafka_version`` on host JVMs: its jars and log4j2 configs under
-    ``/opt/kafka`` (:func:`targets.kafka.host_files.host_files`, resolving the jars with Maven
-    if they are not cached: raises ``TargetError``), ``KAFKA_HOME``/``KAFKA_VERSION``, and
-    Java >= :data:`targets.kafka.host_files.MIN_JAVA` on the hosts."""
-    from targets.kafka.host_files import MIN_JAVA, host_env, host_files
-    version = options.kafka_version
-    return Software(files=host_files(version, log), env=host_env(version), min_java=MIN_JAVA)
+    """Kafka ``options.kafka_version`` (or ``options.kafka_dist``) on host JVMs:
+    :func:`targets.kafka.target.host_software` (raises ``TargetError``)."""
+    from targets.kafka.target import host_software
+    return host_software(options, log)
 
 
 #: what each target's nodes run on ``netns`` and ``ssh``: ``(options, log) -> Software``

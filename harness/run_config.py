@@ -5,6 +5,8 @@ import dataclasses
 import shlex
 from typing import Any
 
+from targets.kafka.releases import DEFAULT_VERSION as KAFKA_DEFAULT_VERSION
+
 from . import store
 from .bug_catalogue import DEFAULT_SCHEDULE as DEFAULT
 
@@ -29,8 +31,10 @@ class RunConfig:
     node's default, 1 MiB). ``fetch_max_records`` bounds a kraft Fetch response (None: the node's
     default). ``db`` names the target (targets/registry.py); ``kafka_version``,
     ``kafka_topology`` (dedicated: ``nodes`` controllers plus brokers; combined:
-    ``nodes`` combined nodes) shape the ``kafka`` target; ``kraft_version`` (0 static
-    voters, 1 KIP-853; None: the target's default, 0 on kraft, 1 on kafka) both. ``cluster``: the backend (docker, netns, ssh, or auto: docker when an engine answers); ``hosts``: the hosts file of ``ssh`` (clusters/ssh_hosts.py). ``nemesis_targets``: quorum, clients or all
+    ``nodes`` combined nodes) shape the ``kafka`` target (``kafka_dist``: a Kafka
+    distribution run in place of a Maven release, with its ``kafka_dist_digest``;
+    targets/kafka/target.py); ``kraft_version`` (0 static
+    voters, 1 KIP-853; None: the target's default, 0 on kraft, on kafka 1 from 3.9, else 0) both. ``cluster``: the backend (docker, netns, ssh, or auto: docker when an engine answers); ``hosts``: the hosts file of ``ssh`` (clusters/ssh_hosts.py). ``nemesis_targets``: quorum, clients or all
     (``targets.base.DB.fault_nodes``). ``seed`` drives every random choice.
     ``brokers``: broker nodes (``--brokers``; None: the target's default, or on a target
     whose brokers are optional the workload's ``WorkloadSpec.brokers``). The fields of
@@ -48,9 +52,11 @@ class RunConfig:
     rate: float = DEFAULT.rate
     cluster: str = "auto"     # docker, netns, ssh or auto (clusters/registry.py)
     db: str = "kraft"
-    kafka_version: str = "4.3.1"
+    kafka_version: str = KAFKA_DEFAULT_VERSION
+    kafka_dist: str | None = None         # --kafka-dist: a Kafka distribution (its version is kafka_version)
+    kafka_dist_digest: str | None = None  # its content digest (targets/kafka/dist.py), for test.json
     kafka_topology: str = "dedicated"
-    kraft_version: int | None = None     # None: the target's default (kraft 0, kafka 1)
+    kraft_version: int | None = None     # None: the target's default (kraft 0; kafka 1 from 3.9, else 0)
     nemesis_targets: str = "quorum"
     keep_cluster: bool = False
     store: str = str(store.DEFAULT_ROOT)
@@ -105,7 +111,8 @@ class RunConfig:
         if self.db != RunConfig.db:
             args += ["--db", self.db]
         if self.db == "kafka":
-            args += ["--kafka-version", self.kafka_version, "--kafka-topology", self.kafka_topology]
+            args += (["--kafka-dist", self.kafka_dist] if self.kafka_dist else ["--kafka-version", self.kafka_version])
+            args += ["--kafka-topology", self.kafka_topology]
         if self.kraft_version is not None:
             args += ["--kraft-version", str(self.kraft_version)]
         if self.nemesis_targets != RunConfig.nemesis_targets:

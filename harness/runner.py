@@ -72,6 +72,8 @@ def attach_file_log(run_dir: Path) -> logging.Handler:
 
 def prepare_run(config: RunConfig) -> Path:
     """Create the run directory, write ``test.json`` (with the code's git commit) and point ``store/latest`` at it."""
+    from targets.registry import target_spec
+    target_spec(config.db).prepare(config)    # the target's checks and defaults, before test.json
     run_dir = store.create_run_dir(config.store, config.test_name())
     if config.scenario is not None:    # the run folder keeps the scenario it repeats
         from .scenario import dumps, run_table
@@ -108,6 +110,7 @@ def run_test(config: RunConfig, run_dir: Path | None = None,
     workload_options(config, spec.workload.options_class, config.workload)   # --acks etc., checked
     if config.nemesis_mode not in MODES:
         raise ValueError(f"unknown nemesis mode {config.nemesis_mode!r}: choose from {', '.join(MODES)}")
+    target.prepare(config)       # e.g. a Kafka release that cannot do an option (exit 3)
     from nemesis.membership import check_run_config
     check_run_config(config)     # membership needs kraft.version 1
     from clusters.registry import check_name

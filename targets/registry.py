@@ -4,9 +4,9 @@ nodes it needs, and its :class:`targets.base.DB` on a cluster.
 A target reads what it needs from the run's options: any object with the
 attributes it names (``harness.run_config.RunConfig`` has them all):
 ``seed``, ``nodes``, ``base_image``, ``unsafe``, ``fetch_max_records`` for
-``kraft``; ``nodes``, ``kafka_version``, ``kafka_topology``, ``kraft_version``
-for ``kafka``; both read ``brokers`` when the options have it (None: the target's
-default, 0 extra broker nodes on kraft, 3 on kafka's dedicated topology).
+``kraft``; those of :mod:`targets.kafka.target` for ``kafka``; both read ``brokers``
+when the options have it (None: the target's default, 0 extra broker nodes on kraft, 3 on
+kafka's dedicated topology).
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from typing import Any, Callable
 from clusters.remote import Cluster
 
 from .base import DB
+from .kafka import target as kafka_target
 from .kafka.server_config import DISK_DIR as KAFKA_DISK
 from .kraft_db import DISK_DIR as KRAFT_DISK
 
@@ -44,6 +45,9 @@ class TargetSpec:
     #: True when the target runs no brokers unless asked (``--brokers``): a workload that
     #: needs them (``WorkloadSpec.brokers``) then gets its default count
     optional_brokers: bool = False
+    #: ``prepare(options)``: check and complete the run's options before anything is made
+    #: (idempotent); raises ``ValueError`` or :class:`targets.errors.TargetError` (exit 3)
+    prepare: Callable[[Any], None] = lambda options: None
 
 
 def _kraft_image(engine, options, log: Log) -> str:
@@ -73,27 +77,13 @@ def _kraft_db(cluster: Cluster, cluster_id: str, options) -> DB:
                    brokers=_brokers(options) or 0)
 
 
-def _kafka_count(options) -> int:
-    from .kafka.db import node_count
-    return node_count(options.kafka_topology, options.nodes, _brokers(options))
-
-
-def _kafka_image(engine, options, log: Log) -> str:
-    from .kafka.image import ensure_kafka_image
-    return ensure_kafka_image(engine, options.kafka_version, log=log)
-
-
-def _kafka_db(cluster: Cluster, cluster_id: str, options) -> DB:
-    from .kafka.db import KafkaDB
-    return KafkaDB.for_run(cluster, cluster_id, options)
-
-
 TARGETS: dict[str, TargetSpec] = {t.name: t for t in (
     TargetSpec("kraft", "our Python KRaft quorum (kraft/): --nodes voters, and --brokers broker nodes "
                "(the data plane) after them", _kraft_count, _kraft_image, _kraft_db, "append", KRAFT_DISK,
                optional_brokers=True),
-    TargetSpec("kafka", "Apache Kafka's controllers and brokers (jars from Maven Central)",
-               _kafka_count, _kafka_image, _kafka_db, "metadata", KAFKA_DISK),
+    TargetSpec("kafka", "Apache Kafka's controllers and brokers (a release's jars from Maven Central, "
+               "or --kafka-dist)", kafka_target.node_count, kafka_target.node_image, kafka_target.make_db,
+               "metadata", KAFKA_DISK, prepare=kafka_target.prepare),
 )}
 
 
