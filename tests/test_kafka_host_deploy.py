@@ -5,7 +5,6 @@ host whose java is too old: this host for netns, an sshd host for ssh (tests/ssh
 each a cluster error (exit 4) naming the host and cause, with nothing left behind."""
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from types import SimpleNamespace

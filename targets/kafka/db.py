@@ -31,6 +31,7 @@ from clusters.parallel import NodeErrors, on_nodes
 from clusters.remote import Cluster, RemoteError
 from targets.base import DB, QuorumClientFactory
 from targets.errors import TargetError
+from targets.kafka import process_scripts as ps
 from targets.kafka import server_config as sc
 from targets.kafka.releases import DEFAULT_VERSION, release
 from targets.kafka.server_config import KafkaPaths
@@ -295,26 +296,26 @@ class KafkaDB(DB):
     def start(self, node: str) -> bool:
         """Start the node's JVM, detached, unless it runs. True if started, False if it was
         running. Raises ``RemoteError`` when the node cannot be reached."""
-        script = sc.start_script(self.paths, self.java_argv(node))
+        script = ps.start_script(self.paths, self.java_argv(node))
         started = "started" in self.remote.exec(node, script, check=True).stdout
         log.info("%s: %s", node, "started" if started else "already running")
         return started
 
     def is_running(self, node: str) -> bool:
         """True if the node's ``kafka.Kafka`` JVM exists (a paused one counts)."""
-        return self.remote.exec(node, sc.running_test(self.paths), check=False).exit_code == 0
+        return self.remote.exec(node, ps.running_test(self.paths), check=False).exit_code == 0
 
     def kill(self, node: str) -> bool:
         """SIGKILL the node's JVM (pid file, then any ``kafka.Kafka`` with our config), waiting
         up to 5 s for it to be gone. True if one was killed. Raises ``RemoteError``."""
-        return "signalled" in self.remote.exec(node, sc.kill_script(self.paths), check=True).stdout
+        return "signalled" in self.remote.exec(node, ps.kill_script(self.paths), check=True).stdout
 
     def stop(self, node: str, timeout_s: float | None = None) -> bool:
         """SIGTERM the JVM (a broker then shuts down in a controlled way), wait up to
         ``timeout_s`` (default ``stop_timeout_s``) seconds, then SIGKILL.
         True if one was running. Raises ``RemoteError``."""
         timeout_s = self.stop_timeout_s if timeout_s is None else timeout_s
-        result = self.remote.exec(node, sc.stop_script(self.paths, timeout_s), check=True,
+        result = self.remote.exec(node, ps.stop_script(self.paths, timeout_s), check=True,
                                   timeout_s=timeout_s + 30.0)
         if "sigkill" in result.stdout:
             log.warning("%s: Kafka did not exit within %.1f s of SIGTERM; killing it", node, timeout_s)
@@ -323,11 +324,11 @@ class KafkaDB(DB):
 
     def pause(self, node: str) -> bool:
         """SIGSTOP the JVM; True if there was one. Raises ``RemoteError``."""
-        return "signalled" in self.remote.exec(node, sc.signal_script(self.paths, "STOP"), check=True).stdout
+        return "signalled" in self.remote.exec(node, ps.signal_script(self.paths, "STOP"), check=True).stdout
 
     def resume(self, node: str) -> bool:
         """SIGCONT the JVM; True if there was one. Raises ``RemoteError``."""
-        return "signalled" in self.remote.exec(node, sc.signal_script(self.paths, "CONT"), check=True).stdout
+        return "signalled" in self.remote.exec(node, ps.signal_script(self.paths, "CONT"), check=True).stdout
 
     def log_tail(self, node: str, lines: int = 20) -> str:
         """The last ``lines`` lines of ``server.log``, then of ``kafka.out`` when it is not

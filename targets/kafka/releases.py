@@ -59,7 +59,9 @@ class Release:
     3.7, KIP-919; ``add-controller``/``remove-controller`` from 3.9).
     ``describe_quorum``: the DescribeQuorum (api key 55) versions its controllers serve,
     inclusive. ``pre_vote``: KIP-996's Pre-Vote (from 4.0; no release can switch it off).
-    ``notes``: what a tester should know of the line (known bugs of some patches).
+    ``known``: ``(anomaly, bug)`` pairs: the checkers' anomalies this line's newest patch is
+    known to show under faults, and the Kafka bug that causes them (found by our runs; see
+    docs/kafka-releases.md).
     """
 
     line: tuple[int, int]
@@ -73,7 +75,7 @@ class Release:
     describe_quorum: tuple[int, int]
     pre_vote: bool
     storage_tool: str = "kafka.tools.StorageTool"
-    notes: str = ""
+    known: tuple[tuple[str, str], ...] = ()
 
     @property
     def name(self) -> str:
@@ -93,36 +95,42 @@ class Release:
 
 def _row(line: tuple[int, int], newest: str, logging: LoggingStack, *, dynamic: bool, feature: bool,
          scram: bool, bootstrap_controller: bool, dq: tuple[int, int], pre_vote: bool,
-         quorum_tool: str = _MQC, notes: str = "") -> Release:
+         quorum_tool: str = _MQC, known: tuple[tuple[str, str], ...] = ()) -> Release:
     flags = _FORMAT_33 | ({"--add-scram"} if scram else set()) | ({"--feature"} if feature else set())
     tool = {"--bootstrap-server", "--command-config", "describe"}
     tool |= {"--bootstrap-controller"} if bootstrap_controller else set()
     tool |= {"add-controller", "remove-controller"} if dynamic else set()
     return Release(line, newest, logging, (0, 1) if dynamic else (0,), dynamic,
                    flags | (_FORMAT_DYNAMIC if dynamic else frozenset()), quorum_tool, frozenset(tool), dq,
-                   pre_vote, notes=notes)
+                   pre_vote, known=known)
 
+
+#: KAFKA-15489 (fixed in 3.7.0 by check quorum): a leader cut off from the majority never resigns,
+#: so it keeps answering DescribeQuorum as leader of its old epoch beside the new one's
+_NO_CHECK_QUORUM = (("stale-leader", "KAFKA-15489: a leader partitioned from the majority never resigns "
+                                     "(check quorum, LeaderState.timeUntilCheckQuorumExpires, from 3.7.0)"),)
 
 #: every release line kraft-chaos runs, oldest first
 RELEASES: tuple[Release, ...] = (
+    # KRaft production-ready (KIP-833); MetadataQuorumCommand still in core (kafka.admin)
     _row((3, 3), "3.3.2", LOG4J1, dynamic=False, feature=False, scram=False, bootstrap_controller=False,
-         dq=(0, 1), pre_vote=False, quorum_tool=_OLD_MQC,
-         notes="KRaft production-ready (KIP-833); MetadataQuorumCommand still in core (kafka.admin)"),
+         dq=(0, 1), pre_vote=False, known=_NO_CHECK_QUORUM, quorum_tool=_OLD_MQC),
     _row((3, 4), "3.4.1", LOG4J1, dynamic=False, feature=False, scram=False, bootstrap_controller=False,
-         dq=(0, 1), pre_vote=False),
+         dq=(0, 1), pre_vote=False, known=_NO_CHECK_QUORUM),
     _row((3, 5), "3.5.2", LOG4J1, dynamic=False, feature=False, scram=True, bootstrap_controller=False,
-         dq=(0, 1), pre_vote=False),
+         dq=(0, 1), pre_vote=False, known=_NO_CHECK_QUORUM),
     _row((3, 6), "3.6.2", LOG4J1, dynamic=False, feature=False, scram=True, bootstrap_controller=False,
-         dq=(0, 1), pre_vote=False),
+         dq=(0, 1), pre_vote=False, known=_NO_CHECK_QUORUM),
     _row((3, 7), "3.7.2", LOG4J1, dynamic=False, feature=False, scram=True, bootstrap_controller=True,
          dq=(0, 1), pre_vote=False),
     _row((3, 8), "3.8.1", LOG4J1, dynamic=False, feature=True, scram=True, bootstrap_controller=True,
          dq=(0, 1), pre_vote=False),
+    # KIP-853 dynamic quorums; 3.9.0 formats dynamic quorums wrongly (KAFKA-18028): use 3.9.1+
     _row((3, 9), "3.9.2", LOG4J1, dynamic=True, feature=True, scram=True, bootstrap_controller=True,
-         dq=(0, 2), pre_vote=False,
-         notes="KIP-853 dynamic quorums; 3.9.0 formats dynamic quorums wrongly (KAFKA-18028): use 3.9.1+"),
+         dq=(0, 2), pre_vote=False),
+    # ZooKeeper removed; log4j2; Pre-Vote (KIP-996)
     _row((4, 0), "4.0.2", LOG4J2, dynamic=True, feature=True, scram=True, bootstrap_controller=True,
-         dq=(0, 2), pre_vote=True, notes="ZooKeeper removed; log4j2; Pre-Vote (KIP-996)"),
+         dq=(0, 2), pre_vote=True),
     _row((4, 1), "4.1.2", LOG4J2, dynamic=True, feature=True, scram=True, bootstrap_controller=True,
          dq=(0, 2), pre_vote=True),
     _row((4, 2), "4.2.2", LOG4J2, dynamic=True, feature=True, scram=True, bootstrap_controller=True,
@@ -215,7 +223,7 @@ def run_kraft_version(rel: Release, options: Any) -> int:
 #: the README's releases table: its header row, then :func:`table_rows`
 TABLE_HEADER = ("line", "newest patch", "logging", "kraft.version", "controllers advertise",
                 "format flags past 3.3's", "MetadataQuorumCommand", "--bootstrap-controller",
-                "DescribeQuorum", "Pre-Vote")
+                "DescribeQuorum", "Pre-Vote", "known under faults")
 
 
 def table_rows() -> list[tuple[str, ...]]:
@@ -226,7 +234,8 @@ def table_rows() -> list[tuple[str, ...]]:
     return [(r.name, r.newest, r.logging.name, ", ".join(map(str, r.kraft_versions)), yes(r.controller_advertises),
              " ".join(sorted(r.format_flags - _FORMAT_33)) or "-", r.quorum_tool.rpartition(".")[0],
              yes("--bootstrap-controller" in r.quorum_tool_flags),
-             f"v{r.describe_quorum[0]}-v{r.describe_quorum[1]}", yes(r.pre_vote)) for r in RELEASES]
+             f"v{r.describe_quorum[0]}-v{r.describe_quorum[1]}", yes(r.pre_vote),
+             ", ".join(f"{bug.split(':')[0]} ({anomaly})" for anomaly, bug in r.known) or "-") for r in RELEASES]
 
 
 def table_markdown() -> str:

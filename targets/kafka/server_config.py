@@ -26,9 +26,8 @@ allows (kraft.version 1, controllers' ``advertised.listeners``, the format flags
 classes, the logging stack's JVM option) comes from its row of
 :data:`targets.kafka.releases.RELEASES` (the ``rel`` arguments; default: the newest line).
 
-Also here, as pure functions of :class:`KafkaPaths`: the server's command
-line and the ``sh`` snippets that start, signal and stop it (a process is
-ours when its command line matches ``kafka[.]Kafka``).
+Also here: :class:`KafkaPaths` and the server's command line (the ``sh`` snippets that
+start, signal and stop it are :mod:`targets.kafka.process_scripts`).
 """
 from __future__ import annotations
 
@@ -37,7 +36,6 @@ import dataclasses
 import hashlib
 import posixpath
 import re
-import shlex
 from typing import Mapping, Sequence
 
 from targets.errors import TargetError
@@ -394,48 +392,3 @@ def server_argv(role: str, paths: KafkaPaths = KafkaPaths(), heap: Sequence[str]
     bad role."""
     return [paths.java, *jvm_opts(role, heap), f"-Dkafka.logs.dir={paths.log_dir}",
             rel.logging.server_option(CONFIG_DIR), "-cp", f"{LIBS_DIR}/*", "kafka.Kafka", paths.config]
-
-
-def running_test(paths: KafkaPaths) -> str:
-    """sh condition: the pid file names a live ``kafka.Kafka`` JVM (sets ``$pid``;
-    zombies have no cmdline)."""
-    return (f'pid=$(cat {shlex.quote(paths.pid)} 2>/dev/null) && [ -n "$pid" ] && '
-            'tr "\\000" " " < /proc/$pid/cmdline 2>/dev/null | grep -q "kafka[.]Kafka"')
-
-
-def signal_script(paths: KafkaPaths, sig: str) -> str:
-    """sh: send ``sig`` to the JVM; prints ``signalled`` if there was one."""
-    return f'if {running_test(paths)}; then kill -{sig} "$pid" && echo signalled; fi'
-
-
-def kill_script(paths: KafkaPaths) -> str:
-    """sh: SIGKILL the pid-file JVM, then any ``kafka.Kafka <our config>`` (not this
-    shell), then wait up to 5 s for it to be gone. Prints ``signalled`` per kill."""
-    return (f"{signal_script(paths, '9')}\n"
-            "for p in /proc/[0-9]*; do\n"
-            '  n=${p#/proc/}; [ "$n" = "$$" ] && continue\n'
-            '  c=$(tr "\\000" " " < $p/cmdline 2>/dev/null) || continue\n'
-            f'  case "$c" in *kafka[.]Kafka\\ {shlex.quote(paths.config)}*) '
-            'kill -9 "$n" 2>/dev/null && echo signalled;; esac\n'
-            "done\n"
-            f"i=0; while {running_test(paths)} && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n"
-            "true")
-
-
-def stop_script(paths: KafkaPaths, timeout_s: float) -> str:
-    """sh: SIGTERM (and SIGCONT, in case it is paused), wait up to ``timeout_s``;
-    prints ``signalled`` if a JVM got SIGTERM and ``sigkill`` if it still runs."""
-    ticks = max(1, int(timeout_s * 10))
-    return (f'if {running_test(paths)}; then kill -TERM "$pid"; kill -CONT "$pid"; echo signalled; fi\n'
-            f"i=0; while {running_test(paths)} && [ $i -lt {ticks} ]; do sleep 0.1; i=$((i+1)); done\n"
-            f"if {running_test(paths)}; then echo sigkill; fi\n")
-
-
-def start_script(paths: KafkaPaths, argv: Sequence[str]) -> str:
-    """sh: unless the JVM runs, start ``argv`` detached (``nohup``, stdout and
-    stderr appended to ``kafka.out``), write its pid; prints ``started`` or ``running``."""
-    return (f"if {running_test(paths)}; then echo running; exit 0; fi\n"
-            f"cd / && mkdir -p {shlex.quote(paths.log_dir)} || exit 1\n"
-            f"nohup {shlex.join(argv)} </dev/null >>{shlex.quote(paths.out)} 2>&1 &\n"
-            f"echo $! > {shlex.quote(paths.pid)}\n"
-            "echo started")
