@@ -11,7 +11,8 @@ import pytest
 from targets.kafka import server_config as sc
 from targets.kafka.server_config import (ROLE_BROKER, ROLE_COMBINED, ROLE_CONTROLLER, Controller, Timeouts,
                                          cluster_uuid, directory_id, format_argv, is_kafka_uuid, kafka_uuid,
-                                         parse_quorum_status, render_server_properties)
+                                         render_server_properties)
+from targets.kafka.voters import parse_quorum_status
 
 CONTROLLERS = [Controller(i, f"10.0.0.{10 + i}", directory_id(7, i)) for i in (1, 2, 3)]
 CID = cluster_uuid("run-1", 7)

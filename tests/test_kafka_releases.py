@@ -19,6 +19,7 @@ from targets.kafka.describe_quorum import speakable
 from targets.kafka.releases import (DEFAULT_VERSION, NEWEST, RELEASES, UnsupportedOption, check_run_options,
                                     parse_version, release, run_kraft_version)
 from targets.kafka.server_config import ROLE_BROKER, ROLE_COMBINED, ROLE_CONTROLLER, Controller, directory_id
+from targets.kafka.voters import quorum_status_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTROLLERS = [Controller(i, f"10.0.0.{10 + i}", directory_id(7, i)) for i in (1, 2, 3)]
@@ -172,10 +173,10 @@ def test_server_argv_takes_the_releases_logging_option():
 
 
 def test_quorum_tools_per_release():
-    old = sc.quorum_status_argv("c:9093", "b:9092", rel=release("3.3.2"))
+    old = quorum_status_argv("c:9093", "b:9092", rel=release("3.3.2"))
     assert "kafka.admin.MetadataQuorumCommand" in old and old[-4:] == ["--bootstrap-server", "b:9092",
                                                                        "describe", "--status"]
-    new = sc.quorum_status_argv("c:9093", "b:9092", rel=release("3.7.2"))
+    new = quorum_status_argv("c:9093", "b:9092", rel=release("3.7.2"))
     assert "org.apache.kafka.tools.MetadataQuorumCommand" in new and "--bootstrap-controller" in new
     from targets.kafka.voters import add_argv, remove_argv
     with pytest.raises(TargetError, match="Kafka 3.8's kafka-metadata-quorum has no remove-controller"):

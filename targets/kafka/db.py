@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from clusters.parallel import NodeErrors, on_nodes
-from clusters.remote import Cluster, RemoteError
+from clusters.remote import Cluster
 from targets.base import DB, QuorumClientFactory
 from targets.errors import TargetError
 from targets.kafka import process_scripts as ps
@@ -404,30 +404,11 @@ class KafkaDB(DB):
     # --- quorum status (a JVM per call: seconds, not for hot paths) ----------------
 
     def quorum_status(self, via: str | None = None, timeout_s: float = 60.0) -> dict[str, str]:
-        """``MetadataQuorumCommand describe --status`` run on ``via`` (default: the first
-        controller) against every controller: ``{"LeaderId": "1", "LeaderEpoch": ..., ...}``.
-
-        Raises ``RemoteError`` when the tool fails (no quorum, unreachable).
-        """
-        argv = sc.quorum_status_argv(",".join(f"{h}:{p}" for h, p in self.controller_addresses()),
-                                     self.bootstrap_servers(), java=self.paths.java, rel=self.release)
-        out = self.remote.exec(via or self.controllers()[0], argv, check=True, timeout_s=timeout_s).stdout
-        return sc.parse_quorum_status(out)
+        """``kafka-metadata-quorum describe --status`` on ``via`` (:func:`targets.kafka.voters.quorum_status`)."""
+        from targets.kafka.voters import quorum_status
+        return quorum_status(self, via, timeout_s)
 
     def wait_for_leader(self, timeout_s: float = 60.0, via: str | None = None) -> int:
-        """Poll :meth:`quorum_status` until it names a leader; returns its node id.
-
-        Raises :class:`TargetError` after ``timeout_s`` seconds (with the last error).
-        """
-        deadline, last = time.monotonic() + timeout_s, ""
-        while True:
-            try:
-                status = self.quorum_status(via, timeout_s=max(5.0, deadline - time.monotonic()))
-                if int(status.get("LeaderId", -1)) >= 0:
-                    return int(status["LeaderId"])
-                last = "no leader yet"
-            except (RemoteError, ValueError) as e:
-                last = str(e)
-            if time.monotonic() >= deadline:
-                raise TargetError(f"no KRaft leader within {timeout_s:.0f} s: {last}")
-            time.sleep(0.5)
+        """The leader's node id, once :meth:`quorum_status` names one (:func:`targets.kafka.voters.wait_for_leader`)."""
+        from targets.kafka.voters import wait_for_leader
+        return wait_for_leader(self, timeout_s, via)

@@ -82,7 +82,7 @@ def _tar_libs_prefix(path: Path, tar: tarfile.TarFile) -> tuple[str, list[tarfil
     """``(prefix, jar members)``: ``libs/`` at the top or under the one top folder."""
     by_dir: dict[str, list[tarfile.TarInfo]] = {}
     for m in tar.getmembers():
-        p = PurePosixPath(m.name.lstrip("./") if m.name.startswith("./") else m.name)
+        p = PurePosixPath(m.name)          # "./libs/x.jar" reads as libs/x.jar
         if m.isfile() and p.suffix == ".jar" and p.parent.name == "libs" and len(p.parts) <= 3:
             by_dir.setdefault(str(p.parent), []).append(m)
     if not by_dir:

@@ -325,29 +325,6 @@ def format_argv(*, role: str, node_id: int, cluster_id: str, config_path: str,
     return argv[:argv.index("format") + 1] + flags
 
 
-def quorum_status_argv(bootstrap_controllers: str, bootstrap_servers: str, java: str = "java",
-                       rel: Release = NEWEST) -> list[str]:
-    """``MetadataQuorumCommand --bootstrap-controller <host:port,...> describe --status``
-    (kafka-metadata-quorum.sh) as a java argv, with ``rel``'s tool class; a release without
-    ``--bootstrap-controller`` (before 3.7, KIP-919) asks the brokers (``--bootstrap-server``)."""
-    if "--bootstrap-controller" in rel.quorum_tool_flags:
-        where = ["--bootstrap-controller", bootstrap_controllers]
-    else:
-        where = ["--bootstrap-server", bootstrap_servers]
-    return [java, *tool_jvm_opts(rel), "-cp", f"{LIBS_DIR}/*", rel.quorum_tool, *where, "describe", "--status"]
-
-
-def parse_quorum_status(text: str) -> dict[str, str]:
-    """``{"ClusterId": ..., "LeaderId": "1", "LeaderEpoch": ..., "CurrentVoters": "[...]", ...}``
-    from ``describe --status`` output (``Key:   value`` lines; others ignored)."""
-    status = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip() and not any(c.isspace() for c in key.strip()):
-            status[key.strip()] = value.strip()
-    return status
-
-
 def jvm_opts(role: str, heap: Sequence[str] | None = None) -> list[str]:
     """The JVM options for a node of ``role``: its heap (``heap``, or
     :data:`HEAPS`: controllers ``-Xmx256m -Xms256m``, brokers and combined

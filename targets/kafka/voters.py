@@ -1,6 +1,7 @@
-"""Kafka's own voter changes (KIP-853 AddRaftVoter / RemoveRaftVoter) through
-``kafka-metadata-quorum`` (``org.apache.kafka.tools.MetadataQuorumCommand``), as pure
-functions: the argv and the reading of its output.
+"""Kafka's own ``kafka-metadata-quorum`` tool (``MetadataQuorumCommand``): the quorum's status
+(``describe --status``) and voter changes (KIP-853 AddRaftVoter / RemoveRaftVoter), as argv
+and output readers, and run on a node of a ``targets.kafka.db.KafkaDB`` (a JVM per call:
+seconds, not for hot paths).
 
 Kafka 4.3.1's tool (checked with ``--help`` in the node image)::
 
@@ -19,12 +20,67 @@ The tool class and whether it has these commands (from 3.9) are the release's
 from __future__ import annotations
 
 import re
+import shlex
+import time
 from typing import Sequence
+
+from clusters.remote import RemoteError
 
 from targets.errors import TargetError
 
 from .releases import NEWEST, Release
 from .server_config import LIBS_DIR, tool_jvm_opts
+
+
+def quorum_status_argv(bootstrap_controllers: str, bootstrap_servers: str, java: str = "java",
+                       rel: Release = NEWEST) -> list[str]:
+    """``MetadataQuorumCommand --bootstrap-controller <host:port,...> describe --status``
+    (kafka-metadata-quorum.sh) as a java argv, with ``rel``'s tool class; a release without
+    ``--bootstrap-controller`` (before 3.7, KIP-919) asks the brokers (``--bootstrap-server``)."""
+    if "--bootstrap-controller" in rel.quorum_tool_flags:
+        where = ["--bootstrap-controller", bootstrap_controllers]
+    else:
+        where = ["--bootstrap-server", bootstrap_servers]
+    return [java, *tool_jvm_opts(rel), "-cp", f"{LIBS_DIR}/*", rel.quorum_tool, *where, "describe", "--status"]
+
+
+def parse_quorum_status(text: str) -> dict[str, str]:
+    """``{"ClusterId": ..., "LeaderId": "1", "LeaderEpoch": ..., "CurrentVoters": "[...]", ...}``
+    from ``describe --status`` output (``Key:   value`` lines; others ignored)."""
+    status = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() and not any(c.isspace() for c in key.strip()):
+            status[key.strip()] = value.strip()
+    return status
+
+
+def quorum_status(db, via: str | None = None, timeout_s: float = 60.0) -> dict[str, str]:
+    """``describe --status`` (:func:`quorum_status_argv`) run on ``db``'s node ``via`` (default:
+    the first controller) against every controller (before 3.7: the brokers):
+    ``{"LeaderId": "1", "LeaderEpoch": ..., ...}``. Raises ``RemoteError`` when the tool fails
+    (no quorum, unreachable)."""
+    argv = quorum_status_argv(bootstrap(db.controller_addresses()), db.bootstrap_servers(), java=db.paths.java,
+                              rel=db.release)
+    out = db.remote.exec(via or db.controllers()[0], argv, check=True, timeout_s=timeout_s).stdout
+    return parse_quorum_status(out)
+
+
+def wait_for_leader(db, timeout_s: float = 60.0, via: str | None = None) -> int:
+    """Poll :func:`quorum_status` until it names a leader; returns its node id. Raises
+    ``TargetError`` after ``timeout_s`` seconds (with the last error)."""
+    deadline, last = time.monotonic() + timeout_s, ""
+    while True:
+        try:
+            status = quorum_status(db, via, timeout_s=max(5.0, deadline - time.monotonic()))
+            if int(status.get("LeaderId", -1)) >= 0:
+                return int(status["LeaderId"])
+            last = "no leader yet"
+        except (RemoteError, ValueError) as e:
+            last = str(e)
+        if time.monotonic() >= deadline:
+            raise TargetError(f"no KRaft leader within {timeout_s:.0f} s: {last}")
+        time.sleep(0.5)
 
 #: s the tool may take (a JVM start plus the Admin client's own timeouts)
 TOOL_TIMEOUT_S = 90.0
@@ -106,8 +162,6 @@ def kafka_change(db, op: str, node: str, directory_id: str) -> dict:
     on ``db`` (a ``targets.kafka.db.KafkaDB``). Returns ``{"voter_id", "directory_id",
     "via": node the tool ran on, "outcome", "error"?, "message"?}`` (:func:`parse_outcome`).
     Raises ``clusters.remote.RemoteError`` when the container cannot be reached."""
-    import shlex
-
     boot = bootstrap(db.controller_addresses())
     admin = shlex.quote(admin_properties())
     if op == "add":
