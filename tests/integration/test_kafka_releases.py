@@ -7,7 +7,7 @@ histories.
   check quorum, KAFKA-15489) on 3 combined nodes; the other Kafka runs of the default suite
   use the newest 4.x (the default version).
 * ``-m slow``: the newest patch of every other line of the releases table, and
-  ``--kafka-dist`` on docker (the ``.tgz``) and on netns (the folder).
+  ``--kafka-dist`` on docker (the ``.tgz``), on netns (the folder) and on ssh hosts (the ``.tgz``).
 
 A run must reach a verdict with acknowledged creations, faults and leaders seen, and show no
 anomaly but those its release is known for (:attr:`targets.kafka.releases.Release.known`).
@@ -24,6 +24,7 @@ import pytest
 from history import read_history
 from targets.kafka.releases import DEFAULT_VERSION, RELEASES, release
 from tests.integration.conftest import harness_run_id, netns_skip_reason, run_labelled
+from tests.sshd_hosts import SshdHosts, sshd_skip_reason
 
 pytestmark = [pytest.mark.kafka,
               pytest.mark.skipif(shutil.which("mvn") is None, reason="Maven (mvn) resolves Kafka's jars")]
@@ -137,3 +138,20 @@ def test_a_distribution_folder_runs_on_netns(kraft_chaos_run, assembled_dist):
                                        subnet="10.125.0.0/24", seed=17, **FAULTS)
     dist_judged(results, run_dir, home)
     assert "backend: netns" in (run_dir / "harness.log").read_text()
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+@pytest.mark.skipif(sshd_skip_reason() is not None, reason=sshd_skip_reason() or "")
+def test_a_distribution_runs_on_ssh_hosts(kraft_chaos_run, assembled_dist):
+    """The same distribution on ``--cluster ssh`` (sshd hosts in namespaces, tests/sshd_hosts.py):
+    its libs deployed as host files, run by the hosts' Java."""
+    _, archive = assembled_dist
+    with SshdHosts(3, 0, net="10.126") as hosts:
+        run_dir_on_hosts = str(hosts.dir / "runs")
+        f = hosts.hosts_toml(run_dir=run_dir_on_hosts)
+        results, run_dir = kraft_chaos_run(db="kafka", kafka_dist=str(archive), cluster="ssh", hosts=str(f),
+                                           time_limit=20, seed=19, **FAULTS)
+        dist_judged(results, run_dir, archive)
+        assert "backend: ssh" in (run_dir / "harness.log").read_text()
+        assert hosts.leftovers(run_dir_on_hosts) == []
