@@ -174,8 +174,9 @@ def read_dist(path: str | os.PathLike) -> KafkaDist:
         try:
             tar = tarfile.open(p, "r:*")
         except (tarfile.TarError, OSError) as e:
-            raise DistError(f"--kafka-dist {p}: neither a folder nor a tar archive "
-                            f"(.tgz, .tar.gz): {e}") from None
+            why = e.strerror if isinstance(e, OSError) and e.strerror else "not gzip, bzip2, xz nor plain tar"
+            raise DistError(f"--kafka-dist {p}: neither a folder nor a tar archive (.tgz, .tar.gz, .tar): "
+                            f"{why}") from None
         with tar:
             libs, members = _tar_libs_prefix(p, tar)
             digest, names, clients = _digest_and_names(
