@@ -11,7 +11,7 @@ Implements, from Apache Kafka's message schemas in
 * ApiVersions (:mod:`targets.kafka.protocol`, v4 first, falling back to
   the version an UNSUPPORTED_VERSION answer offers) once per connection, to
   pick the highest DescribeQuorum version both sides support, within the versions the
-  release's controllers serve (``versions``: :attr:`targets.kafka.releases.Release.describe_quorum`,
+  release's controllers serve (``dq_versions``: :attr:`targets.kafka.releases.Release.describe_quorum`,
   v0-v1 before 3.9, v0-v2 from 3.9).
 
 :class:`KafkaQuorumClient` keeps one connection for repeated samples (the
