@@ -10,7 +10,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-# empty: `kraft-chaos run`'s defaults, the catalogue's default schedule (harness/bug_catalogue.py)
+# empty: `kraft-chaos run`'s defaults, the default schedule (harness/config/schedules.py)
 RUN_ARGS ?=
 # where the nodes run: docker, netns (namespaces on this host, as root; no engine needed) or
 # auto (empty: kraft-chaos run's default, docker when an engine answers, else netns), or ssh
@@ -31,31 +31,32 @@ ANALYZE_ARGS ?= store
 run: venv $(if $(filter netns ssh,$(CLUSTER)),,engine) spark $(if $(filter kafka,$(DB)),maven)
 	$(VENV)/bin/kraft-chaos run $(if $(CLUSTER),--cluster $(CLUSTER)) $(if $(HOSTS),--hosts $(HOSTS)) $(if $(filter kafka,$(DB)),$(KAFKA_RUN_ARGS)) $(RUN_ARGS)
 
-# The default suite: unit tests and short Docker runs (a few minutes).
+# The default suite: unit tests and short real runs on each backend (about 15 minutes on 2 cores).
 test: venv engine spark maven sshd chromium
 	$(PY) -m pytest -q -ra -m "not slow"
 
-# Long real runs: every catalogued --unsafe bug caught under its schedule, and every variant of the
-# disk-loss timeline on both targets (about an hour).
-test-slow: venv engine maven
+# Long real runs: every catalogued --unsafe bug caught under its schedule, every variant of the
+# disk-loss timeline on both targets, and the longer runs of one feature each (power loss, voter
+# changes, packet delay, kv, the queue, Kafka under faults, Spark on real runs) (about an hour).
+test-slow: venv engine spark maven sshd
 	$(PY) -m pytest -q -ra -m slow
 
 unit: venv
 	$(PY) -m pytest -q -m "not docker"
 
 # DB=kafka: Apache Kafka's quorum beside ours (first leader, CreateTopics vs appends, failover).
-# harness.bench_backends: cluster start-up and first leader on docker beside netns.
-# harness.bench_analyze: analyze vs check on a store of BENCH_ANALYZE_RUNS runs (default 200).
+# harness.bench.backends: cluster start-up and first leader on docker beside netns.
+# harness.bench.analyze: analyze vs check on a store of BENCH_ANALYZE_RUNS runs (default 200).
 bench: venv engine spark $(if $(filter kafka,$(DB)),maven)
 ifeq ($(DB),kafka)
-	$(PY) -m harness.bench_targets
+	$(PY) -m harness.bench.targets
 else
-	$(PY) -m harness.bench_linearizability
-	$(PY) -m harness.bench
-	$(PY) -m harness.bench_backends
-	$(PY) -m harness.bench_check_memory
-	$(PY) -m harness.bench_spark
-	$(PY) -m harness.bench_analyze
+	$(PY) -m harness.bench.linearizability
+	$(PY) -m harness.bench.quorum
+	$(PY) -m harness.bench.backends
+	$(PY) -m harness.bench.check_memory
+	$(PY) -m harness.bench.spark
+	$(PY) -m harness.bench.analyze
 endif
 
 # Every stored run under the store root in ANALYZE_ARGS checked as Spark jobs

@@ -1,1 +1,1 @@
-"""The harness: runner, history, store, DB lifecycle, CLI and pytest plugin."""
+"""The harness: the front ends (``cli/``, the pytest plugin, ``web/``, ``bench/``) over what a run is told (``config/``), one run end to end (``run/``), the bug catalogue (``catalogue/``) and what runs are drawn as (``reports/``)."""

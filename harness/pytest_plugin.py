@@ -14,7 +14,7 @@ workload, the default nemesis, seed 0)::
     pytest --kraft-chaos-db kraft,kafka --kraft-chaos-nemesis partition,kill \\
            --kraft-chaos-nemesis none --kraft-chaos-seed 1,2 --junitxml report.xml
 
-The fixture runs the test (:func:`harness.runner.run_test`) during set-up
+The fixture runs the test (:func:`harness.run.runner.run_test`) during set-up
 and returns a :class:`ChaosRun`. The verdict is checked after the test body,
 as Jepsen's ``(is (:valid? results))`` would be: a run whose verdict is not
 ``True`` fails the test (``<failure>`` in the JUnit report) with a message
@@ -33,7 +33,7 @@ Every ``chaos_run`` test gets JUnit properties (``record_property``):
 ``kraft_chaos.workload``, ``kraft_chaos.nemesis``, ``kraft_chaos.seed``,
 ``kraft_chaos.repeat`` (the command line that repeats the run).
 
-``@pytest.mark.kraft_chaos(**fields)`` sets :class:`harness.run_config.RunConfig`
+``@pytest.mark.kraft_chaos(**fields)`` sets :class:`harness.config.run.RunConfig`
 fields for a test's runs; ``db``, ``workload``, ``nemesis`` (a ``--nemesis``
 string or a list of them) and ``seed`` (an int or a list) replace that axis of
 the parametrisation (``nemesis="partition,kill"`` is one cell, ``nemesis=["kill",
@@ -60,8 +60,16 @@ from typing import Any, Callable
 
 import pytest
 
+from clusters.registry import BACKENDS
+from harness.config.run import RunConfig
+from harness.reports.summary import format_results
+from harness.run import runner
+from nemesis.schedule import parse_fault_names
+from targets.registry import DEFAULT_TARGET, target_spec
+from workloads.registry import workload_spec
+
 #: ``RUN(config) -> (results, run_dir)`` makes ``chaos_run``'s run; None: a real run
-#: (``harness.runner.prepare_run`` then ``run_test(config, run_dir, progress=False)``)
+#: (``harness.run.runner.prepare_run`` then ``run_test(config, run_dir, progress=False)``)
 RUN: Callable[[Any], tuple[dict, Path]] | None = None
 
 #: the axes a test is parametrised by, in the id's order
@@ -112,7 +120,6 @@ def pytest_configure(config: pytest.Config) -> None:
         cells_for(config)
     backend = config.getoption("--kraft-chaos-cluster")
     if backend is not None:
-        from clusters.registry import BACKENDS
         if backend not in ("auto", *BACKENDS):
             raise pytest.UsageError(f"kraft-chaos: --kraft-chaos-cluster must be one of auto, "
                                     f"{', '.join(BACKENDS)}; got {backend!r}")
@@ -131,7 +138,6 @@ def _listify(v: Any) -> list:
 def _nemesis_list(value: Any) -> list[str]:
     """One nemesis cell value, a ``--nemesis`` string (``"partition,kill"``, ``"none"``), as
     a list of fault names; ``ValueError`` for an unknown name."""
-    from nemesis.schedule import parse_fault_names
     if not isinstance(value, str):
         raise ValueError(f"nemesis {value!r}: give a --nemesis string such as 'partition,kill' or 'none'")
     return parse_fault_names(value)
@@ -148,13 +154,10 @@ def cells_for(config: pytest.Config, marker_fields: dict | None = None) -> list[
     """The cells a ``chaos_run`` test runs: dicts ``{"db", "workload", "nemesis" (list), "seed"}``,
     plus ``"skip"`` (a reason) for a workload the target cannot run. Raises
     ``pytest.UsageError`` for an unknown target, workload, nemesis or a bad seed."""
-    from harness.run_config import RunConfig
-    from targets.registry import target_spec
-    from workloads.registry import workload_spec
     fields = dict(marker_fields or {})
     opt = config.getoption
     try:
-        dbs = _listify(fields["db"]) if "db" in fields else _split(opt("--kraft-chaos-db")) or ["kraft"]
+        dbs = _listify(fields["db"]) if "db" in fields else _split(opt("--kraft-chaos-db")) or [DEFAULT_TARGET]
         for db in dbs:
             target_spec(db)
         workloads = (_listify(fields["workload"]) if "workload" in fields
@@ -211,7 +214,7 @@ class ChaosRun:
     ``results``: the run's ``results.json`` (dict); ``valid``: its verdict
     (True, False or ``"unknown"``); ``anomalies``: ``{kind: count}`` of the
     kinds found (count > 0); ``store``: the run folder (Path); ``config``: the
-    :class:`harness.run_config.RunConfig` it ran.
+    :class:`harness.config.run.RunConfig` it ran.
     """
 
     config: Any
@@ -246,7 +249,6 @@ class ChaosRun:
             return None
         found = ", ".join(f"{k} {n}" for k, n in self.anomalies.items()) or "no anomalies"
         want = "expected INVALID, got " if self.expected_invalid else ""
-        from harness.cli import format_results
         return (f"kraft-chaos run {want}{self.verdict_word()}: {found} (store: {self.store})\n"
                 f"{format_results(self.results)}\nrepeat with: {self.config.repeat_command()}")
 
@@ -284,10 +286,9 @@ def _run_function(config: pytest.Config) -> Callable[[Any], tuple[dict, Path]] |
 
 
 def run_config_for(config: pytest.Config, cell: dict, marker_fields: dict | None, store_root: str):
-    """The :class:`harness.run_config.RunConfig` of one cell: the cell's axes, then the
+    """The :class:`harness.config.run.RunConfig` of one cell: the cell's axes, then the
     options (time limit, nodes, unsafe, subnet, cluster, hosts), then the marker's other fields.
     Raises ``TypeError`` for a field RunConfig does not have."""
-    from harness.run_config import RunConfig
     opt = config.getoption
     fields: dict[str, Any] = {"store": store_root}
     for name, key in (("time_limit", "--kraft-chaos-time-limit"), ("nodes", "--kraft-chaos-nodes"),
@@ -312,9 +313,9 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     """One run of this test's cell (see the module docstring); returns a :class:`ChaosRun`.
 
     Raises what the run raises (``clusters.errors.ClusterError``,
-    ``harness.runner.RunSetupError``, ``ValueError`` for a bad config, ...) as
+    ``harness.run.runner.RunSetupError``, ``ValueError`` for a bad config, ...) as
     a set-up error, with ``kraft_chaos.verdict`` ERROR and ``kraft_chaos.error``
-    recorded; an interrupted run (``harness.runner.Interrupted``) stops the
+    recorded; an interrupted run (``harness.run.runner.Interrupted``) stops the
     session as Ctrl-C does.
     """
     marker = request.node.get_closest_marker("kraft_chaos")
@@ -326,7 +327,6 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
                    "seed": cfg.seed, "repeat": cfg.repeat_command()})
     run = _run_function(request.config)
     run_dir = None
-    from harness import runner
     try:
         if run is None:
             run_dir = runner.prepare_run(cfg)
@@ -364,17 +364,16 @@ def kraft_chaos_run(request: pytest.FixtureRequest,
                     tmp_path_factory: pytest.TempPathFactory) -> Callable[..., tuple[dict, Path]]:
     """A factory: ``kraft_chaos_run(**config) -> (results, store_dir)``.
 
-    Keyword arguments are :class:`harness.runner.RunConfig` fields; ``seed``
+    Keyword arguments are :class:`harness.config.run.RunConfig` fields; ``seed``
     defaults to 0 so a failing test repeats exactly. No live progress line.
-    Raises whatever :func:`harness.runner.run_test` raises.
+    Raises whatever :func:`harness.run.runner.run_test` raises.
     """
-    from harness.runner import RunConfig, run_test
 
     root = _store_root(request, tmp_path_factory)
 
     def run(**overrides: Any) -> tuple[dict, Path]:
         overrides.setdefault("seed", 0)
         overrides.setdefault("store", root)
-        return run_test(RunConfig(**overrides), progress=False)
+        return runner.run_test(RunConfig(**overrides), progress=False)
 
     return run

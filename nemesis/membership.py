@@ -36,6 +36,7 @@ import logging
 import random
 import time
 
+from targets.registry import effective_kraft_version
 from targets.voters import observer
 
 log = logging.getLogger("kraft_chaos.nemesis.membership")
@@ -228,20 +229,11 @@ def for_controller(controller) -> Membership:
 
 
 def uses_membership(config) -> bool:
-    """Whether a run config (``harness.run_config.RunConfig``) has membership faults: a
+    """Whether a run config (``harness.config.run.RunConfig``) has membership faults: a
     ``--nemesis`` name ``membership[:kinds]`` or a scenario step ``start-membership``."""
     names = [str(n).partition(":")[0] for n in getattr(config, "nemesis", None) or []]
     steps = [s.get("nemesis") for s in getattr(config, "scenario", None) or [] if isinstance(s, dict)]
     return "membership" in names or "start-membership" in steps
-
-
-def effective_kraft_version(config) -> int:
-    """The kraft.version a run uses: ``kraft_version``, or the target's default (1 on kafka,
-    0 on our quorum) when it is None."""
-    v = getattr(config, "kraft_version", None)
-    if v is None:
-        return 1 if getattr(config, "db", "kraft") == "kafka" else 0
-    return v
 
 
 def check_run_config(config) -> None:

@@ -23,9 +23,9 @@ class QuorumClient(Protocol):
     ``describe_quorum()`` returns the leader's answer as a dict with KIP-595's field
     names: ``LeaderId``, ``LeaderEpoch``, ``HighWatermark``, ``CurrentVoters`` and
     ``Observers`` (lists of ``{"ReplicaId", "LogEndOffset", ...}``). A node that does
-    not lead raises ``kraft.client.ClientError`` (``NOT_LEADER_OR_FOLLOWER``, with the
+    not lead raises ``history.outcomes.ClientError`` (``NOT_LEADER_OR_FOLLOWER``, with the
     ``leader_epoch`` and ``leader_id`` it named when it named them); an answer that
-    may not have arrived raises ``kraft.client.IndefiniteError``.
+    may not have arrived raises ``history.outcomes.IndefiniteError``.
     """
 
     async def describe_quorum(self) -> dict: ...

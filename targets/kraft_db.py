@@ -20,7 +20,7 @@ from pathlib import Path
 
 from clusters.parallel import NodeErrors, on_nodes
 from clusters.remote import Cluster
-from kraft import client as kclient
+from targets.kraft_client import kraft_client
 
 from .base import DB, QuorumClientFactory
 from .errors import TargetError
@@ -70,11 +70,6 @@ def _positive_ms(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"{name} must be a positive integer number of ms, got {value!r}")
     return value
-
-
-def kraft_quorum_client(host: str, port: int, cluster_id: str, timeout_ms: int) -> "kclient.KraftClient":
-    """Our ``kraft.client.KraftClient`` (looked up at call time, so tests can monkeypatch it)."""
-    return kclient.KraftClient(host, port, cluster_id, timeout_ms=timeout_ms)
 
 
 class KraftDB(KraftRoles, DB):
@@ -156,8 +151,8 @@ class KraftDB(KraftRoles, DB):
         return self.cluster.ip(node), self.port
 
     def quorum_client_factory(self) -> QuorumClientFactory:
-        """:func:`kraft_quorum_client`: DescribeQuorum through our own client."""
-        return kraft_quorum_client
+        """:func:`targets.kraft_client.kraft_client`: DescribeQuorum through our own client."""
+        return kraft_client
 
     def config_text(self, node: str) -> str:
         """The contents of the node's properties file (see ``kraft/config.py`` for the keys)."""

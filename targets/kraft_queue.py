@@ -8,11 +8,11 @@ the active controller). A ``NOT_LEADER_OR_FOLLOWER``, an unknown partition or a 
 connection marks the metadata stale; the next request refreshes it first. There are no
 retries inside: each call is one op of the history.
 
-Errors (Jepsen's split, as ``kraft.client``): :class:`kraft.client.DefiniteError` when
+Errors (Jepsen's split, history/outcomes.py): :class:`history.outcomes.DefiniteError` when
 the request certainly had no effect (``fail``): ``NOT_LEADER_OR_FOLLOWER``,
 ``NOT_ENOUGH_REPLICAS`` (refused before appending), ``UNKNOWN_TOPIC_OR_PARTITION``,
 ``INVALID_REQUIRED_ACKS``, no leader known (``LEADER_NOT_AVAILABLE``, nothing sent), a
-connection that could not be made. :class:`kraft.client.IndefiniteError` when it may have
+connection that could not be made. :class:`history.outcomes.IndefiniteError` when it may have
 (``info``): ``NOT_ENOUGH_REPLICAS_AFTER_APPEND`` (appended, ISR shrank),
 ``REQUEST_TIMED_OUT``, a timeout, a lost connection, any other code. Reads (poll,
 end_offset) change nothing, so every error code they get is definite; their timeouts stay
@@ -24,7 +24,8 @@ import asyncio
 from typing import Any, Callable, Iterable, Sequence
 
 from kraft import api, errors
-from kraft import client as kclient
+from history import outcomes
+from targets.kraft_client import KraftClient
 
 #: Kafka error codes this client handles by name (``kraft.errors`` has the broker's own;
 #: the controller's are Kafka's numbers)
@@ -86,13 +87,13 @@ def check_acks(acks: Any) -> int:
 
 
 def raise_for(body: dict, definite: Iterable[int], what: str) -> None:
-    """Raise :class:`kraft.client.DefiniteError` (code in ``definite``) or
-    :class:`kraft.client.IndefiniteError` (any other code) for a body whose ``ErrorCode``
+    """Raise :class:`history.outcomes.DefiniteError` (code in ``definite``) or
+    :class:`history.outcomes.IndefiniteError` (any other code) for a body whose ``ErrorCode``
     is not NONE; the exception's ``code`` is the error's name and its message says ``what``."""
     code = body.get("ErrorCode", errors.UNKNOWN_SERVER_ERROR)
     if code == errors.NONE:
         return
-    cls = kclient.DefiniteError if code in definite else kclient.IndefiniteError
+    cls = outcomes.DefiniteError if code in definite else outcomes.IndefiniteError
     raise cls(error_name(code), f"{what}: {body.get('ErrorMessage') or error_name(code)}")
 
 
@@ -102,7 +103,7 @@ class KraftQueueClient:
     ``bootstrap``: ``"host:port"`` of some brokers (where Metadata and CreateTopics go).
     ``cluster_id``: the cluster's. ``timeout_ms``: bounds each request (ms). ``acks``:
     Produce's (0, 1, -1/"all"). ``client_factory(host, port, cluster_id, timeout_ms)``
-    makes the connections (default ``kraft.client.KraftClient``). Metadata and
+    makes the connections (default :class:`targets.kraft_client.KraftClient`). Metadata and
     CreateTopics go to the bootstrap brokers in the order given (the caller's preferred
     first), then to the other brokers the metadata named. Building one does no I/O.
     Raises ``ValueError`` for an empty or malformed
@@ -117,7 +118,7 @@ class KraftQueueClient:
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms <= 0:
             raise ValueError(f"timeout_ms must be a positive int, got {timeout_ms!r}")
         self.cluster_id, self.timeout_ms, self.acks = cluster_id, timeout_ms, check_acks(acks)
-        self.factory = client_factory or (lambda h, p, c, t: kclient.KraftClient(h, p, c, timeout_ms=t))
+        self.factory = client_factory or (lambda h, p, c, t: KraftClient(h, p, c, timeout_ms=t))
         self._conns: dict[tuple[str, int], Any] = {}
         self._locks: dict[tuple[str, int], asyncio.Lock] = {}
         #: broker id -> (host, port), (topic, partition) -> leader id; from the last Metadata
@@ -139,7 +140,7 @@ class KraftQueueClient:
         try:
             async with self._locks[where]:
                 return await conn.request(api_key, body)
-        except kclient.ClientError:
+        except outcomes.ClientError:
             self.stale = True
             raise
 
@@ -151,21 +152,21 @@ class KraftQueueClient:
     async def refresh(self) -> dict:
         """Metadata (3) from the first broker that answers; updates :attr:`brokers` and
         :attr:`leaders` and returns the body. Raises the last broker's error
-        (``kraft.client.ClientError``) when none answers."""
-        last: kclient.ClientError | None = None
+        (``history.outcomes.ClientError``) when none answers."""
+        last: outcomes.ClientError | None = None
         for where in self._endpoints():
             try:
                 body = await self._request(where, api.METADATA, {})
-            except kclient.ClientError as e:
+            except outcomes.ClientError as e:
                 last = e
                 continue
             if body.get("ErrorCode", 0) != errors.NONE:
-                last = kclient.DefiniteError(error_name(body["ErrorCode"]), "Metadata")
+                last = outcomes.DefiniteError(error_name(body["ErrorCode"]), "Metadata")
                 continue
             self._apply_metadata(body)
             return body
         self.stale = True
-        raise last or kclient.DefiniteError("connection", "no broker to ask for metadata")
+        raise last or outcomes.DefiniteError("connection", "no broker to ask for metadata")
 
     def _apply_metadata(self, body: dict) -> None:
         brokers, leaders = {}, {}
@@ -178,7 +179,7 @@ class KraftQueueClient:
 
     async def leader(self, topic: str, partition: int) -> tuple[str, int]:
         """``(host, port)`` of the partition's leader, refreshing stale metadata first.
-        Raises :class:`kraft.client.DefiniteError` ``LEADER_NOT_AVAILABLE`` (or
+        Raises :class:`history.outcomes.DefiniteError` ``LEADER_NOT_AVAILABLE`` (or
         ``UNKNOWN_TOPIC_OR_PARTITION``) when no live leader is known: nothing was sent."""
         key = (topic, partition)
         if self.stale or key not in self.leaders or self.leaders[key] not in self.brokers:
@@ -186,10 +187,10 @@ class KraftQueueClient:
         lid = self.leaders.get(key)
         if lid is None:
             self.stale = True
-            raise kclient.DefiniteError("UNKNOWN_TOPIC_OR_PARTITION", f"{topic}-{partition} is not in the metadata")
+            raise outcomes.DefiniteError("UNKNOWN_TOPIC_OR_PARTITION", f"{topic}-{partition} is not in the metadata")
         if lid < 0 or lid not in self.brokers:
             self.stale = True
-            raise kclient.DefiniteError("LEADER_NOT_AVAILABLE", f"{topic}-{partition} has no leader (leader {lid})")
+            raise outcomes.DefiniteError("LEADER_NOT_AVAILABLE", f"{topic}-{partition} has no leader (leader {lid})")
         return self.brokers[lid]
 
     async def _to_leader(self, topic: str, partition: int, api_key: int, body: dict) -> dict:
@@ -203,17 +204,17 @@ class KraftQueueClient:
     # -- the QueueClient interface ------------------------------------------------------
     async def create_topic(self, topic: str, partitions: int, replication_factor: int, configs: dict) -> None:
         """CreateTopics (19) via any broker (tried in turn while none can be reached); returns
-        once the controller committed the topic. Raises :class:`kraft.client.DefiniteError`
+        once the controller committed the topic. Raises :class:`history.outcomes.DefiniteError`
         (TOPIC_ALREADY_EXISTS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, NOT_CONTROLLER,
-        ...) or :class:`kraft.client.IndefiniteError` (REQUEST_TIMED_OUT, timeout). The
+        ...) or :class:`history.outcomes.IndefiniteError` (REQUEST_TIMED_OUT, timeout). The
         partitions' leaders may reach the brokers' metadata a little later."""
         req = {"Topics": [{"Name": topic, "NumPartitions": partitions, "ReplicationFactor": replication_factor,
                            "Configs": dict(configs)}]}
-        last: kclient.ClientError | None = None
+        last: outcomes.ClientError | None = None
         for where in self._endpoints():
             try:
                 body = await self._request(where, CREATE_TOPICS, req)
-            except kclient.DefiniteError as e:      # nothing sent: the next broker
+            except outcomes.DefiniteError as e:      # nothing sent: the next broker
                 last = e
                 continue
             self.stale = True
@@ -221,7 +222,7 @@ class KraftQueueClient:
             result = results[0] if results else {"ErrorCode": body.get("ErrorCode", errors.UNKNOWN_SERVER_ERROR)}
             raise_for(result, CREATE_DEFINITE, f"CreateTopics {topic}")
             return
-        raise last or kclient.DefiniteError("connection", "no broker to send CreateTopics to")
+        raise last or outcomes.DefiniteError("connection", "no broker to send CreateTopics to")
 
     async def send(self, topic: str, partition: int, value: int) -> int:
         """Produce ``value`` to the partition's leader with this client's acks; returns its
@@ -233,7 +234,7 @@ class KraftQueueClient:
     async def poll(self, topic: str, partition: int, offset: int, max_records: int) -> list[tuple[int, int]]:
         """ConsumerFetch from ``offset`` on the leader: up to ``max_records`` ``(offset,
         value)`` below its high watermark (none at or past it). Raises
-        :class:`kraft.client.DefiniteError` ``OFFSET_OUT_OF_RANGE`` for an offset past the
+        :class:`history.outcomes.DefiniteError` ``OFFSET_OUT_OF_RANGE`` for an offset past the
         log end (or any other error code), indefinite on a timeout or a lost connection."""
         body = await self._to_leader(topic, partition, api.CONSUMER_FETCH,
                                      {"Offset": offset, "MaxRecords": max_records})

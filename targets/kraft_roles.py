@@ -10,6 +10,12 @@ import hashlib
 import logging
 import uuid
 
+from history.outcomes import ClientError
+from kraft import api
+
+from .kraft_client import KraftClient
+from .kraft_queue import kraft_queue_factory
+
 log = logging.getLogger("kraft_chaos.db")
 
 
@@ -35,7 +41,6 @@ class KraftRoles:
     def queue_client_factory(self):
         """The queue workload's client (targets/kraft_queue.py): ``(bootstrap, options) ->
         KraftQueueClient`` speaking the broker RPCs, this cluster id closed over."""
-        from .kraft_queue import kraft_queue_factory
         return kraft_queue_factory(self.cluster_id)
 
     def quorum_nodes(self) -> list[str]:
@@ -73,8 +78,6 @@ class KraftRoles:
 async def _brokers_listed(endpoints: list[tuple[str, int]], cluster_id: str, want: set[int],
                           timeout_s: float) -> bool:
     """Ask each endpoint for Metadata in turn until one lists every id of ``want`` unfenced."""
-    from kraft import api
-    from kraft.client import ClientError, KraftClient
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     seen: set[int] = set()

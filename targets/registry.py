@@ -1,8 +1,14 @@
-"""The targets (``--db``), chosen by name: how to build a target's node image, how many
-nodes it needs, and its :class:`targets.base.DB` on a cluster.
+"""The targets (``--db``), chosen by name: every fact that differs by target, in one table.
+
+A :class:`TargetSpec` says how to build a target's node image, what its nodes run as host
+processes (``--cluster netns`` and ``ssh``), which backends it runs on, how many nodes it
+needs, its :class:`targets.base.DB` on a cluster, its default workload and kraft.version,
+the ``kraft-chaos run`` flags that repeat a run of it, and the run settings that mean
+something on it alone. The target (``--db``) and the backend (``--cluster``,
+clusters/registry.py) are independent choices; :func:`node_software` is where they meet.
 
 A target reads what it needs from the run's options: any object with the
-attributes it names (``harness.run_config.RunConfig`` has them all):
+attributes it names (``harness.config.run.RunConfig`` has them all):
 ``seed``, ``nodes``, ``base_image``, ``unsafe``, ``fetch_max_records`` for
 ``kraft``; those of :mod:`targets.kafka.target` for ``kafka``; both read ``brokers``
 when the options have it (None: the target's default, 0 extra broker nodes on kraft, 3 on
@@ -14,6 +20,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable
 
+import kraft
+from clusters.registry import BACKENDS, Resolved, Software, backend_spec
 from clusters.remote import Cluster
 
 from .base import DB
@@ -42,18 +50,42 @@ class TargetSpec:
     make_db: Callable[[Cluster, str, Any], DB]
     default_workload: str
     disk_dir: str
+    #: what its nodes run as host processes on a backend without images (netns, ssh):
+    #: ``(options, log) -> clusters.registry.Software`` (deployed files, environment, Java)
+    host_software: Callable[[Any, Log], Software]
+    #: the kraft.version a run gets when ``--kraft-version`` is not given (0 static voters,
+    #: 1 KIP-853 dynamic quorum)
+    default_kraft_version: int = 0
     #: True when the target runs no brokers unless asked (``--brokers``): a workload that
     #: needs them (``WorkloadSpec.brokers``) then gets its default count
     optional_brokers: bool = False
+    #: the backends (``--cluster``) it runs on
+    backends: tuple[str, ...] = tuple(BACKENDS)
+    #: ``options -> [flag, value, ...]``: the ``kraft-chaos run`` flags of its own that repeat a run
+    repeat_flags: Callable[[Any], list[str]] = lambda options: []
+    #: RunConfig fields that mean something on this target alone (a scenario written for it
+    #: drops them when it runs on another target)
+    own_fields: tuple[str, ...] = ()
     #: ``prepare(options)``: check and complete the run's options before anything is made
-    #: (idempotent); raises ``ValueError`` or :class:`targets.errors.TargetError` (exit 3)
+    #: (idempotent; e.g. a Kafka release that cannot do an option, or the release's default
+    #: kraft.version); raises ``ValueError`` or :class:`targets.errors.TargetError` (exit 3)
     prepare: Callable[[Any], None] = lambda options: None
 
 
+def kraft_dir() -> Path:
+    """This checkout's ``kraft/`` package directory."""
+    return Path(kraft.__file__).resolve().parent
+
+
 def _kraft_image(engine, options, log: Log) -> str:
-    import kraft
-    from clusters.image import ensure_node_image
-    return ensure_node_image(engine, Path(kraft.__file__).parent, options.base_image, log=log)
+    from clusters.image import ensure_node_image      # deferred: the docker SDK
+    return ensure_node_image(engine, kraft_dir(), options.base_image, log=log)
+
+
+def _kraft_software(options, log: Log) -> Software:
+    """Our quorum on host processes: this checkout's ``kraft/`` at ``/opt/kraft/kraft`` (where
+    the node image has it) with ``PYTHONPATH=/opt/kraft``, run by the hosts' python3."""
+    return Software(files={"/opt/kraft/kraft": kraft_dir()}, env={"PYTHONPATH": "/opt/kraft"})
 
 
 def _brokers(options) -> int | None:
@@ -80,11 +112,21 @@ def _kraft_db(cluster: Cluster, cluster_id: str, options) -> DB:
 TARGETS: dict[str, TargetSpec] = {t.name: t for t in (
     TargetSpec("kraft", "our Python KRaft quorum (kraft/): --nodes voters, and --brokers broker nodes "
                "(the data plane) after them", _kraft_count, _kraft_image, _kraft_db, "append", KRAFT_DISK,
-               optional_brokers=True),
+               _kraft_software, default_kraft_version=0, optional_brokers=True,
+               own_fields=("unsafe", "fetch_max_records")),
     TargetSpec("kafka", "Apache Kafka's controllers and brokers (a release's jars from Maven Central, "
                "or --kafka-dist)", kafka_target.node_count, kafka_target.node_image, kafka_target.make_db,
-               "metadata", KAFKA_DISK, prepare=kafka_target.prepare),
+               "metadata", KAFKA_DISK, kafka_target.host_software,
+               # a run's own comes from its release (prepare): 1 from 3.9, else 0
+               default_kraft_version=1, repeat_flags=kafka_target.repeat_flags,
+               prepare=kafka_target.prepare),
 )}
+#: the target a run gets when ``--db`` is not given
+DEFAULT_TARGET = "kraft"
+
+
+class UnsupportedBackend(ValueError):
+    """A target that cannot run on a backend (exit 3); the message names both."""
 
 
 def target_spec(name: str) -> TargetSpec:
@@ -93,3 +135,35 @@ def target_spec(name: str) -> TargetSpec:
         return TARGETS[name]
     except KeyError:
         raise ValueError(f"unknown --db {name!r}: choose from {', '.join(TARGETS)}") from None
+
+
+def effective_kraft_version(options) -> int:
+    """The kraft.version a run uses: ``options.kraft_version``, or its target's
+    :attr:`TargetSpec.default_kraft_version` when that is None (``options.db``, default
+    :data:`DEFAULT_TARGET`)."""
+    v = getattr(options, "kraft_version", None)
+    if v is None:
+        return target_spec(getattr(options, "db", None) or DEFAULT_TARGET).default_kraft_version
+    return v
+
+
+def check_supported(db: str, backend: str, why: str = "") -> None:
+    """Raise :class:`UnsupportedBackend` unless target ``db`` runs on ``backend`` (a
+    clusters/registry.py name). ``why``: how ``--cluster auto`` chose ``backend``, quoted in the
+    message. ``ValueError`` for an unknown target."""
+    ok = target_spec(db).backends
+    if backend not in ok:
+        chose = f" (--cluster auto chose {backend}: {why})" if why else ""
+        raise UnsupportedBackend(f"--db {db} cannot run on --cluster {backend}{chose}; "
+                                 f"it runs on --cluster {', '.join(ok)}")
+
+
+def node_software(target: TargetSpec, backend: Resolved, options: Any, log: Log) -> Software:
+    """What the nodes of ``target`` run on ``backend``: the node image where the backend runs
+    images (built if missing: raises ``ClusterError``/``TargetError``), else the target's
+    :attr:`TargetSpec.host_software` (deployed files; Kafka's jars resolved if missing: raises
+    ``TargetError``). Raises :class:`UnsupportedBackend` for a pair that does not go together."""
+    check_supported(target.name, backend.name, backend.why)
+    if backend_spec(backend.name).runs_image:
+        return Software(image=target.image(backend.engine, options, log))
+    return target.host_software(options, log)

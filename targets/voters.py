@@ -23,7 +23,10 @@ import asyncio
 import logging
 import time
 
+from history import outcomes
+
 from .errors import TargetError
+from .kraft_client import KraftClient
 
 log = logging.getLogger("kraft_chaos.targets.voters")
 
@@ -135,8 +138,6 @@ def observed_key(state: dict, node_id: int) -> str | None:
 
 async def _change(db, op: str, voter_id: int, directory_id: str, host: str, port: int,
                   timeout_ms: int) -> dict:
-    from kraft import client as kclient
-
     out = {"voter_id": voter_id, "directory_id": directory_id}
     target, last = None, None
     for attempt in range(ATTEMPTS):
@@ -148,14 +149,14 @@ async def _change(db, op: str, voter_id: int, directory_id: str, host: str, port
                 continue
         lhost, lport = db.address(target)
         # the RPC may wait for the commit: its own timeout plus slack bounds the socket
-        client = kclient.KraftClient(lhost, lport, db.cluster_id, timeout_ms=timeout_ms + 2000)
+        client = KraftClient(lhost, lport, db.cluster_id, timeout_ms=timeout_ms + 2000)
         try:
             if op == "add":
                 await client.add_voter(voter_id, directory_id, host, port, timeout_ms=timeout_ms)
             else:
                 await client.remove_voter(voter_id, directory_id)
             return {**out, "leader": target, "outcome": "ok"}
-        except kclient.DefiniteError as err:
+        except outcomes.DefiniteError as err:
             last = {**out, "leader": target, "outcome": "fail", "error": err.code, "message": str(err)}
             if err.code == "NOT_LEADER_OR_FOLLOWER" or err.code == "connection":
                 hint = err.leader_id
@@ -166,7 +167,7 @@ async def _change(db, op: str, voter_id: int, directory_id: str, host: str, port
                 await asyncio.sleep(RETRY_BACKOFF_S)
                 continue
             return last
-        except kclient.IndefiniteError as err:
+        except outcomes.IndefiniteError as err:
             return {**out, "leader": target, "outcome": "info", "error": err.code, "message": str(err)}
         finally:
             await client.close()

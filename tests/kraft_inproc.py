@@ -76,7 +76,7 @@ class Running:
 
 
 class LoopbackDB:
-    """What harness.leader and Topology.from_db ask of a ``targets.base.DB``, for in-process nodes."""
+    """What harness.run.leader and Topology.from_db ask of a ``targets.base.DB``, for in-process nodes."""
 
     def __init__(self, running: dict[str, Running]):
         self.running = running
@@ -97,7 +97,7 @@ class LoopbackDB:
         return f"127.0.0.1:{self.running[node].cfg.listen_port}"
 
     def quorum_client_factory(self):
-        from targets.kraft_db import kraft_quorum_client
+        from targets.kraft_client import kraft_client as kraft_quorum_client
         return kraft_quorum_client
 
 

@@ -21,10 +21,11 @@ import asyncio
 from checkers.fold import ops_of
 from checkers.registry import check_all_folds
 from history import HistoryWriter, read_history
-from kraft import client as kclient
+from history import outcomes
 from workloads.queue import QueueOptions, QueueWorkload
 from workloads.queue_drain import drain
 from workloads.registry import WORKLOAD_SPECS
+from targets.kraft_client import kraft_client
 from workloads.topology import Topology
 
 BROKERS = ("b1:9092", "b2:9092", "b3:9092")
@@ -55,7 +56,7 @@ class FakeQueueCluster:
         try:
             return self.topics[topic][partition]
         except (KeyError, IndexError):
-            raise kclient.DefiniteError("UNKNOWN_TOPIC_OR_PARTITION", f"{topic}-{partition}") from None
+            raise outcomes.DefiniteError("UNKNOWN_TOPIC_OR_PARTITION", f"{topic}-{partition}") from None
 
     def factory(self, bootstrap, options) -> "FakeQueueClient":
         c = FakeQueueClient(self, tuple(bootstrap), options)
@@ -76,14 +77,14 @@ class FakeQueueClient:
         c.requests += 1
         if c.knobs["leaderless_requests"] > 0:
             c.knobs["leaderless_requests"] -= 1
-            raise kclient.DefiniteError("LEADER_NOT_AVAILABLE", "no leader yet")
+            raise outcomes.DefiniteError("LEADER_NOT_AVAILABLE", "no leader yet")
         if c.every("fail_every", c.requests):
-            raise kclient.DefiniteError("NOT_LEADER_OR_FOLLOWER", "fake refusal")
+            raise outcomes.DefiniteError("NOT_LEADER_OR_FOLLOWER", "fake refusal")
 
     def _maybe_info(self) -> None:
         c = self.cluster
         if c.every("info_every", c.requests):
-            raise kclient.IndefiniteError("timeout", "fake timeout after the work was done")
+            raise outcomes.IndefiniteError("timeout", "fake timeout after the work was done")
 
     async def create_topic(self, topic, partitions, replication_factor, configs) -> None:
         c = self.cluster
@@ -94,10 +95,10 @@ class FakeQueueClient:
             c.knobs["create_errors"] = tuple(rest)
             if err == "info-created":            # created, but the answer was lost
                 c.topics[topic] = [[] for _ in range(partitions)]
-                raise kclient.IndefiniteError("timeout", "answer lost")
-            raise kclient.DefiniteError(err, "fake")
+                raise outcomes.IndefiniteError("timeout", "answer lost")
+            raise outcomes.DefiniteError(err, "fake")
         if topic in c.topics:
-            raise kclient.DefiniteError("TOPIC_ALREADY_EXISTS", topic)
+            raise outcomes.DefiniteError("TOPIC_ALREADY_EXISTS", topic)
         c.topics[topic] = [[] for _ in range(partitions)]
         c.configs[topic] = dict(configs)
         if c.knobs["phantoms"]:
@@ -126,7 +127,7 @@ class FakeQueueClient:
         c = self.cluster
         log = c.log(topic, partition)
         if offset > len(log):
-            raise kclient.DefiniteError("OFFSET_OUT_OF_RANGE", f"{offset} > {len(log)}")
+            raise outcomes.DefiniteError("OFFSET_OUT_OF_RANGE", f"{offset} > {len(log)}")
         c.polls += 1
         start = offset
         if offset > 0 and offset < len(log) and c.every("rewind_every", c.polls):
@@ -147,7 +148,7 @@ def queue_topology(cluster: FakeQueueCluster | None = None) -> Topology:
     """Three controllers n1..n3 and three brokers :data:`BROKERS`; the cluster's factory."""
     nodes = ("n1", "n2", "n3")
     return Topology(nodes, {n: (f"10.0.0.{n[1:]}", 9093) for n in nodes}, {n: int(n[1:]) for n in nodes},
-                    bootstrap=BROKERS, queue_client_factory=cluster.factory if cluster else None)
+                    kraft_client, bootstrap=BROKERS, queue_client_factory=cluster.factory if cluster else None)
 
 
 #: the queue workload's own checkers (the quorum ones need monitor samples)

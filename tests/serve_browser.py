@@ -82,7 +82,7 @@ def start_driver(width: int = WIDTH, height: int = HEIGHT, scale: float = 1.0):
 def serving(root: Path) -> Iterator[str]:
     """``kraft-chaos serve`` of ``root`` on an ephemeral port of 127.0.0.1 in a thread; yields its
     base URL (``http://127.0.0.1:PORT``) and stops it afterwards."""
-    from harness.serve import make_server
+    from harness.web.serve import make_server
     srv = make_server(root, port=0)
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()

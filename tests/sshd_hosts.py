@@ -8,10 +8,16 @@ own whose ``/etc/passwd`` also names the user :data:`NOSUDO` (not root, not in s
 nothing is added to this machine's users. Keys: ``key`` (authorized for root and
 :data:`NOSUDO`), ``wrong_key`` (authorized for no one), one host key per host, in
 ``known_hosts``. :meth:`SshdHosts.close` removes everything (processes in the namespaces, the
-namespaces, links, the FORWARD rule, the folder).
+namespaces, links, the FORWARD rule, the folder). Two sets of hosts on one subnet would answer
+for each other's addresses, so a set holds the subnet's lock file
+(``/tmp/kcssh-<net>.<x>.lock``) from set-up to close: another test run on this machine that
+wants the same subnet waits for it, rather than meeting the other run's host keys. A subnet
+that an address of this machine is already on, with no lock held (hosts a killed run left
+behind: not ours to remove), is passed over for the next free ``<x>``.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -48,9 +54,8 @@ class SshdHosts:
 
     def __init__(self, n: int, third: int, net: str = "10.89"):
         self.tag = uuid.uuid4().hex[:6]
-        self.n, self.third = n, third
-        self.gateway = f"{net}.{third}.1"
-        self.ips = [f"{net}.{third}.{10 + i}" for i in range(1, n + 1)]
+        self.n, self.net = n, net
+        self._place(third)
         self.namespaces = [f"kcssh-{self.tag}-h{i}" for i in range(1, n + 1)]
         self.bridge = f"kshb{self.tag}"
         self.comment = f"kcssh-test:{self.tag}"
@@ -59,9 +64,32 @@ class SshdHosts:
         self.key, self.wrong_key = self.dir / "key", self.dir / "wrong_key"
         self.known_hosts = self.dir / "known_hosts"
         self.procs: list[subprocess.Popen] = []
+        self._subnet_lock = None
+
+    def _place(self, third: int) -> None:
+        self.third = third
+        self.gateway = f"{self.net}.{third}.1"
+        self.ips = [f"{self.net}.{third}.{10 + i}" for i in range(1, self.n + 1)]
+
+    def _take_subnet(self) -> None:
+        """Hold the lock of the first subnet from ``third`` on that no address of this machine
+        is on (waiting while another run holds it); :meth:`_place` the hosts there."""
+        third = self.third
+        for _ in range(250):
+            lock = open(f"/tmp/kcssh-{self.net}.{third}.lock", "w")
+            fcntl.flock(lock, fcntl.LOCK_EX)     # waits while another run has the subnet
+            taken = _sh("ip", "-o", "-4", "addr", "show", "to", f"{self.net}.{third}.0/24", check=False).stdout
+            if not taken.strip():
+                self._subnet_lock = lock
+                self._place(third)
+                return
+            lock.close()                         # a leftover of a killed run: the next subnet
+            third = third % 250 + 1
+        raise RuntimeError(f"no free {self.net}.x.0/24 subnet for the sshd test hosts")
 
     def __enter__(self) -> "SshdHosts":
         try:
+            self._take_subnet()
             self._start()
         except BaseException:
             self.close()
@@ -194,6 +222,9 @@ class SshdHosts:
         while _sh("iptables", "-w", "-D", "FORWARD", *self._forward_rule(), check=False).returncode == 0:
             pass
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self._subnet_lock is not None:
+            self._subnet_lock.close()         # releases the subnet for another run
+            self._subnet_lock = None
 
 
 def fingerprint_of(pub_line: str) -> str:

@@ -1,4 +1,4 @@
-"""harness/bench_analyze.py: the store it builds from real runs, and (slow) the whole bench
+"""harness/bench/analyze.py: the store it builds from real runs, and (slow) the whole bench
 at a tiny N printing every figure it promises."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from harness import bench_analyze as B
-from harness import store
+from harness.bench import analyze as B
+from history import store
 from tests.test_cli import write_store
 
 

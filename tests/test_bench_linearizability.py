@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import bench_linearizability as bench
-from harness.bench_linearizability import Corpus, Timing
+from harness.bench import linearizability as bench
+from harness.bench.linearizability import Corpus, Timing
 
 
 def go_output(corpora: list[dict]) -> str:

@@ -1,11 +1,14 @@
-"""kraft-chaos bugs (harness/bugs.py) with a stand-in for real runs: the table, bugs.json, the
+"""kraft-chaos bugs (harness/cli/bugs.py) with a stand-in for real runs: the table, bugs.json, the
 chart, the correct-build runs and the exit code."""
 from __future__ import annotations
 
 import json
 
-from harness import bugs, cli, store
-from harness.bug_catalogue import CATALOGUE, SCHEDULES, bug_named
+from harness.cli import bugs
+from harness.cli import main as cli
+from history import store
+from harness.catalogue.bugs import CATALOGUE, bug_named
+from harness.config.schedules import SCHEDULES
 
 
 def fake_run(tmp_path, caught: dict[str, set[int]]):
@@ -80,7 +83,7 @@ def test_every_schedule_fits_the_budget():
 
 def test_a_scenario_schedule_runs_the_scenarios_run_table_and_steps():
     """``isr-shrink`` is a built-in scenario (isr-shrink-loss-b), not a nemesis mix."""
-    from harness.runner import RunConfig
+    from harness.config.run import RunConfig
     fields = SCHEDULES["isr-shrink"].run_config()
     assert fields["nemesis"] == [] and fields["scenario"] and fields["scenario_file"].endswith("isr-shrink-loss-b.toml")
     assert (fields["workload"], fields["brokers"], fields["min_insync_replicas"]) == ("queue", 3, 2)

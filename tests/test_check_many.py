@@ -1,5 +1,5 @@
-"""``kraft-chaos check`` of history files and several inputs (harness/check_file.py,
-harness/check_many.py): a file's results go under the store (never beside the file) and the
+"""``kraft-chaos check`` of history files and several inputs (harness/cli/check_file.py,
+harness/cli/check.py): a file's results go under the store (never beside the file) and the
 output says where; several files and run directories are checked in one process, each in its
 own output folder, with a line per input and the worst verdict as the exit code."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli
-from harness.check_many import worst_exit
+from harness.cli import main as cli
+from harness.cli.check import worst_exit
 from tests.test_cli import write_store
 
 STALE = Path(__file__).parent.parent / "docs" / "stale-read-history.jsonl"

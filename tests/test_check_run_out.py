@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from harness import cli
+from harness.cli import main as cli
 from tests.test_cli import write_store
 
 

@@ -17,7 +17,7 @@ The damage is done to copies in tmp_path, on Kafka's own bytes: a TopicRecord cu
 one controller's segment (the batch rewritten with one record fewer, its CRC-32C
 recomputed, the other records' offsets unchanged) together with its entry in the final
 reads, or a topic name changed in one controller's segment. The checkers are run as
-``kraft-chaos check`` runs them (``harness.check_run.check_run_dir``, and the CLI itself
+``kraft-chaos check`` runs them (``harness.run.check.check_run_dir``, and the CLI itself
 for the lost record).
 """
 import json
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.check_run import check_run_dir
+from harness.run.check import check_run_dir
 from targets.kafka.metadata_log import read_metadata_dir
 from targets.kafka.record_batch import BATCH_HEADER_BYTES, LOG_OVERHEAD, crc32c, scan_batches
 from workloads.registry import workload_spec

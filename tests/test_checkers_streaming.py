@@ -29,8 +29,8 @@ from checkers.nonmonotonic_read import NonmonotonicRead
 from checkers.phantom import Phantom
 from checkers.registry import check_all_folds
 from checkers.stats import Stats
-from harness import store
-from harness.synth import SynthOptions, read_sidecar, synth_run
+from history import store
+from harness.analysis.synth import SynthOptions, read_sidecar, synth_run
 from history import HistoryError, iter_history, read_history
 from tests import test_checkers_streaming_reference as ref
 

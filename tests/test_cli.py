@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from harness import cli, store
+from harness.cli import exits, main as cli
+from history import store
 from history import HistoryWriter
 
 pytest_plugins = ["pytester"]
@@ -38,8 +39,8 @@ def test_bad_arguments_exit_3_with_clear_message(argv, needle, capsys):
 
 def test_run_defaults_parse():
     """The defaults are the catalogue's default schedule, and RunConfig's too."""
-    from harness.bug_catalogue import DEFAULT_SCHEDULE as D
-    from harness.runner import RunConfig
+    from harness.config.schedules import DEFAULT_SCHEDULE as D
+    from harness.config.run import RunConfig
     from targets.registry import target_spec
     args = cli.build_parser().parse_args(["run"])
     assert args.workload is None and args.db == "kraft"     # None: the target's default workload
@@ -139,7 +140,7 @@ def test_check_missing_dir(tmp_path, capsys):
 
 
 def test_verdict_exit_codes():
-    assert [cli.verdict_exit(v) for v in (True, False, "unknown")] == [0, 1, 2]
+    assert [exits.verdict_exit(v) for v in (True, False, "unknown")] == [0, 1, 2]
 
 
 def test_run_maps_cluster_error_to_exit_4(tmp_path, monkeypatch, capsys):
@@ -169,7 +170,7 @@ def test_progress_line_and_both_modes(caplog):
     import io
     import logging
 
-    from harness.progress import Progress, Snapshot
+    from harness.run.progress import Progress, Snapshot
 
     tally = {"ok": 5, "fail": 1, "info": 2}
     faults = {}
@@ -197,7 +198,7 @@ def test_progress_line_and_both_modes(caplog):
 
 def test_pytest_plugin_fixture_and_marker(pytester, monkeypatch, tmp_path):
     """The plugin registers the docker marker and kraft_chaos_run builds a RunConfig."""
-    import harness.runner
+    import harness.run.runner
 
     calls = []
 
@@ -205,7 +206,7 @@ def test_pytest_plugin_fixture_and_marker(pytester, monkeypatch, tmp_path):
         calls.append((config, progress))
         return {"valid": True}, tmp_path
 
-    monkeypatch.setattr(harness.runner, "run_test", fake_run_test)
+    monkeypatch.setattr(harness.run.runner, "run_test", fake_run_test)
     pytester.makepyfile("""
         import pytest
 

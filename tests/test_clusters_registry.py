@@ -1,13 +1,15 @@
-"""The backend factory (clusters/registry.py) and the target x backend table (harness/deploy.py):
+"""The backend factory (clusters/registry.py) and the target x backend table (targets/registry.py):
 names, auto's choice, clear errors; no engine or namespaces needed."""
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
 from clusters.errors import ClusterError
 from clusters.registry import CHOICES, Software, check_name, make_cluster, resolve_backend
-from harness import cli
-from harness.deploy import UnsupportedBackend, check_supported, node_software
+from harness.cli import main as cli
+from targets.registry import TARGETS, UnsupportedBackend, check_supported, node_software
 
 
 class FakeEngine:
@@ -55,11 +57,10 @@ def test_factory_builds_each_backend_by_name():
 
 
 def test_targets_and_backends_meet_in_one_table(monkeypatch):
-    from harness import deploy
     for db in ("kraft", "kafka"):
         for backend in ("docker", "netns", "ssh"):
             check_supported(db, backend)
-    monkeypatch.setitem(deploy.SUPPORTED, "kafka", ("docker",))      # a pair the table leaves out
+    monkeypatch.setitem(TARGETS, "kafka", dataclasses.replace(TARGETS["kafka"], backends=("docker",)))  # a pair the table leaves out
     with pytest.raises(UnsupportedBackend, match=r"--db kafka cannot run on --cluster netns; it runs on --cluster docker"):
         check_supported("kafka", "netns")
     with pytest.raises(UnsupportedBackend, match=r"auto chose netns: no engine"):
@@ -72,8 +73,7 @@ def test_targets_and_backends_meet_in_one_table(monkeypatch):
 
 
 def test_cli_refuses_a_pair_the_table_leaves_out_with_exit_3(tmp_path, capsys, monkeypatch):
-    from harness import deploy
-    monkeypatch.setitem(deploy.SUPPORTED, "kafka", ("docker",))
+    monkeypatch.setitem(TARGETS, "kafka", dataclasses.replace(TARGETS["kafka"], backends=("docker",)))
     code = cli.main(["run", "--db", "kafka", "--cluster", "netns", "--store", str(tmp_path), "--seed", "1",
                      "--no-progress", "--time-limit", "1"])
     err = capsys.readouterr().err
@@ -87,6 +87,6 @@ def test_cli_bad_backend_is_exit_3(capsys):
 
 
 def test_repeat_command_names_a_backend_other_than_auto():
-    from harness.run_config import RunConfig
+    from harness.config.run import RunConfig
     assert "--cluster" not in RunConfig(seed=1).repeat_command()
     assert "--cluster netns" in RunConfig(seed=1, cluster="netns").repeat_command()

@@ -16,7 +16,7 @@ from clusters.remote import RemoteError
 from clusters.ssh_cluster import SshCluster
 from clusters.ssh_hosts import load_hosts
 from clusters.ssh_session import SshHostError
-from harness import cli
+from harness.cli import exits, main as cli
 from tests.sshd_hosts import NOSUDO, SshdHosts, fingerprint_of, sshd_skip_reason
 
 pytestmark = [pytest.mark.netns, pytest.mark.skipif(sshd_skip_reason() is not None, reason=sshd_skip_reason() or "")]
@@ -174,7 +174,7 @@ def test_a_host_failure_exits_4_through_kraft_chaos_run(hosts, run_dir, tmp_path
     code = cli.main(["run", "--cluster", "ssh", "--hosts", str(f), "--nodes", "3", "--time-limit", "1",
                      "--nemesis", "none", "--store", str(tmp_path / "store"), "--no-progress"])
     err = capsys.readouterr().err
-    assert code == cli.EXIT_CLUSTER, err
+    assert code == exits.EXIT_CLUSTER, err
     assert f"ssh host root@{hosts.ips[0]}:22: authentication as root failed with key {hosts.wrong_key}" in err
     assert hosts.leftovers(run_dir) == []
 
@@ -243,7 +243,7 @@ def test_hosts_file_round_trip(hosts, run_dir):
 def test_a_sweep_names_the_hosts_it_could_not_reach(hosts, run_dir, capsys):
     f = hosts.hosts_toml("hosts-sweep.toml", hosts=[{"host": hosts.ips[0]}, {"host": hosts.ips[1], "port": 2222}],
                          run_dir=run_dir)
-    assert cli.main(["teardown", "--cluster", "ssh", "--hosts", str(f)]) == cli.EXIT_CLUSTER
+    assert cli.main(["teardown", "--cluster", "ssh", "--hosts", str(f)]) == exits.EXIT_CLUSTER
     err = capsys.readouterr().err
     assert f"ssh host root@{hosts.ips[1]}:2222: connection refused on port 2222" in err, err
     assert hosts.ips[0] not in err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clusters.ssh_hosts import HostsFileError, HostSpec, load_hosts
-from harness import cli
+from harness.cli import exits, main as cli
 
 
 def write(tmp_path, text: str):
@@ -83,14 +83,14 @@ def test_missing_file_is_named(tmp_path):
 
 def test_cli_exits_3_for_a_bad_hosts_file_and_misused_options(tmp_path, capsys):
     p = write(tmp_path, '[[hosts]]\nhost = "a"\nport = "22"\n')
-    assert cli.main(["run", "--cluster", "ssh", "--hosts", str(p)]) == cli.EXIT_BAD_INPUT
+    assert cli.main(["run", "--cluster", "ssh", "--hosts", str(p)]) == exits.EXIT_BAD_INPUT
     assert f"{p}:3: [[hosts]] entry 1 'port': must be an integer" in capsys.readouterr().err
-    assert cli.main(["run", "--cluster", "ssh"]) == cli.EXIT_BAD_INPUT
+    assert cli.main(["run", "--cluster", "ssh"]) == exits.EXIT_BAD_INPUT
     assert "--cluster ssh needs --hosts FILE" in capsys.readouterr().err
     good = write(tmp_path, '[[hosts]]\nhost = "a"\n')
-    assert cli.main(["run", "--cluster", "netns", "--hosts", str(good)]) == cli.EXIT_BAD_INPUT
+    assert cli.main(["run", "--cluster", "netns", "--hosts", str(good)]) == exits.EXIT_BAD_INPUT
     assert "--hosts applies to --cluster ssh only" in capsys.readouterr().err
-    assert cli.main(["teardown", "--cluster", "ssh"]) == cli.EXIT_BAD_INPUT
+    assert cli.main(["teardown", "--cluster", "ssh"]) == exits.EXIT_BAD_INPUT
     assert "--cluster ssh needs --hosts FILE" in capsys.readouterr().err
 
 
@@ -103,7 +103,7 @@ def test_kafka_on_ssh_needs_a_host_per_node(tmp_path, capsys, monkeypatch):
     code = cli.main(["run", "--db", "kafka", "--cluster", "ssh", "--hosts", str(good), "--store",
                      str(tmp_path / "store"), "--no-progress"])
     err = capsys.readouterr().err
-    assert code == cli.EXIT_BAD_INPUT, err
+    assert code == exits.EXIT_BAD_INPUT, err
     assert "8 nodes need 8 hosts" in err and "lists 1" in err       # 5 controllers + 3 brokers
 
 

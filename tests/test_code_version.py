@@ -1,4 +1,4 @@
-"""The code's git commit (harness.code_version) and its place in test.json."""
+"""The code's git commit (harness.run.code_version) and its place in test.json."""
 from __future__ import annotations
 
 import json
@@ -8,9 +8,11 @@ import subprocess
 
 import pytest
 
-from harness import code_version, runner
-from harness.code_version import code_commit
-from harness.runner import RunConfig, prepare_run
+from harness.run import code_version
+from harness.run import runner
+from harness.run.code_version import code_commit
+from harness.config.run import RunConfig
+from harness.run.runner import prepare_run
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

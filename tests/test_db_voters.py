@@ -17,7 +17,8 @@ from targets import voters
 from targets.base import DB
 from targets.kafka import voters as kv
 from targets.kafka.db import KafkaDB
-from targets.kraft_db import KraftDB, kraft_quorum_client
+from targets.kraft_client import kraft_client as kraft_quorum_client
+from targets.kraft_db import KraftDB
 from tests.kraft_inproc import CLUSTER_ID
 from tests.kraft_inproc_v1 import V1Cluster, eventually
 from tests.nemesis_fakes import FakeCluster, FakeRemote

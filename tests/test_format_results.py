@@ -1,6 +1,6 @@
-"""The verdict summary ``kraft-chaos run`` and ``check`` print (harness/cli.py:format_results):
+"""The verdict summary ``kraft-chaos run`` and ``check`` print (harness/cli/main.py:format_results):
 its stats line names the workload's writes (appends, or the queue workload's sends)."""
-from harness.cli import format_results
+from harness.reports.summary import format_results
 
 
 def results(counts: dict, latency: dict) -> dict:

@@ -165,7 +165,7 @@ def test_prepare_without_a_distribution_fills_the_releases_kraft_version():
 
 
 def test_the_repeat_command_and_test_json_name_the_distribution(tmp_path):
-    from harness.run_config import RunConfig
+    from harness.config.run import RunConfig
     home = make_dist(tmp_path, "4.0.2")
     config = RunConfig(seed=1, db="kafka", workload="metadata", kafka_dist=str(home))
     target.prepare(config)

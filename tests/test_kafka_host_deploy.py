@@ -1,5 +1,5 @@
 """``--db kafka`` on host processes (``--cluster netns`` and ``ssh``): what the deploy table
-gives (harness/deploy.py, targets/kafka/host_files.py: Kafka's jars and the image's log4j2
+gives (targets/registry.py, targets/kafka/host_files.py: Kafka's jars and the image's log4j2
 configs at the image's paths, Java >= 17), how a host's java is judged (clusters/jre.py), and a
 host whose java is too old: this host for netns, an sshd host for ssh (tests/sshd_hosts.py),
 each a cluster error (exit 4) naming the host and cause, with nothing left behind."""
@@ -15,13 +15,12 @@ from clusters import jre
 from clusters.errors import ClusterError
 from clusters.registry import Resolved
 from clusters.ssh_scripts import preflight_script
-from harness import cli
-from harness.deploy import node_software
+from harness.cli import exits, main as cli
 from targets.kafka import host_files
 from targets.kafka.image import config_files
 from targets.kafka.logging_stacks import CONFIG_DIR
 from targets.kafka.server_config import LIBS_DIR, server_argv
-from targets.registry import target_spec
+from targets.registry import node_software, target_spec
 from tests.sshd_hosts import SshdHosts, sshd_skip_reason
 
 OPENJDK_17 = 'openjdk version "17.0.15" 2025-04-15'
@@ -153,7 +152,7 @@ def test_ssh_run_on_a_host_whose_java_is_too_old_is_exit_4_naming_it(tmp_path, c
                          "--kafka-topology", "combined", "--time-limit", "5", "--nemesis", "none",
                          "--store", str(tmp_path / "store"), "--seed", "1", "--no-progress"])
         err = capsys.readouterr().err
-        assert code == cli.EXIT_CLUSTER, err
+        assert code == exits.EXIT_CLUSTER, err
         assert (f"ssh host root@{hosts.ips[1]}:22: /usr/local/bin/java is Java 11; the nodes need Java >= 17"
                 in err), err
         assert hosts.ips[0] not in err and hosts.ips[2] not in err and "Traceback" not in err

@@ -8,8 +8,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from harness import cli, matrix
-from harness.matrix import MatrixError, exit_code, load, run_matrix
+from harness.cli import main as cli
+from harness.cli import matrix
+from harness.cli.matrix import MatrixError, exit_code, load, run_matrix
 
 VALID = {"valid": True, "anomalies": {"lost-write": 0}}
 INVALID = {"valid": False, "anomalies": {"lost-write": 2, "phantom": 1, "duplicate": 0}}
@@ -55,7 +56,7 @@ def test_cells_are_the_product_with_per_target_overrides_and_unsupported_pairs_s
     assert [c.id for c in m.cells] == ["kraft/kv/kill/seed0"]
     assert m.skipped == [{"db": "kafka", "workload": "kv",
                           "reason": "workload 'kv' does not run on --db kafka: it supports kraft"}]
-    from harness.run_config import RunConfig
+    from harness.config.run import RunConfig
     (c,) = load(write(tmp_path, "")).cells
     assert (c.db, c.workload, c.nemesis, c.seed) == ("kraft", "append", RunConfig(seed=0).nemesis, 0)
 
@@ -137,7 +138,7 @@ def test_outputs_json_junit_table_and_exit_codes(tmp_path):
     assert cases["partition,kill seed 0"].find("failure") is None
     assert "does not run on --db kafka" in cases["unsupported"].find("skipped").get("message")
 
-    from harness.matrix_report import format_table
+    from harness.cli.matrix_report import format_table
     table = format_table(stored)
     assert "INVALID" in table and "lost-write 2, phantom 1" in table and "ClusterError: no engine" in table
     assert "1 valid, 1 invalid, 1 unknown, 2 error" in table
@@ -154,7 +155,7 @@ def test_exit_codes(verdicts, kinds, code):
 
 
 def test_ctrl_c_writes_what_ran_and_exits_130(tmp_path, monkeypatch, capsys):
-    from harness import runner
+    from harness.run import runner
     p = write(tmp_path, 'nemeses = ["kill"]\nseeds = [0, 1, 2]\n')
     calls = []
 
@@ -178,7 +179,7 @@ def test_ctrl_c_writes_what_ran_and_exits_130(tmp_path, monkeypatch, capsys):
 
 
 def test_the_command_runs_every_cell_and_exits_0_when_all_are_valid(tmp_path, monkeypatch, capsys):
-    from harness import runner
+    from harness.run import runner
     p = write(tmp_path, 'nemeses = ["kill", "none"]\nseeds = [3]\ntime_limit = 12\n')
     seen = []
     monkeypatch.setattr(runner, "run_test", lambda c, d=None, progress=None: (seen.append(c) or VALID, d))
@@ -194,7 +195,7 @@ def test_the_command_runs_every_cell_and_exits_0_when_all_are_valid(tmp_path, mo
 
 def test_the_example_nightly_matrix_loads(tmp_path):
     from pathlib import Path
-    root = Path(matrix.__file__).resolve().parent.parent
+    root = Path(matrix.__file__).resolve().parents[2]
     m = load(root / "examples" / "nightly.toml")
     assert {c.db for c in m.cells} == {"kraft", "kafka"} and len({c.seed for c in m.cells}) == 3
     assert len({",".join(c.nemesis) for c in m.cells}) >= 2 and len(m.cells) >= 4

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from history import HistoryWriter
-from kraft import client as kclient
+from history import outcomes
 from workloads.counters import Sequence
 from workloads.monitor import QuorumMonitor
 from workloads.topology import Topology
@@ -25,8 +25,8 @@ def test_a_leader_that_stops_answering_leaves_the_view(tmp_path):
                         "CurrentVoters": [{"ReplicaId": 1, "LogEndOffset": 5}],
                         "Observers": [{"ReplicaId": 2, "LogEndOffset": 4}]}
             if s == "follow":
-                raise kclient.DefiniteError("NOT_LEADER_OR_FOLLOWER", leader_id=1, leader_epoch=3)
-            raise kclient.DefiniteError("connection")
+                raise outcomes.DefiniteError("NOT_LEADER_OR_FOLLOWER", leader_id=1, leader_epoch=3)
+            raise outcomes.DefiniteError("connection")
 
         async def close(self):
             pass

@@ -244,7 +244,7 @@ def test_a_node_the_stop_could_not_add_back_is_added_by_the_next_start():
 
 
 def test_cli_refuses_membership_at_kraft_version_0_with_exit_3(tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
     assert main(["run", "--nemesis", "membership:remove+replace", "--time-limit", "5", "--store", str(tmp_path),
                  "--no-progress"]) == 3
     assert "not supported at kraft.version 0" in capsys.readouterr().err

@@ -1,11 +1,11 @@
 """The ``power-loss`` fault (nemesis/power_loss.py): kill, then crash each target's lazyfs,
-restart on stop; which runs mount disks for it (harness/disks.py)."""
+restart on stop; which runs mount disks for it (harness/run/disks.py)."""
 import random
 
 import pytest
 
-from harness.disks import wants_power_loss
-from harness.runner import RunConfig
+from harness.run.disks import wants_power_loss
+from harness.config.run import RunConfig
 from nemesis.controller import NemesisController
 from nemesis.faults import Fault
 from nemesis.power_loss import crash_settings

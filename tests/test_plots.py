@@ -1,5 +1,6 @@
-"""harness/plots.py: fault bands from the nemesis ops, and the PNG files."""
-from harness.plots import fault_intervals, write_plots
+"""harness/reports/plots.py: fault bands from the nemesis ops, and the PNG files."""
+from harness.reports.plot_data import fault_intervals
+from harness.reports.plots import write_plots
 from tests.histories.builder import clean_run
 
 
@@ -36,7 +37,7 @@ def test_write_plots_from_a_stream_draws_what_the_list_draws(tmp_path):
 
 
 def test_plot_data_keeps_arrays_and_the_faults():
-    from harness.plots import PlotData
+    from harness.reports.plot_data import PlotData
     h, _ = clean_run(40)
     data = PlotData.of(iter(h.ops))
     assert data.fault_intervals() == fault_intervals(h.ops)
@@ -48,7 +49,8 @@ def test_plot_data_keeps_arrays_and_the_faults():
 
 def test_latency_quantiles_per_window_are_ordered():
     """p50 <= p95 <= p99 <= max in every window, windows of whole seconds at their midpoints."""
-    from harness.plots import PlotData, latency_quantiles, quantile_window_s
+    from harness.reports.plot_data import PlotData
+    from harness.reports.plots import latency_quantiles, quantile_window_s
     h, _ = clean_run(300)
     data = PlotData.of(h.ops)
     assert quantile_window_s(30) == 1.0 and quantile_window_s(600) == 10.0

@@ -9,9 +9,9 @@ import pytest
 
 # imported here, before pytester's inner runs: modules first imported inside an inner run are
 # dropped from sys.modules after it, and a second copy of asyncio breaks later tests
-import harness.cli  # noqa: F401
+import harness.cli.main  # noqa: F401
 import harness.pytest_plugin as plugin
-import harness.runner  # noqa: F401
+import harness.run.runner  # noqa: F401
 import nemesis.schedule  # noqa: F401
 import targets.registry  # noqa: F401
 import workloads.registry  # noqa: F401
@@ -82,7 +82,7 @@ def test_chaos_run_is_parametrised_by_target_workload_nemesis_and_seed(pytester,
 
 
 def test_defaults_are_kraft_its_default_workload_the_default_nemesis_and_seed_0(pytester, stand_in):
-    from harness.run_config import RunConfig
+    from harness.config.run import RunConfig
     pytester.makepyfile("""
         def test_it(chaos_run):
             pass

@@ -8,9 +8,10 @@ import shlex
 
 import pytest
 
-from harness.cli import build_parser, main
-from harness.run_config import RunConfig
-from harness.workload_flags import config_kwargs, resolve_brokers, workload_options
+from harness.cli.main import build_parser, main
+from harness.config.run import RunConfig
+from harness.cli.workload_flags import config_kwargs
+from harness.config.options import resolve_brokers, workload_options
 from targets.kafka.db import KafkaDB, node_count
 from targets.kraft_db import KraftDB
 from targets.registry import target_spec
@@ -135,7 +136,8 @@ def test_the_targets_hand_their_queue_client_to_the_workload():
 
 
 def test_a_scenario_run_table_may_set_brokers_and_workload_options():
-    from harness.scenario import RUN_FIELDS, run_table
+    from harness.config.run import run_table
+    from harness.config.scenario import RUN_FIELDS
     assert {"brokers", "acks", "min_insync_replicas", "unclean_leader_election"} <= set(RUN_FIELDS)
     t = run_table(RunConfig(seed=3, workload="queue", db="kafka", acks=-1, min_insync_replicas=1,
                             unclean_leader_election=True))

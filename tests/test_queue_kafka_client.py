@@ -9,7 +9,7 @@ import asyncio
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kraft.client import DefiniteError, IndefiniteError
+from history.outcomes import DefiniteError, IndefiniteError
 from targets.kafka.queue_client import (CREATE_DEFINITE, PRODUCE_DEFINITE, KafkaQueueClient, acks_config,
                                         client_error, decode_value, kafka_queue_factory, topic_config)
 

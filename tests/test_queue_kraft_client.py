@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from kraft import api, errors
-from kraft.client import DefiniteError, IndefiniteError
+from history.outcomes import DefiniteError, IndefiniteError
 from targets.kraft_queue import KraftQueueClient, check_acks, kraft_queue_factory, parse_endpoint
 from tests.queue_fakes import FakeBrokers
 

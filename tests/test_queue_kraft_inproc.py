@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from kraft.client import ClientError, DefiniteError
+from history.outcomes import ClientError, DefiniteError
 from targets.kraft_queue import KraftQueueClient, kraft_queue_factory
 from tests.broker_inproc import data_plane, eventually, partition_state
 from tests.kraft_inproc import CLUSTER_ID

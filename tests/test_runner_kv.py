@@ -9,7 +9,9 @@ import json
 
 import pytest
 
-from harness import cli, runner, store
+from harness.cli import main as cli
+from harness.run import runner
+from history import store
 from history import HistoryWriter
 from kraft.kv import cas_command, put_command
 from tests.test_cli import write_node_log
@@ -137,9 +139,10 @@ def test_run_test_rejects_an_unknown_workload():
 def test_the_runner_builds_the_configured_workload(tmp_path):
     from workloads.append import AppendWorkload
     from workloads.kv import KvWorkload
+    from targets.kraft_client import kraft_client
     from workloads.topology import Topology
 
-    topo = Topology(("n1",), {"n1": ("127.0.0.1", 1)}, {"n1": 1})
+    topo = Topology(("n1",), {"n1": ("127.0.0.1", 1)}, {"n1": 1}, kraft_client)
     for name, cls in (("kv", KvWorkload), ("append", AppendWorkload)):
         r = runner._Run(runner.RunConfig(seed=1, workload=name, concurrency=4, rate=20), tmp_path, False)
         wl = r._make_workload(topo)

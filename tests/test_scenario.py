@@ -1,4 +1,4 @@
-"""Scenario files (harness/scenario.py): loading, the errors that name the line, the steps as a
+"""Scenario files (harness/config/scenario.py): loading, the errors that name the line, the steps as a
 generator, and the round trip through dumps."""
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import random
 import pytest
 
 from generator import Context
-from harness.scenario import ClientGate, GatedClients, ScenarioError, budget_s, dumps, load, steps_generator
+from harness.config.scenario import ScenarioError, dumps, load
+from harness.run.scenario_steps import ClientGate, GatedClients, budget_s, steps_generator
 from generator import Fn
 from workloads.monitor import NodeSeen, QuorumView
 
@@ -170,7 +171,7 @@ def test_bind_steps_are_checked_and_an_unbound_role_is_an_error(tmp_path):
 
 
 def test_a_wipe_step_is_a_nemesis_step_and_budgets_a_format():
-    from harness.scenario import check_step
+    from harness.config.scenario import check_step
     assert check_step({"nemesis": "start-wipe", "value": {"kind": "nodes", "targets": ["n1"]}}) is None
     assert "unknown wipe kind" in check_step({"nemesis": "start-wipe", "value": {"kind": "everything"}})
     assert budget_s([{"nemesis": "start-wipe", "value": {"kind": "one"}}]) > budget_s(

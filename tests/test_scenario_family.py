@@ -1,12 +1,12 @@
-"""``kraft-chaos scenario disk-loss-timeline`` (harness/scenario_family.py): its variants, the runs
+"""``kraft-chaos scenario disk-loss-timeline`` (harness/catalogue/families.py): its variants, the runs
 it makes of them, and its table, with the runs stood in for (the real runs are in
 tests/integration/test_disk_loss_timeline.py)."""
 from __future__ import annotations
 
 import pytest
 
-from harness import scenario_family as timeline
-from harness.scenario import load
+from harness.catalogue import families as timeline
+from harness.config.scenario import load
 
 
 def test_the_five_variants_are_built_in_and_load():

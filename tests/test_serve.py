@@ -1,4 +1,4 @@
-"""``kraft-chaos serve`` (harness/serve.py): the index and its filters, a run's pages, history
+"""``kraft-chaos serve`` (harness/web/serve.py): the index and its filters, a run's pages, history
 paging, path traversal refused, read-only, the default bind, and bad input exiting 3.
 
 Each test starts the server on an ephemeral port against a small store built in tmp_path,
@@ -18,9 +18,9 @@ from urllib.parse import quote
 
 import pytest
 
-from harness import store
-from harness.cli import main
-from harness.serve import DEFAULT_HOST, make_server
+from history import store
+from harness.cli.main import main
+from harness.web.serve import DEFAULT_HOST, make_server
 from tests.histories.builder import clean_run
 
 CLEAN = {k: 0 for k in ("lost-write", "duplicate", "phantom", "divergence")}
@@ -216,7 +216,7 @@ def test_default_bind_is_loopback_and_other_hosts_are_refused(small_store, serve
         assert DEFAULT_HOST == "127.0.0.1" and srv.server_address[0] == "127.0.0.1"
     finally:
         srv.server_close()
-    from harness.cli import build_parser
+    from harness.cli.main import build_parser
     args = build_parser().parse_args(["serve"])
     assert (args.host, args.store_root) == ("127.0.0.1", "store")
     assert raw(server, "GET", "/", host="evil.example")[0] == 403      # DNS rebinding

@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from harness import store
+from history import store
 from tests import serve_browser as sb
 from tests.test_serve import _run
 

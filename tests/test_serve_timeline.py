@@ -1,4 +1,4 @@
-"""timeline.html (harness/timeline_html.py and timeline_assets/timeline.js): the compact data of a
+"""timeline.html (harness/reports/timeline.py and timeline_assets/timeline.js): the compact data of a
 100k-op history, lenient pairing, the page, the report step writing it, and the JS run under
 node against a stub DOM (skipped without node; there is no browser here)."""
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.timeline_html import (TIMELINE_NAME, TYPES, TimelineData, render_timeline,
+from harness.reports.timeline import (TIMELINE_NAME, TYPES, TimelineData, render_timeline,
                                    write_timeline)
 
-ASSETS = Path(__file__).parent.parent / "harness" / "timeline_assets"
+ASSETS = Path(__file__).parent.parent / "harness" / "reports" / "timeline_assets"
 STUB = Path(__file__).with_name("timeline_dom_stub.js")
 
 
@@ -110,8 +110,8 @@ def test_descriptions_are_cut_and_script_safe(tmp_path):
 
 
 def test_the_report_step_writes_the_timeline_and_the_quantiles(tmp_path):
-    from harness import store
-    from harness.check_run import check_run_dir
+    from history import store
+    from harness.run.check import check_run_dir
     from tests.histories.builder import clean_run
     run = store.create_run_dir(tmp_path, "append-partition", "20260101T000000.000Z")
     h, _ = clean_run(80)

@@ -1,9 +1,10 @@
-"""Shrinking (harness/shrink.py) and the time to detect (harness/detection.py), without a cluster."""
+"""Shrinking (harness/catalogue/shrink.py) and the time to detect (harness/catalogue/detection.py), without a cluster."""
 from __future__ import annotations
 
-from harness.detection import anomaly_ops, first_anomaly_s
-from harness.bug_catalogue import CATALOGUE, SCHEDULES
-from harness.shrink import Unit, ddmin, fault_units, replay_value, shrink, units_to_steps
+from harness.catalogue.detection import anomaly_ops, first_anomaly_s
+from harness.catalogue.bugs import CATALOGUE
+from harness.config.schedules import SCHEDULES
+from harness.catalogue.shrink import Unit, ddmin, fault_units, replay_value, shrink, units_to_steps
 from kraft import unsafe
 
 from .histories.builder import H

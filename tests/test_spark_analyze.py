@@ -8,8 +8,8 @@ import json
 import pytest
 
 from checkers.log_safety import check_all
-from harness import store
-from harness.synth import SynthOptions, read_sidecar, synth_run
+from history import store
+from harness.analysis.synth import SynthOptions, read_sidecar, synth_run
 from tests.histories.builder import H, clean_run, data, lc
 from tests.spark_helpers import analyze_store, sidecar_keys, single_keys, spark_keys
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from checkers.spark import analyze as A
-from harness.cli import main
+from harness.cli.main import main
 from tests.test_cli import write_node_log, write_store
 
 pytestmark = pytest.mark.spark

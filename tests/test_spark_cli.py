@@ -6,8 +6,8 @@ import json
 import pandas as pd
 import pytest
 
-from harness.cli import main
-from harness.synth import SynthOptions, synth_run
+from harness.cli.main import main
+from harness.analysis.synth import SynthOptions, synth_run
 
 pytestmark = pytest.mark.spark
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import store
-from harness.check_run import check_run_dir
+from history import store
+from harness.run.check import check_run_dir
 from tests.queue_workload_fakes import FakeQueueCluster, run_queue
 from tests.spark_helpers import analyze_store
 

@@ -7,8 +7,9 @@ import os
 
 import pytest
 
-from harness import store
-from harness.runner import RunConfig, cluster_id_for, prepare_run
+from history import store
+from harness.config.run import RunConfig
+from harness.run.runner import cluster_id_for, prepare_run
 
 
 def test_create_run_dir_layout_and_collision(tmp_path):
@@ -53,7 +54,7 @@ def test_prepare_run_writes_test_json_and_latest(tmp_path):
 
 
 def test_repeat_command_round_trips_through_the_cli_parser():
-    from harness.cli import build_parser
+    from harness.cli.main import build_parser
     import shlex
     cfg = RunConfig(seed=9, nodes=3, time_limit=12.5, nemesis=[], rate=50, unsafe=["no-fsync"],
                     subnet="10.99.0.0/24", keep_cluster=True, store="/tmp/s", fetch_max_records=100)

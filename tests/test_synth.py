@@ -1,4 +1,4 @@
-"""kraft-chaos synth (harness/synth.py): exact op counts, a well-formed history, the
+"""kraft-chaos synth (harness/analysis/synth.py): exact op counts, a well-formed history, the
 injected anomalies found by the single-process checkers, determinism, bad options."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import datetime as dt
 import pytest
 
 from checkers.log_safety import check_all
-from harness.cli import main
+from harness.cli.main import main
 from history import read_history
-from harness.synth import SynthOptions, read_sidecar, synth_run
+from harness.analysis.synth import SynthOptions, read_sidecar, synth_run
 from tests.spark_helpers import sidecar_keys, single_keys
 
 

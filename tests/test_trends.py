@@ -1,9 +1,9 @@
-"""harness/trends.py: per-day tables, the three trend PNGs and index.html."""
+"""harness/reports/trends.py: per-day tables, the three trend PNGs and index.html."""
 import matplotlib.image as mpimg
 import pandas as pd
 import pytest
 
-from harness.trends import (anomaly_runs_per_day, availability_per_day, day_tick_positions,
+from harness.reports.trends import (anomaly_runs_per_day, availability_per_day, day_tick_positions,
                             latency_by_nemesis, write_trends)
 
 ANOMALIES = ["lost_write", "phantom", "duplicate", "inconsistent_offsets", "divergence",
@@ -184,7 +184,7 @@ def test_write_trends_missing_column_raises(tmp_path):
 def test_anomalies_chart_tells_its_two_axes_apart():
     from matplotlib.colors import to_hex
 
-    from harness.trends import RUNS_COLOUR, _type_colours, anomalies_figure
+    from harness.reports.trends import RUNS_COLOUR, _type_colours, anomalies_figure
     fig = anomalies_figure(anomaly_runs_per_day(sample_runs(), ANOMALIES), ANOMALIES)
     try:
         left, right = fig.axes

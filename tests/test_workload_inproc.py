@@ -9,7 +9,7 @@ import asyncio
 
 from checkers.log_safety import check_all
 from history import HistoryWriter, read_history
-from harness.leader import find_leader_async, wait_for_catch_up
+from harness.run.leader import find_leader_async, wait_for_catch_up
 from tests.kraft_inproc import CLUSTER_ID, Running, loopback_cluster, wait_for_leader
 from workloads.append import AppendOptions, AppendWorkload, final_reads
 from workloads.topology import Topology

@@ -1,11 +1,11 @@
-"""harness.leader: picking the leader from DescribeQuorum answers, and catch-up detection."""
+"""harness.run.leader: picking the leader from DescribeQuorum answers, and catch-up detection."""
 from __future__ import annotations
 
 import asyncio
 
 import pytest
 
-from harness import leader
+from harness.run import leader
 from kraft import client as kclient
 
 
@@ -14,7 +14,7 @@ class FakeDB:
         return (node, 9093)
 
     def quorum_client_factory(self):
-        from targets.kraft_db import kraft_quorum_client
+        from targets.kraft_client import kraft_client as kraft_quorum_client
         return kraft_quorum_client      # looks kclient.KraftClient up at call time
 
 

@@ -7,10 +7,11 @@ from confluent_kafka import KafkaError, KafkaException
 
 from generator import Context
 from history import HistoryWriter
-from kraft import client as kclient
+from history import outcomes
 from workloads.metadata import (MetadataGenerator, MetadataOptions, _error, as_final_records,
                                 caught_up_nodes, metadata_final_reads, topic_name, topic_value,
                                 voters_caught_up)
+from targets.kraft_client import kraft_client
 from workloads.topology import Topology
 
 
@@ -21,13 +22,13 @@ def test_topic_names_round_trip_and_other_names_are_not_ours():
 
 
 @pytest.mark.parametrize("code,kind", [
-    (KafkaError.INVALID_REPLICATION_FACTOR, kclient.DefiniteError),
-    (KafkaError.NOT_CONTROLLER, kclient.DefiniteError),
-    (KafkaError.REQUEST_TIMED_OUT, kclient.IndefiniteError),
-    (KafkaError._TIMED_OUT, kclient.IndefiniteError),
-    (KafkaError._TRANSPORT, kclient.IndefiniteError),
+    (KafkaError.INVALID_REPLICATION_FACTOR, outcomes.DefiniteError),
+    (KafkaError.NOT_CONTROLLER, outcomes.DefiniteError),
+    (KafkaError.REQUEST_TIMED_OUT, outcomes.IndefiniteError),
+    (KafkaError._TIMED_OUT, outcomes.IndefiniteError),
+    (KafkaError._TRANSPORT, outcomes.IndefiniteError),
     # only we create t-V, once: "already exists" means an earlier attempt (a retried forward) landed
-    (KafkaError.TOPIC_ALREADY_EXISTS, kclient.IndefiniteError),
+    (KafkaError.TOPIC_ALREADY_EXISTS, outcomes.IndefiniteError),
 ])
 def test_errors_are_definite_only_when_kafka_refused(code, kind):
     err = _error(KafkaException(KafkaError(code)))
@@ -65,7 +66,7 @@ def test_final_records_turn_our_topics_into_data_and_stop_at_the_high_watermark(
 
 
 TOPO = Topology(("c1", "c2", "c3"), {n: ("10.0.0.1", 9093) for n in ("c1", "c2", "c3")},
-                {"c1": 1, "c2": 2, "c3": 3}, bootstrap=("10.0.0.9:9092",))
+                {"c1": 1, "c2": 2, "c3": 3}, kraft_client, bootstrap=("10.0.0.9:9092",))
 BODY = {"LeaderId": 2, "LeaderEpoch": 3, "HighWatermark": 5,
         "CurrentVoters": [{"ReplicaId": 1, "LogEndOffset": 5}, {"ReplicaId": 2, "LogEndOffset": 5},
                           {"ReplicaId": 3, "LogEndOffset": 3}]}

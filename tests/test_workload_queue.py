@@ -107,7 +107,7 @@ def test_setup_gives_up_when_partitions_never_get_a_leader(tmp_path):
 
 
 def test_the_runner_calls_setup_and_turns_its_failure_into_a_run_setup_error(tmp_path):
-    from harness import runner
+    from harness.run import runner
 
     class Wl:
         called = 0

@@ -7,7 +7,7 @@ import pytest
 from checkers.fold import CheckContext
 from checkers.registry import make_checkers
 from history import HistoryWriter, read_history
-from kraft import client as kclient
+from history import outcomes
 from tests.queue_workload_fakes import (BROKERS, QUEUE_CHECKERS, FakeQueueCluster, make_wl, queue_topology,
                                         verdicts)
 from workloads.queue import QueueOptions, QueueWorker, QueueWorkload
@@ -158,15 +158,15 @@ def test_clients_fail_definitely_on_an_unknown_topic(tmp_path):
     """The fake's contract matches the real clients': an unknown partition is a definite error."""
     cluster = FakeQueueCluster()
     c = cluster.factory(BROKERS, QueueOptions())
-    with pytest.raises(kclient.DefiniteError, match="UNKNOWN_TOPIC_OR_PARTITION"):
+    with pytest.raises(outcomes.DefiniteError, match="UNKNOWN_TOPIC_OR_PARTITION"):
         asyncio.run(c.send("nope", 0, 1))
 
 
 @pytest.mark.parametrize("knobs,valid", [({}, True), ({"drop_every": 4}, False)])
 def test_a_stored_queue_run_is_checked_by_the_queue_checkers(tmp_path, knobs, valid):
     """``kraft-chaos check`` path: test.json names the workload; its spec picks the checkers."""
-    from harness import store
-    from harness.check_run import check_run_dir
+    from history import store
+    from harness.run.check import check_run_dir
 
     run = store.create_run_dir(tmp_path / "store", "queue-none", "20250101T000000.000Z")
     cluster = FakeQueueCluster(**knobs)

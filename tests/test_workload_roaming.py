@@ -10,7 +10,7 @@ import pytest
 
 from generator import Context, Wait
 from history import HistoryWriter, read_history
-from kraft import client as kclient
+from history import outcomes
 from workloads.append import AppendClient, AppendOptions, AppendWorkload
 from workloads.counters import Sequence
 from workloads.kv import KvOptions, KvWorkload
@@ -38,7 +38,7 @@ class FakeClient:
     def _check(self, what):
         self.q.sent.append((what, self.node))
         if self.node != LEADER:
-            raise kclient.DefiniteError("NOT_LEADER_OR_FOLLOWER", "", int(LEADER[1:]), 4)
+            raise outcomes.DefiniteError("NOT_LEADER_OR_FOLLOWER", "", int(LEADER[1:]), 4)
 
     async def append(self, value):
         self._check("append")

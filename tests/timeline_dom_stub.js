@@ -1,4 +1,4 @@
-// Runs harness/timeline_assets/timeline.js's init() against a stub DOM and canvas (no browser;
+// Runs harness/reports/timeline_assets/timeline.js's init() against a stub DOM and canvas (no browser;
 // tests/test_serve_timeline.py): it catches runtime errors in the drawing and interaction
 // code and prints, as JSON, what was drawn and what the hover showed.
 // argv: timeline.js, the page's data (JSON file), then optional hover x, y (CSS px).

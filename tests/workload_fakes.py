@@ -5,6 +5,7 @@ import asyncio
 from typing import Any, Awaitable, Callable
 
 from kraft import client as kclient
+from targets.kraft_client import kraft_client
 from workloads.topology import Topology
 
 NODES = ("n1", "n2", "n3")
@@ -12,7 +13,7 @@ NODES = ("n1", "n2", "n3")
 
 def topology() -> Topology:
     """n1..n3 at made-up addresses (the fake clients never connect)."""
-    return Topology(NODES, {n: (f"10.0.0.{n}", 9093) for n in NODES}, {n: int(n[1:]) for n in NODES})
+    return Topology(NODES, {n: (f"10.0.0.{n}", 9093) for n in NODES}, {n: int(n[1:]) for n in NODES}, kraft_client)
 
 
 def install_fake_client(monkeypatch, client_cls: type, cluster: Any) -> Any:

@@ -71,7 +71,7 @@ class ClientWorkload:
     ``history`` is a ``history.HistoryWriter``; ``seed`` (int) seeds every
     random choice; ``pids`` hands out process ids (shared with any other
     client of the history); ``client_factory`` builds clients (default
-    ``kraft.client.KraftClient``). Subclasses set ``name``,
+    the topology's ``quorum_factory``: the target's client). Subclasses set ``name``,
     ``options_class``, ``client_fs`` and ``worker_class`` (the client: how
     an op is sent), and implement :meth:`generator` (which op comes next). A
     :class:`workloads.monitor.QuorumMonitor` samples the quorum alongside.

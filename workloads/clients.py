@@ -1,19 +1,13 @@
 """A lazily filled set of KraftClients, one per node, owned by one worker."""
 from __future__ import annotations
 
-from typing import Callable
-
-from kraft import client as kclient
+from typing import Any, Callable
 
 from .topology import Topology
 
-#: builds a client: (host, port, cluster_id, timeout_ms) -> KraftClient-like
-ClientFactory = Callable[[str, int, str, int], "kclient.KraftClient"]
-
-
-def default_factory(host: str, port: int, cluster_id: str, timeout_ms: int) -> "kclient.KraftClient":
-    """``kraft.client.KraftClient`` looked up at call time (so tests can monkeypatch it)."""
-    return kclient.KraftClient(host, port, cluster_id, timeout_ms=timeout_ms)
+#: builds a client of a quorum node: (host, port, cluster_id, timeout_ms) -> client, whose
+#: requests raise ``history.outcomes`` errors (the target's, e.g. targets/kraft_client.py)
+ClientFactory = Callable[[str, int, str, int], Any]
 
 
 class ClientPool:
@@ -26,10 +20,12 @@ class ClientPool:
     def __init__(self, topology: Topology, cluster_id: str, timeout_ms: int,
                  factory: ClientFactory | None = None):
         self.topology, self.cluster_id, self.timeout_ms = topology, cluster_id, timeout_ms
-        self.factory = factory or default_factory
-        self._clients: dict[str, kclient.KraftClient] = {}
+        self.factory = factory or topology.quorum_factory
+        if self.factory is None:
+            raise ValueError("no client factory: the topology's target names none (Topology.quorum_factory)")
+        self._clients: dict[str, Any] = {}
 
-    def get(self, node: str) -> "kclient.KraftClient":
+    def get(self, node: str) -> Any:
         """The client for ``node``, created on first use. KeyError for an unknown node."""
         c = self._clients.get(node)
         if c is None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 
 from generator import Context, Generator
-from kraft import client as kclient
+from history import outcomes
 
 from .base import ClientOptions, ClientWorkload
 from .recorder import Outcome, record
@@ -40,7 +40,7 @@ CLIENT_FS = ("read", "write", "cas")
 CAS_MISMATCH = "cas-mismatch"
 
 
-class CasMismatch(kclient.DefiniteError):
+class CasMismatch(outcomes.DefiniteError):
     """A cas was applied but its expected value did not match: recorded as ``fail``."""
 
     def __init__(self, result: dict):

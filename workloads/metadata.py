@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from generator import Context, Generator
-from kraft import client as kclient
+from history import outcomes
 
 from .base import ClientOptions, ClientWorkload
 from .counters import Sequence
@@ -106,22 +106,22 @@ class MetadataGenerator(Generator):
             self.created.append(invoke["value"])
 
 
-def _error(exc: BaseException) -> kclient.ClientError:
+def _error(exc: BaseException) -> outcomes.ClientError:
     """A confluent-kafka failure as our client error: definite for :data:`DEFINITE_ERRORS`,
     indefinite otherwise (timeouts, transport errors, TOPIC_ALREADY_EXISTS, anything else)."""
     err = exc.args[0] if exc.args else None
     name = err.name() if hasattr(err, "name") else type(exc).__name__
     text = err.str() if hasattr(err, "str") else str(exc)
-    cls = kclient.DefiniteError if name in DEFINITE_ERRORS else kclient.IndefiniteError
+    cls = outcomes.DefiniteError if name in DEFINITE_ERRORS else outcomes.IndefiniteError
     return cls(name, text)
 
 
 class KafkaAdmin:
     """An ``AdminClient`` bootstrapped from one broker (``host:port``); requests bounded by
-    ``timeout_ms`` (ms). Raises ``kraft.client.DefiniteError``/``IndefiniteError``."""
+    ``timeout_ms`` (ms). Raises ``history.outcomes.DefiniteError``/``IndefiniteError``."""
 
     def __init__(self, bootstrap: str, timeout_ms: int):
-        from confluent_kafka.admin import AdminClient
+        from confluent_kafka.admin import AdminClient      # deferred: librdkafka (confluent-kafka), needed on --db kafka only
         self.timeout_s = timeout_ms / 1000.0
         # librdkafka's own log lines (connection refused while a broker is down, ...) go to
         # Python logging at DEBUG, not to stderr
@@ -134,7 +134,7 @@ class KafkaAdmin:
         try:
             await asyncio.wait_for(asyncio.wrap_future(fut), self.timeout_s + 1.0)
         except TimeoutError:
-            raise kclient.IndefiniteError("timeout", f"no answer within {self.timeout_s:g} s") from None
+            raise outcomes.IndefiniteError("timeout", f"no answer within {self.timeout_s:g} s") from None
         except Exception as e:  # confluent_kafka.KafkaException
             raise _error(e) from None
         finally:
@@ -142,7 +142,7 @@ class KafkaAdmin:
 
     async def create(self, name: str) -> None:
         """CreateTopics ``name`` (1 partition, replication factor 1)."""
-        from confluent_kafka.admin import NewTopic
+        from confluent_kafka.admin import NewTopic      # deferred: librdkafka (confluent-kafka), needed on --db kafka only
         await self._one(self.admin.create_topics([NewTopic(name, 1, 1)],
                                                  operation_timeout=self.timeout_s,
                                                  request_timeout=self.timeout_s))

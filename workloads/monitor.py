@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from kraft import client as kclient
+from history import outcomes
 
 from .clients import ClientFactory, ClientPool
 from .counters import OpTally, Sequence
@@ -92,7 +92,7 @@ class QuorumMonitor:
                                    fail_value=_answered)
                 if out.type == "ok":
                     self._saw(node, out.result, loop.time())
-                elif out.type == "fail" and isinstance(out.error, kclient.ClientError):
+                elif out.type == "fail" and isinstance(out.error, outcomes.ClientError):
                     self._saw_other(node, out.error, loop.time())
                 else:
                     self._unanswered(node)
@@ -131,7 +131,7 @@ class QuorumMonitor:
         if self.view.leader == node:
             self.view.leader = None
 
-    def _saw_other(self, node: str, err: kclient.ClientError, now: float) -> None:
+    def _saw_other(self, node: str, err: outcomes.ClientError, now: float) -> None:
         epoch = err.leader_epoch
         if epoch is None:
             self._unanswered(node)
@@ -142,7 +142,7 @@ class QuorumMonitor:
                 self.view.leader = None       # it no longer leads
 
 
-def _answered(err: kclient.ClientError) -> dict | None:
+def _answered(err: outcomes.ClientError) -> dict | None:
     """A non-leader's DescribeQuorum failure as history value: the epoch and leader it named."""
     if err.leader_epoch is None:
         return None

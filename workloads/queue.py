@@ -32,8 +32,8 @@ The target provides it as ``DB.queue_client_factory()`` (targets/), which
 - ``poll``: ``{"partition": P, "from": O}`` -> the same plus ``"records": [[offset, value], ...]``;
 - the drain's ``poll`` s add ``"final": true`` and ``"end"`` (the high watermark drained to).
 
-A :class:`kraft.client.DefiniteError` is ``fail``, an
-:class:`kraft.client.IndefiniteError` (or anything unexpected) ``info``
+A :class:`history.outcomes.DefiniteError` is ``fail``, an
+:class:`history.outcomes.IndefiniteError` (or anything unexpected) ``info``
 (workloads/recorder.py). A thread whose op ended ``info`` takes a new process
 (generator/interpreter.py); the worker then builds a new client and the new
 process starts each partition from the committed position.
@@ -48,7 +48,7 @@ import re
 from typing import Callable, Protocol
 
 from generator import Context, Generator
-from kraft import client as kclient
+from history import outcomes
 
 from .base import ClientOptions, ClientWorkload, WorkloadSetupError
 from .counters import Sequence
@@ -72,8 +72,8 @@ _TOPIC_RE = re.compile(r"[A-Za-z0-9._-]{1,249}")
 class QueueClient(Protocol):
     """A producer and consumer of one cluster (see the module docstring for the factory).
 
-    ``send``, ``poll`` and ``end_offset`` raise ``kraft.client.DefiniteError``
-    (certainly not done) or ``kraft.client.IndefiniteError`` (outcome unknown);
+    ``send``, ``poll`` and ``end_offset`` raise ``history.outcomes.DefiniteError``
+    (certainly not done) or ``history.outcomes.IndefiniteError`` (outcome unknown);
     ``create_topic`` too, with code ``TOPIC_ALREADY_EXISTS`` for an existing topic.
     """
 
@@ -261,7 +261,7 @@ class QueueWorker(ClientWorker):
         watermark; left as it was when that cannot be read."""
         try:
             hw = await client.end_offset(self.wl.options.topic, p)
-        except Exception as e:      # kraft.client.ClientError or a client bug: try again next poll
+        except Exception as e:      # history.outcomes.ClientError or a client bug: try again next poll
             log.debug("seek of partition %d after %s failed: %r", p, OFFSET_OUT_OF_RANGE, e)
             return
         if type(hw) is int and hw >= 0:
@@ -354,7 +354,7 @@ class QueueWorkload(ClientWorkload):
                 try:
                     await client.create_topic(o.topic, o.partitions, o.replication_factor, o.topic_configs())
                     break
-                except kclient.DefiniteError as e:
+                except outcomes.DefiniteError as e:
                     if e.code == TOPIC_ALREADY_EXISTS and maybe:
                         break
                     raise WorkloadSetupError(f"creating topic {o.topic!r}: {e}") from None

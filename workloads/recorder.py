@@ -1,7 +1,7 @@
 """Run one client request and record it in the history as invoke + ok/fail/info.
 
-The mapping is Jepsen's: a :class:`kraft.client.DefiniteError` is ``fail``
-(the op certainly did not happen), a :class:`kraft.client.IndefiniteError`
+The mapping is Jepsen's: a :class:`history.outcomes.DefiniteError` is ``fail``
+(the op certainly did not happen), a :class:`history.outcomes.IndefiniteError`
 is ``info`` (outcome unknown), and so is any unexpected exception or a
 cancellation mid-request (error ``"interrupted"``).
 """
@@ -12,7 +12,7 @@ import dataclasses
 import logging
 from typing import Any, Awaitable, Callable
 
-from kraft import client as kclient
+from history import outcomes
 
 from .counters import OpTally
 
@@ -24,7 +24,7 @@ class Outcome:
     """What happened to one op: ``type`` is "ok" | "fail" | "info".
 
     ``result`` is the request's return value when ok; ``error`` the exception
-    otherwise (a :class:`kraft.client.ClientError` or anything unexpected);
+    otherwise (a :class:`history.outcomes.ClientError` or anything unexpected);
     ``op`` the completion op as written to the history.
     """
 
@@ -43,7 +43,7 @@ async def record(history, tally: OpTally | None, process: int, f: str, value: An
                  request: Callable[[], Awaitable[Any]],
                  ok_value: Callable[[Any], Any],
                  ok_extra: Callable[[Any], dict] | None = None,
-                 fail_value: Callable[[kclient.ClientError], Any] | None = None) -> Outcome:
+                 fail_value: Callable[[outcomes.ClientError], Any] | None = None) -> Outcome:
     """Invoke ``request()`` and write the invoke and completion ops to ``history``.
 
     ``ok_value(result)`` builds the ok op's value; ``ok_extra(result)``, if
@@ -56,10 +56,10 @@ async def record(history, tally: OpTally | None, process: int, f: str, value: An
     inv = history.invoke(process, f, value, node=node)
     try:
         result = await request()
-    except kclient.DefiniteError as e:
+    except outcomes.DefiniteError as e:
         out = Outcome("fail", error=e)
         out.op = history.complete(inv, "fail", fail_value(e) if fail_value else value, error=e.code)
-    except kclient.IndefiniteError as e:
+    except outcomes.IndefiniteError as e:
         out = Outcome("info", error=e)
         out.op = history.complete(inv, "info", value, error=e.code)
     except asyncio.CancelledError:

@@ -13,7 +13,8 @@ class Topology:
     ``addresses`` maps each name to its quorum endpoint ``(host, port)``;
     ``ids`` maps each name to its KRaft node id (int). ``quorum_factory``
     makes the DescribeQuorum client of a node, ``(host, port, cluster_id,
-    timeout_ms) -> client`` (None: our ``kraft.client.KraftClient``).
+    timeout_ms) -> client``, whose requests raise ``history.outcomes`` errors (the
+    target's: ``DB.quorum_client_factory()``).
     ``bootstrap`` lists the ``host:port`` endpoints of the nodes a target's
     own clients connect to (Kafka's brokers; our quorum's clients use
     ``addresses``). ``queue_client_factory``: how the queue workload makes

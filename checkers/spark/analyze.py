@@ -1,6 +1,6 @@
 """``kraft-chaos analyze``: every check of every run, as Spark jobs, with one verdict per run.
 
-The verdict rules are those of ``kraft-chaos check`` (harness/check_run.py,
+The verdict rules are those of ``kraft-chaos check`` (harness/run/check.py,
 ``check_run_dir``): an append run is judged by the log-safety checkers, a kv
 run by linearizability by key; both by election safety, divergence and the
 leadership checkers (checkers/leadership.py, run on the driver over each
@@ -128,7 +128,7 @@ def _leadership(run: RunInfo) -> dict[str, dict]:
 
 
 def declared_checkers(run: RunInfo) -> list[str] | None:
-    """The checkers ``check`` runs on ``run`` (harness/check_run.py): its workload's
+    """The checkers ``check`` runs on ``run`` (harness/run/check.py): its workload's
     (workloads/registry.py), plus membership when the run's config calls for it
     (checkers.registry.check_all_folds). Any other checker is run on the driver by its
     Python fold checker (:func:`python_checkers`). None for a workload this harness does

@@ -7,7 +7,7 @@ import glob
 import re
 from pathlib import Path
 
-from harness import store
+from history import store
 from checkers.node_data import KAFKA_METADATA_DIR, KAFKA_METADATA_PARTITION
 
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T")

@@ -3,7 +3,7 @@
 The same surface as ``harness/db.py``'s ``KraftDB``, for a cluster whose nodes hold
 Kafka's jars at ``/opt/kafka/libs``, its log configs at ``/opt/kafka/config`` and a
 ``java`` on ``PATH``: the image of :func:`targets.kafka.image.ensure_kafka_image`, or the
-host files of :mod:`targets.kafka.host_files` (``harness/deploy.py``). Every node runs one JVM,
+host files of :mod:`targets.kafka.host_files` (``targets/registry.py``). Every node runs one JVM,
 ``java ... kafka.Kafka /etc/kafka/server.properties``, detached, its pid in a
 pid file; kill, pause and resume are signals to it (a process counts as ours
 when its command line matches ``kafka[.]Kafka``). All node access goes
@@ -148,7 +148,7 @@ class KafkaDB(DB):
     def for_run(cls, cluster: Cluster, cluster_id: str, options) -> "KafkaDB":
         """The DB of a run: ``options`` has ``seed``, ``nodes`` (controllers),
         ``kafka_version``, ``kafka_topology``, ``kraft_version`` and ``kafka_dist`` (as
-        ``harness.run_config.RunConfig``); the brokers are the rest of the cluster."""
+        ``harness.config.run.RunConfig``); the brokers are the rest of the cluster."""
         return cls(cluster, cluster_id, options.seed, version=options.kafka_version,
                    topology=options.kafka_topology, n_controllers=options.nodes,
                    kraft_version=getattr(options, "kraft_version", None),

@@ -29,7 +29,7 @@ import itertools
 import socket
 from typing import Callable, Generator, NamedTuple
 
-from kraft import client as kclient
+from history import outcomes
 
 from .protocol import (API_VERSIONS, API_VERSIONS_VERSIONS, NONE, UNSUPPORTED_VERSION, FrameDecoder,
                        KafkaProtocolError, Reader, Writer, check_version, decode_api_versions_response,
@@ -42,12 +42,12 @@ METADATA_TOPIC, METADATA_PARTITION = "__cluster_metadata", 0
 DESCRIBE_QUORUM_VERSIONS = (0, 2)
 
 
-class KafkaClientError(kclient.ClientError):
+class KafkaClientError(outcomes.ClientError):
     """A request did not yield a sample. ``code``: a Kafka error name (e.g.
     "NOT_LEADER_OR_FOLLOWER", "UNSUPPORTED_VERSION") or "timeout" / "connection" /
     "protocol"; ``error_code``: the numeric Kafka code when the server sent one;
     ``leader_id`` / ``leader_epoch``: a leader hint (Kafka's controllers send none
-    for DescribeQuorum, so these stay None). Mirrors ``kraft.client.ClientError``."""
+    for DescribeQuorum, so these stay None). Mirrors ``history.outcomes.ClientError``."""
 
     def __init__(self, code: str, message: str = "", error_code: int | None = None,
                  leader_id: int | None = None, leader_epoch: int | None = None):
@@ -55,11 +55,11 @@ class KafkaClientError(kclient.ClientError):
         self.error_code = error_code
 
 
-class KafkaDefiniteError(KafkaClientError, kclient.DefiniteError):
+class KafkaDefiniteError(KafkaClientError, outcomes.DefiniteError):
     """The node answered with an error code, or no connection was made (Jepsen ``fail``)."""
 
 
-class KafkaIndefiniteError(KafkaClientError, kclient.IndefiniteError):
+class KafkaIndefiniteError(KafkaClientError, outcomes.IndefiniteError):
     """Timeout, lost connection, or a malformed reply (``protocol``, chained to the
     :class:`~targets.kafka.protocol.KafkaProtocolError`) after sending (Jepsen ``info``)."""
 

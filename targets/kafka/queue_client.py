@@ -15,10 +15,10 @@
 - ``create_topic``: ``AdminClient.create_topics`` with the topic configs
   (``min.insync.replicas``, ``unclean.leader.election.enable``, ...).
 
-Errors: :class:`kraft.client.DefiniteError` when the request certainly had no effect:
+Errors: :class:`history.outcomes.DefiniteError` when the request certainly had no effect:
 NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, an unknown topic or partition, a message
 never sent (purged from the queue, or refused locally), and every error of a read;
-:class:`kraft.client.IndefiniteError` otherwise: NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+:class:`history.outcomes.IndefiniteError` otherwise: NOT_ENOUGH_REPLICAS_AFTER_APPEND,
 REQUEST_TIMED_OUT, a message timed out (``_MSG_TIMED_OUT``: librdkafka's Python binding
 does not say whether it was sent), a lost connection, any other code. Codes are Kafka's
 names; librdkafka's ``NOT_LEADER_FOR_PARTITION`` and ``UNKNOWN_TOPIC_OR_PART`` are
@@ -32,7 +32,7 @@ import threading
 import uuid
 from typing import Any, Sequence
 
-from kraft import client as kclient
+from history import outcomes
 
 log = logging.getLogger("kraft_chaos.targets.kafka.queue")
 
@@ -79,14 +79,14 @@ def error_name(err: Any) -> str:
     return RENAMED.get(name, name)
 
 
-def client_error(err: Any, definite: frozenset[str] | None, what: str) -> kclient.ClientError:
+def client_error(err: Any, definite: frozenset[str] | None, what: str) -> outcomes.ClientError:
     """``err`` (a KafkaError, or an exception carrying one) as a DefiniteError when its name
     is in ``definite`` (``None``: every name but :data:`READ_TIMEOUTS`), else IndefiniteError."""
     name = error_name(err)
     inner = err.args[0] if isinstance(err, BaseException) and err.args else err
     text = inner.str() if hasattr(inner, "str") else str(err)
     sure = name not in READ_TIMEOUTS if definite is None else name in definite
-    return (kclient.DefiniteError if sure else kclient.IndefiniteError)(name, f"{what}: {text}")
+    return (outcomes.DefiniteError if sure else outcomes.IndefiniteError)(name, f"{what}: {text}")
 
 
 def acks_config(acks: Any) -> str:
@@ -199,7 +199,7 @@ class KafkaQueueClient:
         try:
             await asyncio.wait_for(asyncio.wrap_future(fut), timeout_s + 1.0)
         except TimeoutError:
-            raise kclient.IndefiniteError("timeout", f"CreateTopics {topic}: no answer within {timeout_s:g} s") from None
+            raise outcomes.IndefiniteError("timeout", f"CreateTopics {topic}: no answer within {timeout_s:g} s") from None
         except Exception as e:    # confluent_kafka.KafkaException
             raise client_error(e, CREATE_DEFINITE, f"CreateTopics {topic}") from None
 
@@ -215,13 +215,13 @@ class KafkaQueueClient:
         try:
             self.producer().produce(topic, value=str(value).encode(), partition=partition, on_delivery=report)
         except BufferError:
-            raise kclient.DefiniteError("_QUEUE_FULL", "the producer's queue is full") from None
+            raise outcomes.DefiniteError("_QUEUE_FULL", "the producer's queue is full") from None
         except Exception as e:     # KafkaException: refused locally, nothing sent
             raise client_error(e, None, f"produce to {topic}-{partition}") from None
         try:
             err, msg = await asyncio.wait_for(done, self.timeout_ms / 1000.0 + 2.0)
         except TimeoutError:
-            raise kclient.IndefiniteError("timeout", f"no delivery report for {topic}-{partition} "
+            raise outcomes.IndefiniteError("timeout", f"no delivery report for {topic}-{partition} "
                                           f"within {self.timeout_ms} ms") from None
         if err is not None:
             raise client_error(err, PRODUCE_DEFINITE, f"produce to {topic}-{partition}")
@@ -231,10 +231,10 @@ class KafkaQueueClient:
     async def poll(self, topic: str, partition: int, offset: int, max_records: int) -> list[tuple[int, Any]]:
         """Up to ``max_records`` ``(offset, value)`` from ``offset`` (waiting up to
         :data:`POLL_WAIT_S` for the first; an empty list when none came). Raises
-        :class:`kraft.client.DefiniteError` OFFSET_OUT_OF_RANGE for an offset outside the
+        :class:`history.outcomes.DefiniteError` OFFSET_OUT_OF_RANGE for an offset outside the
         log, another DefiniteError for other errors, IndefiniteError on a timeout."""
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise kclient.DefiniteError("OFFSET_OUT_OF_RANGE", f"poll {topic}-{partition}: bad offset {offset!r}")
+            raise outcomes.DefiniteError("OFFSET_OUT_OF_RANGE", f"poll {topic}-{partition}: bad offset {offset!r}")
         async with self._lock:
             return await asyncio.to_thread(self._poll, topic, partition, offset, max_records)
 
@@ -256,7 +256,7 @@ class KafkaQueueClient:
                     continue
                 self._position = None
                 if err.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-                    raise kclient.DefiniteError("OFFSET_OUT_OF_RANGE", f"poll {topic}-{partition} at {offset}: "
+                    raise outcomes.DefiniteError("OFFSET_OUT_OF_RANGE", f"poll {topic}-{partition} at {offset}: "
                                                 f"{err.str()}")
                 if out:       # what came before the error was read
                     break

@@ -193,7 +193,7 @@ def nemesis_families(options: Any) -> set[str]:
 def check_run_options(rel: Release, version: str, options: Any) -> None:
     """Refuse what Kafka ``version`` (of line ``rel``) cannot do, before any cluster is made.
 
-    ``options``: a run's options (``harness.run_config.RunConfig``'s attributes
+    ``options``: a run's options (``harness.config.run.RunConfig``'s attributes
     ``kraft_version``, ``nemesis``, ``scenario``). Refused: ``kraft_version`` 1 before 3.9,
     and the ``membership`` nemesis (AddRaftVoter/RemoveRaftVoter) on a release without voter
     changes or at kraft.version 0 on one with them. Raises :class:`UnsupportedOption` naming

@@ -1,7 +1,7 @@
-"""The ``kafka`` target as the harness sees it (``targets/registry.py``, ``harness/deploy.py``):
-five functions of a run's options, so that all of Kafka's choices stay in ``targets/kafka``.
+"""The ``kafka`` target as the harness sees it (``targets/registry.py``'s ``TargetSpec``):
+six functions of a run's options, so that all of Kafka's choices stay in ``targets/kafka``.
 
-``options`` is any object with ``harness.run_config.RunConfig``'s attributes: ``seed``,
+``options`` is any object with ``harness.config.run.RunConfig``'s attributes: ``seed``,
 ``nodes``, ``kafka_version``, ``kafka_dist`` (a distribution's path, or None),
 ``kafka_dist_digest``, ``kafka_topology``, ``kraft_version``, ``nemesis``, ``scenario`` and
 optionally ``brokers``.
@@ -10,7 +10,8 @@ optionally ``brokers``.
   into the options), find the release, refuse what it cannot do (exit 3), and fill in the
   release's default kraft.version, so that ``test.json`` and the repeat command say what ran.
 * :func:`node_count`, :func:`node_image`, :func:`make_db`, :func:`host_software`: the
-  target's nodes, docker image, DB, and files for host JVMs (netns, ssh).
+  target's nodes, docker image, DB, and files for host JVMs (netns, ssh);
+  :func:`repeat_flags`: the run flags that repeat a run.
 """
 from __future__ import annotations
 
@@ -88,6 +89,13 @@ def prepare(options: Any) -> None:
     rel = run_release(options)
     check_run_options(rel, options.kafka_version, options)
     options.kraft_version = run_kraft_version(rel, options)
+
+
+def repeat_flags(options: Any) -> list[str]:
+    """The ``kraft-chaos run`` flags that repeat a run of this target: ``--kafka-dist PATH``
+    (a distribution) or ``--kafka-version V``, and ``--kafka-topology``."""
+    which = ["--kafka-dist", options.kafka_dist] if options.kafka_dist else ["--kafka-version", options.kafka_version]
+    return which + ["--kafka-topology", options.kafka_topology]
 
 
 def node_count(options: Any) -> int:

@@ -1,6 +1,8 @@
 """Fixtures for tests that need a Docker engine (skipped with the reason when none answers)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from clusters.engine import connect_engine
@@ -55,6 +57,33 @@ def netns_leftovers(run_id: str) -> list[str]:
               if f"kcv{run_tag(run_id)}" in line or bridge_name(run_id) in line]
     found += [f"iptables {line}" for line in out("iptables", "-S").splitlines()
               if f"{TAG_PREFIX}{run_id}\"" in line or bridge_name(run_id) in line]
+    return found
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def run_processes(pattern: str, marker: str) -> list[str]:
+    """The processes matching ``pattern`` (``pgrep -f``) that belong to one run, never another
+    run sharing the machine: ``marker``, a path that only that run's nodes use (its netns
+    root, ``<run dir>/netns``; its run folder on the ssh hosts), is in the command line of the
+    process or of an ancestor (the node's ``unshare ... sh <marker>/.../init.sh``), or in its
+    mounts (the node's overlay, should it outlive its init). One ``"pid: command line"`` each;
+    [] when none."""
+    import subprocess
+    found = []
+    for pid in subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split():
+        chain, p = [], pid
+        while p not in ("0", "1", "") and len(chain) < 64:
+            chain.append(_read(f"/proc/{p}/cmdline"))
+            stat = _read(f"/proc/{p}/stat")
+            p = stat.rpartition(")")[2].split()[1] if ")" in stat else ""
+        if any(marker in c for c in chain) or marker in _read(f"/proc/{pid}/mountinfo"):
+            found.append(f"{pid}: {chain[0].strip() if chain else '?'}")
     return found
 
 

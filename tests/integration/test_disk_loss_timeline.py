@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from harness import scenario_family as timeline
+from harness.catalogue import families as timeline
 
 pytestmark = [pytest.mark.docker]
 

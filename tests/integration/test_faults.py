@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness import cli
+from harness.cli import main as cli
 from history import NEMESIS, read_history
 from tests.integration.conftest import harness_run_id, run_labelled
 
@@ -21,6 +21,7 @@ def nemesis_infos(history):
     return [op for op in history if op["process"] == NEMESIS and op["type"] == "info"]
 
 
+@pytest.mark.slow      # about 50 s; test_a_scenario_file_replays_through_the_cli below runs faults on a real cluster
 def test_every_new_fault_runs_overlapping_on_a_real_cluster(engine, kraft_chaos_run):
     results, run_dir = kraft_chaos_run(nodes=3, time_limit=40, nemesis=NAMES, nemesis_mode="overlap",
                                        nemesis_interval=2, nemesis_duration=2.5, concurrency=5, rate=60,

@@ -52,7 +52,8 @@ def test_failed_run_tears_down(backend, tmp_path):
     config) fails with a clear DBError naming the node's complaint, and
     leaves nothing behind."""
     from targets.kraft_db import DBError
-    from harness.runner import RunConfig, run_test
+    from harness.config.run import RunConfig
+    from harness.run.runner import run_test
 
     seed = 9191003
     with pytest.raises(DBError, match="unknown unsafe switch bogus"):

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.integration.conftest import harness_run_id, netns_leftovers, netns_skip_reason
+from tests.integration.conftest import harness_run_id, netns_leftovers, netns_skip_reason, run_processes
 from tests.sshd_hosts import SshdHosts, sshd_skip_reason
 
 pytestmark = [pytest.mark.netns, pytest.mark.kafka, pytest.mark.slow,
@@ -26,7 +26,9 @@ def _run(store, *args: str, timeout: float) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=timeout)
 
 
-def _judged(proc: subprocess.CompletedProcess, store) -> tuple[dict, object]:
+def _judged(proc: subprocess.CompletedProcess, store, nodes_path) -> tuple[dict, object]:
+    """The run's results and folder; ``nodes_path(run_dir)``: the path only this run's nodes use
+    (their processes are found by it, never another run's)."""
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     assert "verdict: " in proc.stdout, proc.stdout
     run_dir = next(store.glob("metadata-partition+kill/*"))
@@ -37,7 +39,7 @@ def _judged(proc: subprocess.CompletedProcess, store) -> tuple[dict, object]:
     assert any(op["f"] == "read" and op["type"] == "ok" and op["value"]["final"] for op in history)
     assert (run_dir / "nodes" / "n1" / "metadata" / "__cluster_metadata-0" / "quorum-state").is_file()
     assert (run_dir / "nodes" / "n1" / "server.log").stat().st_size > 0
-    assert subprocess.run(["pgrep", "-f", "kafka[.]Kafka"], capture_output=True).stdout == b""
+    assert run_processes("kafka[.]Kafka", nodes_path(run_dir)) == []
     return results, run_dir
 
 
@@ -46,7 +48,7 @@ def test_kafka_on_netns_gives_a_verdict_and_leaves_nothing(tmp_path):
     seed, store = 41, tmp_path / "store"
     proc = _run(store, "--cluster", "netns", "--time-limit", "20", "--seed", str(seed),
                 "--subnet", "10.83.40.0/24", timeout=600)
-    results, run_dir = _judged(proc, store)
+    results, run_dir = _judged(proc, store, lambda run_dir: str(run_dir / "netns"))
     assert results["valid"] is True, json.dumps(results["anomalies"])
     assert "backend: netns" in (run_dir / "harness.log").read_text()
     assert not (run_dir / "netns" / "software" / "files").exists()      # the jars are not kept per run
@@ -61,7 +63,7 @@ def test_kafka_on_ssh_gives_a_verdict_and_leaves_nothing(tmp_path):
         store = tmp_path / "store"
         proc = _run(store, "--cluster", "ssh", "--hosts", str(f), "--nodes", "3", "--brokers", "1",
                     "--time-limit", "20", "--seed", "42", timeout=900)
-        results, run_dir = _judged(proc, store)
+        results, run_dir = _judged(proc, store, lambda run_dir: run_dir_on_hosts)
         assert results["valid"] is True, json.dumps(results["anomalies"])
         assert "backend: ssh" in (run_dir / "harness.log").read_text()
         assert hosts.leftovers(run_dir_on_hosts) == []

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from harness.plots import fault_intervals
+from harness.reports.plot_data import fault_intervals
 from history import read_history
 from tests.integration.conftest import harness_run_id, run_labelled
 
@@ -21,6 +21,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.kafka]
 SUBNET = "10.72.0.0/24"
 
 
+@pytest.mark.slow      # about 60 s; tests/test_kafka_describe_quorum_live.py starts real Kafka controllers
 def test_short_kafka_run_under_faults_is_valid(engine, kraft_chaos_run):
     results, run_dir = kraft_chaos_run(db="kafka", workload="metadata", kafka_topology="combined", nodes=3,
                                        time_limit=30, nemesis=["partition", "kill", "pause"],

@@ -14,6 +14,7 @@ pytestmark = pytest.mark.docker
 SUBNET = "10.72.0.0/24"
 
 
+@pytest.mark.slow      # about 50 s; tests/test_nemesis_membership.py and tests/test_kraft_membership.py test voter changes without a run
 def test_membership_run_at_kraft_version_1_is_valid(engine, kraft_chaos_run):
     results, run_dir = kraft_chaos_run(nodes=3, time_limit=40, nemesis=["membership", "kill"], kraft_version=1,
                                        nemesis_interval=3, nemesis_duration=6, nemesis_mode="serial",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli
+from harness.cli import main as cli
 from tests.integration.conftest import harness_run_id, run_labelled
 
 pytest_plugins = ["pytester"]

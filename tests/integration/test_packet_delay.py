@@ -45,6 +45,7 @@ def fault_windows(history: list[dict]) -> list[tuple[float, float, dict]]:
     return out + [(t, end, v) for t, v in open_.values()]
 
 
+@pytest.mark.slow      # about 35 s; tests/test_nemesis_shaper.py and tests/test_nemesis_packet.py test the shaping without a run
 def test_packet_delay_is_shaped_and_slows_clients(engine, kraft_chaos_run, tmp_path):
     store = tmp_path / "store"
     try:

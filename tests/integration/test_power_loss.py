@@ -22,6 +22,7 @@ def power_losses(run_dir) -> list[dict]:
     return [o["value"] for o in ops if o["f"] == "start-power-loss" and o["type"] != "invoke"]
 
 
+@pytest.mark.slow      # about 100 s; tests/test_nemesis_power_loss.py and tests/test_lazyfs_*.py test the fault without a run
 def test_the_correct_build_survives_power_loss_and_no_fsync_does_not(engine, kraft_chaos_run):
     before = set(lazyfs_mounts())
     results, run_dir = kraft_chaos_run(**FAULTS, seed=2)

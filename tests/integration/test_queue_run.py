@@ -43,6 +43,7 @@ def _check(history, results, min_acked: int) -> list[dict]:
     return sends
 
 
+@pytest.mark.slow      # about 45 s; tests/test_queue_kraft_inproc.py runs the queue client on real brokers in-process
 def test_queue_on_our_brokers_without_faults(engine, kraft_chaos_run):
     results, run_dir = kraft_chaos_run(db="kraft", workload="queue", nodes=3, time_limit=30, nemesis=[],
                                        concurrency=6, rate=60, subnet="10.77.44.0/24", seed=17,

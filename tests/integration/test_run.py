@@ -11,7 +11,7 @@ import json
 import pytest
 
 from history import read_history
-from harness.plots import fault_intervals
+from harness.reports.plot_data import fault_intervals
 from tests.integration.conftest import harness_run_id, run_labelled
 
 pytestmark = pytest.mark.docker
@@ -42,6 +42,7 @@ def test_short_run_under_faults_is_valid(engine, kraft_chaos_run):
 
 
 @pytest.mark.spark
+@pytest.mark.slow      # about 125 s; tests/test_spark_*.py test the analysis on made histories
 def test_spark_analysis_of_real_runs_matches_check(engine, kraft_chaos_run, spark, tmp_path):
     """Real runs from our cluster (an append run and a kv run, 3 nodes under faults):
     the Spark path's verdicts, checker verdicts and anomaly counts equal ``check``'s."""

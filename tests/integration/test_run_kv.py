@@ -11,7 +11,7 @@ import json
 import pytest
 
 from history import read_history
-from harness.plots import fault_intervals
+from harness.reports.plot_data import fault_intervals
 from tests.integration.conftest import harness_run_id, run_labelled
 
 pytestmark = pytest.mark.docker
@@ -19,6 +19,7 @@ pytestmark = pytest.mark.docker
 SUBNET = "10.76.0.0/24"
 
 
+@pytest.mark.slow      # about 35 s; tests/test_runner_kv.py and tests/test_workload_kv.py test the kv run without a cluster
 def test_short_kv_run_under_faults_is_linearizable(engine, kraft_chaos_run):
     results, run_dir = kraft_chaos_run(nodes=3, time_limit=24, nemesis=["partition", "kill", "pause"],
                                        nemesis_interval=2, nemesis_duration=5, nemesis_mode="serial", concurrency=5, rate=50,

@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from harness import cli
+from harness.cli import main as cli
+from tests.integration.conftest import run_processes
 from tests.sshd_hosts import SshdHosts, sshd_skip_reason
 
 pytestmark = [pytest.mark.netns, pytest.mark.skipif(sshd_skip_reason() is not None, reason=sshd_skip_reason() or "")]
@@ -46,7 +47,7 @@ def test_ssh_run_with_partitions_and_kills_gives_a_verdict(hosts, tmp_path):
     assert "backend: ssh" in log and "removed iptables chain KC-partition" in log
     assert all((run_dir / "nodes" / f"n{i}" / "data" / "meta.properties").is_file() for i in range(1, 6))
     assert hosts.leftovers(run_dir_on_hosts) == []
-    assert subprocess.run(["pgrep", "-f", "kraft[.]node --config"], capture_output=True).stdout == b""
+    assert run_processes("kraft[.]node --config", run_dir_on_hosts) == []      # this run's nodes only
 
 
 def test_kept_cluster_is_removed_by_kraft_chaos_teardown(hosts, tmp_path, capsys):

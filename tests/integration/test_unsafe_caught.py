@@ -1,6 +1,6 @@
 """The harness catches every catalogued bug: each ``--unsafe`` switch under its schedule.
 
-For each entry of ``harness.bug_catalogue.CATALOGUE``, one real run (seed
+For each entry of ``harness.catalogue.bugs.CATALOGUE``, one real run (seed
 1) of its schedule with its switches on must be judged invalid; the correct
 build under the default schedule must be valid. Slow (about a minute a
 run, 13 runs) and not in the default suite: ``make test-slow``.
@@ -12,8 +12,9 @@ import os
 
 import pytest
 
-from harness.bug_catalogue import CATALOGUE, SCHEDULES
-from harness.detection import anomaly_kinds
+from harness.catalogue.bugs import CATALOGUE
+from harness.config.schedules import SCHEDULES
+from harness.catalogue.detection import anomaly_kinds
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -1,0 +1,1 @@
+"""Synthetic histories for the analysis, and checking ``analyze`` against ``check``."""

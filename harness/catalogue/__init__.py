@@ -1,0 +1,1 @@
+"""The bug catalogue, scenario families, shrinking a failing run, and the time to the first anomaly."""

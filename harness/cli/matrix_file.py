@@ -1,0 +1,256 @@
+"""Matrix files (``kraft-chaos matrix FILE.toml``): reading and checking them, and their cells.
+
+The format is in :mod:`harness.cli.matrix`'s docstring and ``examples/nightly.toml``.
+A bad file is a :class:`MatrixError` naming the file, the line and the key.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Callable
+
+from harness.cli import args as arg_types
+from harness.config.run import RunConfig
+from nemesis.schedule import MODES, parse_fault_names
+from targets.registry import DEFAULT_TARGET, target_spec
+from workloads.registry import workload_spec
+
+#: the axes, as the file names them
+AXIS_KEYS = ("targets", "workloads", "nemeses", "seeds")
+#: RunConfig fields the file may set, at the top level or per target
+RUN_FIELDS = ("nodes", "time_limit", "concurrency", "rate", "nemesis_mode", "nemesis_interval",
+              "nemesis_duration", "nemesis_targets", "subnet", "base_image", "unsafe", "fetch_max_records",
+              "kafka_version", "kafka_topology", "kraft_version", "cluster", "store")
+
+
+class MatrixError(ValueError):
+    """A matrix file is malformed; the message names the file, line and key (exit 3)."""
+
+
+@dataclasses.dataclass
+class Cell:
+    """One run of the matrix: its axes and the :class:`harness.config.run.RunConfig` it runs."""
+
+    db: str
+    workload: str
+    nemesis: list[str]
+    seed: int
+    config: Any
+
+    @property
+    def id(self) -> str:
+        """``kraft/append/partition,kill/seed1``."""
+        return f"{self.db}/{self.workload}/{','.join(self.nemesis) or 'none'}/seed{self.seed}"
+
+
+@dataclasses.dataclass
+class Matrix:
+    """A loaded matrix file: ``cells`` to run, ``skipped`` pairs (``{"db", "workload",
+    "reason"}``) the registry says cannot run, ``name`` and the file ``path``."""
+
+    path: Path
+    name: str
+    cells: list[Cell]
+    skipped: list[dict]
+
+
+# -- loading -----------------------------------------------------------------
+
+def _line_of(text: str, key: str, table: str | None = None, value: Any = None) -> int | None:
+    """The 1-based line where ``key`` is set in ``[table]`` (None: the top level), or the line
+    within its value that holds ``value``; None when it cannot be found."""
+    cur, lines = None, text.splitlines()
+    for i, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        head = re.match(r"\[([^\[\]]+)\]\s*(#.*)?$", line)
+        if head:
+            cur = re.sub(r"[\s\"']", "", head.group(1))
+            continue
+        if cur == table and re.match(rf"[\"']?{re.escape(key)}[\"']?\s*=", line):
+            if value is None:
+                return i
+            lit = re.compile(rf"[\"']{re.escape(value)}[\"']" if isinstance(value, str)
+                             else rf"(?<![\w.]){re.escape(json.dumps(value))}(?![\w.])")
+            for j in range(i, len(lines) + 1):
+                if j > i and re.match(r"\s*(\[|[\w\"'-]+\s*=)", lines[j - 1]):
+                    break
+                if lit.search(lines[j - 1].split("=", 1)[1] if j == i else lines[j - 1]):
+                    return j
+            return i
+    return None
+
+
+def _field_check(name: str) -> Callable[[Any], Any]:
+    """The check of a RUN_FIELDS value: returns it normalised or raises ValueError."""
+
+
+    def via(parse: Callable[[str], Any], kinds: tuple) -> Callable[[Any], Any]:
+        def check(v: Any) -> Any:
+            if not isinstance(v, kinds) or isinstance(v, bool):
+                raise ValueError(f"must be {' or '.join(k.__name__ for k in kinds)}, got {v!r}")
+            try:
+                return parse(str(v))
+            except argparse.ArgumentTypeError as e:
+                raise ValueError(str(e)) from None
+        return check
+
+    def choice(options: tuple) -> Callable[[Any], Any]:
+        def check(v: Any) -> Any:
+            if v not in options:
+                raise ValueError(f"{v!r}: choose from {', '.join(map(str, options))}")
+            return v
+        return check
+
+    def text(v: Any) -> str:
+        if not isinstance(v, str) or not v:
+            raise ValueError(f"must be a non-empty string, got {v!r}")
+        return v
+
+    def unsafe(v: Any) -> list[str]:
+        if isinstance(v, list) and all(isinstance(x, str) for x in v):
+            v = ",".join(v)
+        return via(arg_types.unsafe_switches, (str,))(v)
+
+    return {
+        "nodes": via(arg_types.positive_int("nodes"), (int,)),
+        "concurrency": via(arg_types.positive_int("concurrency"), (int,)),
+        "fetch_max_records": via(arg_types.positive_int("fetch_max_records"), (int,)),
+        "time_limit": via(arg_types.number("time_limit"), (int, float)),
+        "rate": via(arg_types.number("rate"), (int, float)),
+        "nemesis_interval": via(arg_types.number("nemesis_interval", strict=False), (int, float)),
+        "nemesis_duration": via(arg_types.number("nemesis_duration"), (int, float)),
+        "subnet": via(arg_types.ipv4_subnet, (str,)),
+        "kafka_version": via(arg_types.kafka_version, (str,)),
+        "nemesis_mode": choice(MODES),
+        "nemesis_targets": choice(("quorum", "clients", "all")),
+        "kafka_topology": choice(("dedicated", "combined")),
+        "kraft_version": choice((0, 1)),
+        "unsafe": unsafe,
+        "base_image": text, "cluster": text, "store": text,
+    }[name]
+
+
+def _axes(doc: dict, err: Callable[..., MatrixError], table: str | None) -> dict[str, list]:
+    """The axes ``doc`` sets (checked): targets, workloads, nemeses (lists of fault names), seeds."""
+    out: dict[str, list] = {}
+    for key in AXIS_KEYS:
+        if key not in doc:
+            continue
+        v = doc[key]
+        if key == "seeds" and isinstance(v, int) and not isinstance(v, bool):
+            if v < 1:
+                raise err(key, table, None, f"a count of seeds must be >= 1, got {v}")
+            v = list(range(v))
+        if not isinstance(v, list) or not v:
+            raise err(key, table, None, f"must be a non-empty list, got {v!r}")
+        checked = []
+        for x in v:
+            try:
+                if key == "seeds":
+                    if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x < 2 ** 63:
+                        raise ValueError(f"a seed must be an integer in 0..2^63-1, got {x!r}")
+                    checked.append(x)
+                elif not isinstance(x, str):
+                    raise ValueError(f"must list strings, got {x!r}")
+                elif key == "targets":
+                    target_spec(x)
+                    checked.append(x)
+                elif key == "workloads":
+                    workload_spec(x)
+                    checked.append(x)
+                else:
+                    checked.append(parse_fault_names(x))
+            except ValueError as e:
+                raise err(key, table, x, str(e)) from None
+        out[key] = checked
+    return out
+
+
+def _settings(doc: dict, err: Callable[..., MatrixError], table: str | None) -> dict[str, Any]:
+    """The RUN_FIELDS ``doc`` sets, checked and normalised."""
+    out = {}
+    for key in RUN_FIELDS:
+        if key in doc:
+            try:
+                out[key] = _field_check(key)(doc[key])
+            except ValueError as e:
+                raise err(key, table, None, str(e)) from None
+    return out
+
+
+def load(path: Path | str, overrides: dict[str, Any] | None = None) -> Matrix:
+    """Read and check the matrix file at ``path``; ``overrides`` (RunConfig fields, e.g. a
+    command line's ``store`` or ``subnet``) win over the file. Raises :class:`MatrixError`
+    naming the line and key, ``FileNotFoundError``."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise MatrixError(f"{path}: not TOML: {e}") from None
+
+    def err(key: str, table: str | None, value: Any, problem: str) -> MatrixError:
+        line = _line_of(text, key, table, value)
+        where = f"[{table}] " if table else ""
+        return MatrixError(f"{path}:{line or 1}: {where}{key!r}: {problem}")
+
+    allowed = set(AXIS_KEYS) | set(RUN_FIELDS) | {"name", "target"}
+    hints = {"seed": "seeds", "db": "targets", "workload": "workloads", "nemesis": "nemeses"}
+    for key in doc:
+        if key == "keep_cluster":
+            raise err(key, None, None, "not in a matrix: every cell's cluster is torn down")
+        if key in hints:
+            raise err(key, None, None, f"unknown key (did you mean {hints[key]!r}?)")
+        if key not in allowed:
+            raise err(key, None, None, f"unknown key: choose from {', '.join(sorted(allowed))}")
+    if "name" in doc and not isinstance(doc["name"], str):
+        raise err("name", None, None, "must be a string")
+    axes = {"targets": [DEFAULT_TARGET], "seeds": [0], **_axes(doc, err, None)}
+    shared = _settings(doc, err, None)
+    per_target = doc.get("target", {})
+    if not isinstance(per_target, dict):
+        raise err("target", None, None, "must be tables such as [target.kafka]")
+    for db, table in per_target.items():
+        name = f"target.{db}"
+        if db not in axes["targets"]:
+            try:
+                target_spec(db)
+            except ValueError as e:
+                raise MatrixError(f"{path}:{_line_of_table(text, name)}: [{name}]: {e}") from None
+            raise MatrixError(f"{path}:{_line_of_table(text, name)}: [{name}]: {db!r} is not in targets")
+        if not isinstance(table, dict):
+            raise err(db, "target", None, "must be a table")
+        for key in table:
+            if key not in set(RUN_FIELDS) | set(AXIS_KEYS) - {"targets"}:
+                raise err(key, name, None, f"unknown key: choose from {', '.join(sorted(RUN_FIELDS))}, "
+                                           "workloads, nemeses, seeds")
+    cells, skipped = [], []
+    for db in axes["targets"]:
+        table = per_target.get(db, {})
+        mine = {**axes, **_axes(table, err, f"target.{db}")}
+        fields = {**shared, **_settings(table, err, f"target.{db}"), **(overrides or {})}
+        for workload in mine.get("workloads") or [target_spec(db).default_workload]:
+            dbs = workload_spec(workload).dbs
+            if db not in dbs:
+                skipped.append({"db": db, "workload": workload,
+                                "reason": f"workload {workload!r} does not run on --db {db}: "
+                                          f"it supports {', '.join(dbs)}"})
+                continue
+            for nemesis in mine.get("nemeses") or [list(RunConfig(seed=0).nemesis)]:
+                for seed in mine["seeds"]:
+                    cfg = RunConfig(seed=seed, db=db, workload=workload, nemesis=list(nemesis), **fields)
+                    cells.append(Cell(db, workload, list(nemesis), seed, cfg))
+    if not cells:
+        raise MatrixError(f"{path}: no cell to run: " + "; ".join(s["reason"] for s in skipped))
+    return Matrix(path, doc.get("name") or path.stem, cells, skipped)
+
+
+def _line_of_table(text: str, name: str) -> int:
+    for i, line in enumerate(text.splitlines(), start=1):
+        if re.sub(r"[\s\"']", "", line.split("#", 1)[0]) == f"[{name}]":
+            return i
+    return 1

@@ -1,0 +1,135 @@
+"""The named schedules: sets of ``kraft-chaos run`` settings, ``default`` among them (what
+``kraft-chaos run`` and ``make run`` run when not told otherwise); the bug catalogue
+(harness/catalogue/bugs.py) names the one that exposes each bug best.
+
+A :class:`Schedule` is a set of ``kraft-chaos run`` settings (nemeses, their
+mode and timing, workload, cluster size, length). :data:`SCHEDULES` names
+them; ``default`` is what ``make run`` uses.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from harness.config.scenario import builtin_scenarios, load
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+    """``kraft-chaos run`` settings: nemeses and mode, interval and duration (s, means in
+    overlap mode), workload, nodes, time limit (s), total rate (ops/s), client workers, and
+    the kraft nodes' fetch.max.records and log.segment.bytes (None: their defaults); for the
+    data plane, ``brokers``, ``nemesis_targets`` (quorum, clients or all) and the workload's
+    ``options`` (``((name, value), ...)``: RunConfig fields such as ``acks``). ``scenario``
+    names a built-in scenario file (``kraft-chaos scenario list``) whose ``[run]`` table and
+    steps are the run instead of the fields above."""
+
+    nemesis: tuple[str, ...]
+    mode: str = "overlap"
+    interval: float = 3.0
+    duration: float = 3.0
+    workload: str = "append"
+    nodes: int = 5
+    time_limit: float = 60.0
+    rate: float = 200.0
+    concurrency: int = 10
+    fetch_max_records: int | None = None
+    segment_bytes: int | None = None
+    brokers: int | None = None
+    nemesis_targets: str | None = None
+    options: tuple[tuple[str, Any], ...] = ()
+    scenario: str | None = None
+
+    def run_config(self) -> dict[str, Any]:
+        """The :class:`harness.config.run.RunConfig` fields of this schedule. Raises
+        ``harness.config.scenario.ScenarioError`` for a malformed scenario file."""
+        if self.scenario is not None:
+            path = builtin_scenarios()[self.scenario]
+            doc = load(path)
+            run = {k: v for k, v in doc["run"].items() if k not in ("seed", "store", "subnet")}
+            return {**run, "nemesis": [], "scenario": doc["steps"], "scenario_file": str(path),
+                    "time_limit": self.time_limit}
+        return {"nemesis": list(self.nemesis), "nemesis_mode": self.mode,
+                "nemesis_interval": self.interval, "nemesis_duration": self.duration,
+                "workload": self.workload, "nodes": self.nodes, "time_limit": self.time_limit,
+                "rate": self.rate, "concurrency": self.concurrency,
+                **({"fetch_max_records": self.fetch_max_records} if self.fetch_max_records else {}),
+                **({"segment_bytes": self.segment_bytes} if self.segment_bytes else {}),
+                **({"brokers": self.brokers} if self.brokers else {}),
+                **({"nemesis_targets": self.nemesis_targets} if self.nemesis_targets else {}),
+                **dict(self.options)}
+
+    def describe(self) -> str:
+        """A short form for tables: ``partition,kill overlap 3/3 s append 5n 60 s`` (a scenario
+        schedule: ``scenario isr-shrink-loss-b``)."""
+        if self.scenario is not None:
+            return f"scenario {self.scenario}"
+        return (f"{','.join(self.nemesis)} {self.mode} {self.interval:g}/{self.duration:g} s "
+                f"{self.workload} {self.nodes}n {self.time_limit:g} s")
+
+
+SCHEDULES: dict[str, Schedule] = {
+    # what `make run` runs: every kind of fault, overlapping. Of the schedules tried it caught
+    # the most catalogued bugs in one 60 s run each at 200 ops/s: 8 of 12 (focused: 7; a denser
+    # overlap with two partition timelines and batch, interval 5 s: 3). Its faults leave a reachable leader only
+    # 10 to 30% of the time, which the offered rate does not change (60 s at 200 ops/s from 10
+    # workers: about 1000 appends acknowledged; at 600 from 20: 2500 to 4200; at 1000 from 30:
+    # 2400), so a run lasts 120 s (issue 15: a default run acknowledges some thousands)
+    "default": Schedule(("partition", "kill", "pause", "crash", "flap", "elect", "lag"),
+                        interval=4.0, duration=4.0, rate=600.0, concurrency=20, time_limit=120.0),
+    # the default with power losses (lazyfs disks) in place of plain crashes: the candidate
+    # measured against it for issue 16's choice of default
+    "default-power": Schedule(("partition", "kill", "pause", "power-loss", "flap", "elect", "lag"),
+                              interval=4.0, duration=4.0),
+    # focused faults one after another, each long enough to play out (the default's runner-up)
+    "focused": Schedule(("partition:isolate-leader+leader-minority", "crash", "lag", "elect",
+                          "partition:isolate-one+one-way-one", "kill"), mode="serial", interval=1.5,
+                         duration=7.0),
+    # power-loss-like crashes of a majority or of every node
+    "crash": Schedule(("crash", "kill"), interval=2.0, duration=1.5, time_limit=40.0),
+    # real power losses: the nodes' disks (lazyfs) drop what was not fsynced, torn writes and
+    # lost renames included
+    "power": Schedule(("power-loss", "kill"), interval=2.0, duration=1.5, time_limit=40.0),
+    # power losses aimed at the leader as often as at anyone: a leader's unflushed tail is
+    # what its followers may already hold, so losing it is what recovery bugs need
+    "power-leader": Schedule(("power-loss:leader", "power-loss", "kill:leader"), interval=2.0,
+                             duration=1.5, time_limit=40.0),
+    # the data plane (issue 17): brokers killed and paused in quick succession, so a restarted
+    # follower may be elected before it has fetched again what it truncated
+    "queue-crash": Schedule(("kill", "pause"), interval=2.0, duration=1.5, workload="queue", nodes=3,
+                            brokers=3, nemesis_targets="clients", time_limit=60.0),
+    # the data plane: power losses of the brokers (a majority or all of them at once)
+    "queue-power": Schedule(("power-loss:majority", "power-loss:all", "kill"), interval=3.0,
+                            duration=1.5, workload="queue", nodes=3, brokers=3,
+                            nemesis_targets="clients", time_limit=60.0),
+    # the data plane: Jepsen's 2013 timeline with min.insync.replicas=2 (a broker's ISR shrinks
+    # to itself, then it is cut off and replaced uncleanly; nothing acknowledged is lost)
+    "isr-shrink": Schedule((), scenario="isr-shrink-loss-b", time_limit=60.0),
+    # the same with 16 KiB log segments, which roll every second or two
+    "power-small": Schedule(("power-loss", "kill"), interval=2.0, duration=1.5, time_limit=40.0,
+                            segment_bytes=16384),
+    # long partitions aimed at the leader, clients writing and reading everywhere
+    "isolate": Schedule(("partition:isolate-leader+leader-minority+one-way-leader",), interval=2.0,
+                        duration=8.0, time_limit=50.0),
+    # a follower cut off for a while, then back into a healthy cluster (serial: nothing else
+    # harms the others when it returns, so an election it causes is plainly disruptive)
+    "rejoin": Schedule(("partition:isolate-one+one-way-one",), mode="serial", interval=2.0,
+                       duration=6.0, time_limit=50.0),
+    # elections on purpose: new leaders and voters killed at once, nodes restarted in turn
+    "elect": Schedule(("elect", "kill", "rolling", "partition"), interval=2.0, duration=2.0,
+                      nodes=3, time_limit=60.0),
+    # elections on purpose, among five: the leader killed or cut off, so its followers stand
+    # together and split their votes; whoever is seen electing is killed and restarted cut off
+    "elect5": Schedule(("elect", "kill:leader", "pause:leader", "partition:isolate-leader"),
+                       interval=1.5, duration=2.5, nodes=5, time_limit=80.0),
+    # a follower falls behind, then the up-to-date nodes die
+    "lag": Schedule(("lag",), interval=1.0, duration=4.0, time_limit=60.0),
+    # among three, a follower falls behind, the leader dies, and the laggard comes back over a
+    # slow link, catching up over several small Fetches: the new leader's majority is the laggard
+    "catchup": Schedule(("catchup",), mode="serial", interval=1.0, duration=8.0, nodes=3,
+                        time_limit=90.0, fetch_max_records=100),
+}
+
+
+#: what `kraft-chaos run` and `make run` run when not told otherwise
+DEFAULT_SCHEDULE = SCHEDULES["default"]

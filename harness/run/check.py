@@ -1,0 +1,88 @@
+"""Checking a stored run: the checkers its workload declares, over its history and node data.
+
+``kraft-chaos check STORE_DIR`` and the end of every run call
+:func:`check_run_dir`. The workload (``test.json``'s ``config.workload``)
+names its checkers (workloads/registry.py); the history is streamed through
+them (checkers/fold.py), never held whole unless a checker keeps it.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from checkers.fold import CheckContext
+from checkers.node_data import load_node_data
+from checkers.registry import check_all_folds
+from harness.reports.plot_data import PlotFold
+from harness.reports.timeline import REPORT_MAX_BYTES, TimelineFold, write_timeline
+from history import iter_history, store
+from workloads.registry import workload_spec
+
+log = logging.getLogger("kraft_chaos.check")
+
+
+def run_config(run_dir: Path) -> dict:
+    """``test.json``'s ``config`` of a stored run, or ``{}``."""
+    test = store.read_test_json(run_dir) or {}
+    config = test.get("config") if isinstance(test, dict) else None
+    return config if isinstance(config, dict) else {}
+
+
+def run_workload(run_dir: Path):
+    """The :class:`workloads.registry.WorkloadSpec` of a stored run (``config.workload``,
+    "append" when absent). Raises ValueError for a workload this harness does not know."""
+    name = run_config(run_dir).get("workload", "append")
+    try:
+        return workload_spec(name)
+    except ValueError as e:
+        raise ValueError(f"{run_dir}: test.json names {e}") from None
+
+
+def run_workload_name(run_dir: Path) -> str:
+    """The workload name of a stored run (see :func:`run_workload`)."""
+    return run_workload(run_dir).name
+
+
+def check_run_dir(run_dir: Path, out_dir: Path | None = None) -> dict:
+    """Run the checkers on a stored run and (re)write its ``results.json``.
+
+    Reads ``history.jsonl``, ``test.json`` (which workload ran, hence which
+    checkers) and ``nodes/`` (node data is left out when ``nodes/`` holds
+    none), and also writes ``latency-raw.png``, ``rate.png`` and ``latency-quantiles.png``
+    (harness/reports/plots.py) and, for a history of at most ``REPORT_MAX_BYTES``, ``timeline.html``
+    (harness/reports/timeline.py). With ``out_dir`` (created if need be) those files
+    go there and the run directory is only read. Returns ``{"valid", "anomalies": {checker: count},
+    "checkers": {checker: result}, "stats": ...}``. Raises
+    ``history.HistoryError`` (with the line number) for a malformed history,
+    ``FileNotFoundError`` when there is none, ValueError for an unknown
+    workload in test.json, OSError when ``out_dir`` cannot be written.
+    """
+
+    run_dir = Path(run_dir)
+    spec = run_workload(run_dir)
+    path = store.history_path(run_dir)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no history")
+    ndir = store.nodes_dir(run_dir)
+    nodes = load_node_data(ndir) if ndir.is_dir() else None
+    dest = run_dir if out_dir is None else Path(out_dir)     # where reports go (linearizability.html too)
+    dest.mkdir(parents=True, exist_ok=True)
+    ctx = CheckContext(run_dir=dest, config=run_config(run_dir))
+    from harness.reports.plots import write_plots      # deferred: matplotlib
+    extra = {"plots": PlotFold()}
+    if path.stat().st_size <= REPORT_MAX_BYTES:
+        extra["timeline"] = TimelineFold()
+    raw = check_all_folds(lambda: iter_history(path), spec.checkers, nodes or None, ctx, extra=extra)
+    results = {"valid": raw["valid"], "anomalies": raw["anomaly_counts"],
+               "checkers": raw["checkers"], "stats": raw["stats"]}
+    store.write_json(store.results_path(dest), results)
+    try:
+        write_plots(raw["extra"]["plots"], dest)
+    except Exception as e:   # a plot must never cost the verdict
+        log.error("could not write plots: %r", e)
+    if "timeline" in raw["extra"]:
+        try:
+            write_timeline(raw["extra"]["timeline"], dest, f"timeline: {run_dir.name}")
+        except Exception as e:   # nor the timeline
+            log.error("could not write timeline.html: %r", e)
+    return results

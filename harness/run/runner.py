@@ -1,0 +1,410 @@
+"""Runs one test end to end: cluster, DB, workload + nemesis, final phase, collection, checking.
+
+Sequence (``run_test``): the backend (``--cluster``, clusters/registry.py; ``auto``
+picks docker when an engine answers, else netns) -> what the nodes run there
+(targets/registry.py ``node_software``: the node image, or deployed files) -> the cluster, by name through
+``clusters.registry.make_cluster`` (run id ``<timestamp>-<seed>``) -> the target's DB (``--db``, targets/registry.py)
+``setup()`` -> wait for a leader -> the workload's ``setup()`` (e.g. its topic)
+-> the workload's client generator and the nemesis's generator together,
+run by one interpreter (generator/), for ``time_limit`` s -> heal
+everything -> the workload's final phase (its spec's ``final``, e.g. the
+append workload's final reads) -> stop nodes gracefully, collect every node
+into ``nodes/<node>/`` -> the checkers the workload names
+(:func:`harness.run.check.check_run_dir`) -> ``results.json``. The runner
+names no workload: all of that comes from workloads/registry.py. The
+cluster is torn down in any case (unless ``keep_cluster``), also on SIGINT,
+which cancels the run cleanly and surfaces as :class:`Interrupted` (exit 130).
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import random
+import signal
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from clusters.addressing import node_names
+from clusters.errors import ClusterError
+from clusters.registry import make_cluster, resolve_backend
+from generator import Any as AnyOf, Interpreter, TimeLimit, nemesis
+from harness.config.options import workload_options
+from harness.config.run import RunConfig, run_table
+from harness.config.scenario import dumps
+from harness.run.check import check_run_dir
+from harness.run.code_version import code_commit
+from harness.run.disks import RunDisks, wants_power_loss
+from harness.run.final import RunQuorum
+from harness.run.leader import find_leader, wait_for_leader
+from harness.run.progress import Progress, Snapshot
+from harness.run.scenario_steps import ClientGate, GatedClients, budget_s, steps_generator
+from history import HistoryWriter, store
+from nemesis.controller import NemesisController
+from nemesis.schedule import nemesis_generator
+from nemesis.worker import NemesisWorker
+from targets.errors import TargetError
+from targets.registry import node_software, target_spec
+from workloads.base import WorkloadSetupError
+from workloads.registry import workload_spec
+from workloads.topology import Topology
+
+log = logging.getLogger("kraft_chaos.runner")
+
+#: seconds to wait for the first leader after the nodes start
+FIRST_LEADER_TIMEOUT_S = 60.0
+#: seconds to wait, after the first leader, for every broker node to be registered and unfenced
+BROKERS_TIMEOUT_S = 60.0
+#: a monitor sample of the leader older than this (s) is not trusted for aim
+VIEW_FRESH_S = 1.0
+
+
+class Interrupted(Exception):
+    """The run was interrupted (SIGINT or SIGTERM); the cluster was torn down. Exit code 130."""
+
+
+class RunSetupError(RuntimeError):
+    """The cluster came up but never became usable (e.g. no leader elected). Exit code 4."""
+
+
+def cluster_id_for(seed: int) -> str:
+    """A KRaft cluster id (22-char base64url of 16 bytes, like ``kafka-storage random-uuid``) from ``seed``."""
+    rng = random.Random(f"{seed}:cluster-id")
+    while True:   # like Kafka's Uuid.randomUuid: never an id starting with "-"
+        raw = rng.getrandbits(128).to_bytes(16, "big")
+        cid = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
+def attach_file_log(run_dir: Path) -> logging.Handler:
+    """Send every log record (INFO and up) to ``<run>/harness.log``; returns the handler."""
+    h = logging.FileHandler(store.harness_log_path(run_dir), encoding="utf-8")
+    h.setLevel(logging.INFO)
+    h.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(h)
+    if root.level > logging.INFO or root.level == logging.NOTSET:
+        root.setLevel(logging.INFO)
+    return h
+
+
+def prepare_run(config: RunConfig) -> Path:
+    """Create the run directory, write ``test.json`` (with the code's git commit) and point ``store/latest`` at it."""
+    target_spec(config.db).prepare(config)    # the target's checks and defaults, before test.json
+    run_dir = store.create_run_dir(config.store, config.test_name())
+    if config.scenario is not None:    # the run folder keeps the scenario it repeats
+        path = run_dir / "scenario.toml"
+        path.write_text(dumps(run_table(config), config.scenario), encoding="utf-8")
+        config.scenario_file = str(path)
+    store.write_test_json(run_dir, config.to_dict(), config.seed, config.repeat_command(),
+                          commit=code_commit())
+    store.update_latest(config.store, run_dir)
+    return run_dir
+
+
+def run_test(config: RunConfig, run_dir: Path | None = None,
+             progress: bool | None = None) -> tuple[dict, Path]:
+    """Run the test ``config`` describes; returns ``(results, run_dir)``.
+
+    ``run_dir`` defaults to a new store directory (:func:`prepare_run`);
+    ``progress`` forces the live line on/off (None: when stdout is a TTY).
+    Raises :class:`Interrupted` on SIGINT, ``clusters.errors.ClusterError``,
+    ``targets.errors.TargetError`` or :class:`RunSetupError` when the cluster cannot be set up, ``ValueError``
+    for a bad config; the cluster is torn down before any of these propagate
+    (unless ``keep_cluster``).
+    """
+    config.check()       # before any cluster is made: ValueError naming what is wrong
+    run_dir = Path(run_dir) if run_dir is not None else prepare_run(config)
+    handler = attach_file_log(run_dir)
+    try:
+        log.info("run %s: %s", run_dir, config.repeat_command())
+        results = asyncio.run(_Run(config, run_dir, progress).main())
+        return results, run_dir
+    except Interrupted:
+        log.warning("run interrupted")
+        raise
+    except Exception as e:
+        if isinstance(e, (ClusterError, RunSetupError, TargetError, ValueError)):
+            log.error("run failed: %s", e)
+        else:
+            log.exception("run failed with a harness error")
+        raise
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+
+
+class _Run:
+    """One run's state, so cleanup knows what exists (see :func:`run_test`)."""
+
+    def __init__(self, config: RunConfig, run_dir: Path, progress: bool | None):
+        self.config, self.run_dir, self.progress = config, run_dir, progress
+        self.cluster_id = cluster_id_for(config.seed)
+        self.run_id = f"{run_dir.name}-{config.seed}"
+        self.engine = None
+        self.cluster = None
+        self.db = None
+        self.controller = None
+        self.disks = None
+        self.history = None
+        self.workload = None
+        self.collected = False
+        self.interrupted = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: list[asyncio.Future] = []
+
+    # -- plumbing ---------------------------------------------------------
+
+    async def _blocking(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        """Run blocking ``fn`` in a thread. If we are cancelled meanwhile, the
+        thread's future is remembered so cleanup waits for it before tearing down."""
+        fut = asyncio.get_running_loop().run_in_executor(None, lambda: fn(*args, **kwargs))
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            self._pending.append(fut)
+            raise
+
+    def _on_sigint(self, task: asyncio.Task) -> None:
+        if self.interrupted:
+            log.warning("interrupt again: still cleaning up (tearing down the cluster), please wait; "
+                        "to force, kill -9 this process and run `kraft-chaos teardown`")
+            return
+        self.interrupted = True
+        log.warning("interrupted: stopping the test and tearing down the cluster")
+        task.cancel()
+
+    async def main(self) -> dict:
+        """Run the test and always clean up; SIGINT/SIGTERM cancel it (raises Interrupted)."""
+        loop = self._loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        on_main = threading.current_thread() is threading.main_thread()
+        if on_main:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, self._on_sigint, task)
+        try:
+            try:
+                return await self._body()
+            except asyncio.CancelledError:
+                if self.interrupted:
+                    raise Interrupted("interrupted by SIGINT or SIGTERM") from None
+                raise
+            finally:
+                await self._cleanup()
+        finally:
+            if on_main:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(sig)
+
+    # -- the test ---------------------------------------------------------
+
+    async def _body(self) -> dict:
+
+        cfg = self.config
+        target = target_spec(cfg.db)
+        backend = await self._blocking(resolve_backend, cfg.cluster)
+        self.engine = backend.engine
+        log.info("backend: %s%s", backend.name, f" (--cluster auto: {backend.why})" if backend.why else "")
+        software = await self._blocking(node_software, target, backend, cfg, lambda m: log.info("%s", m))
+        n = target.node_count(cfg)
+        binds = None
+        if wants_power_loss(cfg):
+            self.disks = await self._blocking(RunDisks, node_names(n), target.disk_dir)
+            binds = self.disks.binds
+        self.cluster = make_cluster(backend.name, n, self.run_id, software, subnet=cfg.subnet,
+                                    keep=cfg.keep_cluster, binds=binds, engine=backend.engine,
+                                    root_dir=self.run_dir / "netns", hosts=cfg.hosts)
+        log.info("setting up %d %s nodes on %s (run id %s%s)", n, cfg.db, backend.name, self.run_id,
+                 f", image {software.image}" if software.image else "")
+        await self._blocking(self.cluster.setup)
+        self.db = target.make_db(self.cluster, self.cluster_id, cfg)
+        await self._blocking(self.db.setup)
+        if self.disks is not None:
+            await self._blocking(self.disks.sync_all, list(self.cluster.nodes))
+        nodes = self.db.quorum_nodes()
+
+        leader = await wait_for_leader(self.db, nodes, self.cluster_id, FIRST_LEADER_TIMEOUT_S)
+        if leader is None:
+            raise RunSetupError(f"no leader was elected within {FIRST_LEADER_TIMEOUT_S:.0f} s of "
+                                f"starting the nodes; see {store.nodes_dir(self.run_dir)}/*/node.log")
+        log.info("first leader: %s", leader)
+        if not await self._blocking(self.db.wait_for_brokers, BROKERS_TIMEOUT_S):
+            log.warning("not every broker registered within %.0f s of the first leader", BROKERS_TIMEOUT_S)
+
+        await self._run_phase(nodes)
+        return await self._finish(nodes)
+
+    async def _run_phase(self, nodes: list[str]) -> None:
+        """The workload's clients and the nemesis together for ``time_limit`` s, then heal."""
+
+        cfg = self.config
+        self.history = HistoryWriter(store.history_path(self.run_dir))
+        wl = self.workload = self._make_workload(Topology.from_db(self.db, nodes))
+        await self._setup_workload(wl)
+        gen = wl.client_generator()
+        workers: dict = wl.workers()
+        limit = cfg.time_limit
+        if cfg.scenario is not None:
+            gate = ClientGate()
+            self.controller = NemesisController(self.cluster, self.db, lambda: self._aim_leader(nodes),
+                                                random.Random(f"{cfg.seed}:nemesis"), self._fault_nodes(),
+                                                self._disk_mounts())
+            gen = AnyOf([GatedClients(gate, gen),
+                         nemesis(steps_generator(cfg.scenario, gate, nodes=self._fault_nodes()))])
+            workers["nemesis"] = NemesisWorker(self.controller, self.history)
+            limit = budget_s(cfg.scenario)
+        elif cfg.nemesis:
+            rng = random.Random(f"{cfg.seed}:nemesis")
+            self.controller = NemesisController(self.cluster, self.db, lambda: self._aim_leader(nodes), rng,
+                                                self._fault_nodes(), self._disk_mounts())
+            schedule = nemesis_generator(cfg.nemesis, random.Random(f"{cfg.seed}:nemesis:schedule"),
+                                         cfg.nemesis_mode, cfg.nemesis_interval, cfg.nemesis_duration,
+                                         n_nodes=len(self.controller.nodes))
+            gen = AnyOf([gen, nemesis(schedule)])
+            workers["nemesis"] = NemesisWorker(self.controller, self.history)
+        interp = Interpreter(TimeLimit(limit, gen), workers, wl.pids.next, cfg.seed,
+                             view=lambda: wl.monitor.view)
+        mon = wl.monitor
+        snap = Snapshot(lambda: wl.tally.totals(wl.client_fs),
+                        (lambda: self.controller.active) if self.controller else None,
+                        lambda: (f"id {mon.leader[1]} (epoch {mon.leader[0]})" if mon.leader else None),
+                        limit)
+        log.info("running %s for at most %.0f s with nemesis %s", cfg.workload, limit,
+                 "scenario" if cfg.scenario is not None
+                 else f"{','.join(cfg.nemesis) or 'none'} ({cfg.nemesis_mode})")
+        stop = asyncio.Event()
+        tasks = [asyncio.create_task(interp.run(stop), name="interpreter"),
+                 asyncio.create_task(mon.run(stop), name="quorum-monitor")]
+        try:
+            async with Progress(snap, live=self.progress):
+                done, _ = await asyncio.wait(tasks[:1], timeout=limit + 60,
+                                             return_when=asyncio.FIRST_EXCEPTION)
+                stop.set()
+                results = await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            # On cancellation (SIGINT) the clients and nemesis must end before the history
+            # closes: cancelling records in-flight ops as info and heals an active fault.
+            stop.set()
+            for t in tasks:
+                if not t.done():
+                    t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for t, r in zip(tasks, results):
+            if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
+                log.error("%s failed: %r", t.get_name(), r)
+                raise r
+        await self._heal(nodes)
+
+    async def _heal(self, nodes: list[str]) -> None:
+        """Heal everything, and record it as a ``heal`` op of the nemesis: its value names
+        the nodes still held by a fault (``held``) and those found not running although no
+        fault held them and were started again (``restarted``: they died on their own)."""
+        if self.controller is None:     # no nemesis ran: a controller only to find dead nodes
+            self.controller = NemesisController(self.cluster, self.db, lambda: None,
+                                                random.Random(f"{self.config.seed}:heal"),
+                                                list(self.cluster.nodes))
+        held = sorted({n for targets in self.controller.active.values() for n in targets})
+        log.info("healing every fault")
+        op = self.history.invoke("nemesis", "heal", {"kind": "all"})
+        result = await self._blocking(self.controller.heal_all)
+        self.history.complete(op, "info", {"kind": "all", "held": held, **result})
+        if result["restarted"]:
+            log.warning("nodes found not running after every fault had stopped: %s", result["restarted"])
+
+    def _disk_mounts(self):
+        """The nodes' lazyfs mounts for power-loss faults, or None."""
+        return self.disks.mounts if self.disks is not None else None
+
+    def _fault_nodes(self) -> list[str]:
+        """The nodes the nemesis may touch: ``--nemesis-targets`` of the DB."""
+        return self.db.fault_nodes(self.config.nemesis_targets)
+
+    async def _setup_workload(self, wl) -> None:
+        """The workload's own preparation (``ClientWorkload.setup``, e.g. creating its topic),
+        before its clients and the nemesis start; its failure is a :class:`RunSetupError`."""
+        try:
+            await wl.setup()
+        except WorkloadSetupError as e:
+            raise RunSetupError(f"workload {self.config.workload}: {e}") from e
+
+    def _make_workload(self, topology):
+        """The configured workload (by name, workloads/registry.py) on ``topology``."""
+        cfg = self.config
+        cls = workload_spec(cfg.workload).workload
+        return cls(topology, self.cluster_id, self.history, cfg.seed,
+                   workload_options(cfg, cls.options_class, cfg.workload))
+
+    def _aim_leader(self, nodes: list[str]) -> str | None:
+        """The leader to aim at: the monitor's, when its sample is fresh; else a DescribeQuorum probe."""
+        view = self.workload.monitor.view if self.workload is not None else None
+        if view is not None and view.leader is not None:
+            seen = view.nodes.get(view.leader)
+            try:
+                now = self._loop.time()
+            except AttributeError:
+                now = None
+            if seen is not None and now is not None and now - seen.time <= VIEW_FRESH_S:
+                return view.leader
+        return find_leader(self.db, nodes, self.cluster_id)
+
+    async def _finish(self, nodes: list[str]) -> dict:
+        spec = workload_spec(self.config.workload)
+        if spec.final is not None:
+            await spec.final(self.workload, RunQuorum(self.db, nodes, self.cluster_id))
+        self.history.close()
+        log.info("stopping nodes and collecting their data")
+        await self._blocking(self.db.teardown)
+        await self._collect(list(self.cluster.nodes))
+        if self.config.keep_cluster:   # --keep-cluster leaves the quorum running, for inspection
+            for node in self.cluster.nodes:
+                await self._best_effort(f"restart {node}", lambda n=node: self.db.start(n))
+        log.info("checking the history")
+        results = await self._blocking(check_run_dir, self.run_dir)
+        log.info("verdict: valid=%s anomalies=%s", results["valid"], results["anomalies"])
+        return results
+
+    async def _collect(self, nodes: list[str]) -> None:
+        for node in nodes:
+            dest = store.nodes_dir(self.run_dir) / node
+            try:
+                await self._blocking(self.db.collect, node, dest)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.error("could not collect %s: %s", node, e)
+        self.collected = True
+
+    async def _cleanup(self) -> None:
+        """Wait for in-flight blocking calls, heal, collect (best effort), tear down."""
+        for fut in self._pending:
+            try:
+                await fut
+            except BaseException:
+                pass
+        if self.history is not None:
+            self.history.close()
+        if self.controller is not None and self.config.keep_cluster:
+            await self._best_effort("heal", self.controller.heal_all)
+        if self.db is not None and not self.collected:
+            await self._best_effort("stop nodes", self.db.teardown)
+            try:
+                await self._collect(list(self.cluster.nodes))
+            except BaseException as e:
+                log.error("collecting node data failed: %r", e)
+        if self.cluster is not None:
+            if self.config.keep_cluster:
+                log.info("keeping cluster %s (remove it with `kraft-chaos teardown`)", self.run_id)
+            else:
+                await self._best_effort("tear down the cluster", self.cluster.teardown)
+        if self.disks is not None and not self.config.keep_cluster:
+            await self._best_effort("unmount the power-loss disks", self.disks.close)
+        if self.engine is not None:
+            await self._best_effort("close the engine connection", self.engine.close)
+
+    async def _best_effort(self, what: str, fn: Callable) -> None:
+        try:
+            await self._blocking(fn)
+        except BaseException as e:
+            log.error("could not %s: %r", what, e)

@@ -1,0 +1,1 @@
+"""``kraft-chaos serve``: a read-only results browser for a store."""
