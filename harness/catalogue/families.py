@@ -43,10 +43,9 @@ from pathlib import Path
 from typing import Callable
 
 from harness.config.run import scenario_config
-from harness.config.scenario import builtin_scenarios, load
+from harness.config.scenario import builtin_scenarios, load, retarget
 from harness.run.runner import Interrupted, run_test
 from history import store
-from targets.registry import DEFAULT_TARGET, target_spec
 
 NAME = "disk-loss-timeline"
 
@@ -127,11 +126,7 @@ def variant_config(variant: Variant, db: str, seed: int, store_root: str, subnet
     """The RunConfig of one run of ``variant`` on target ``db``. Raises ``ScenarioError``
     for a malformed scenario file."""
     doc = load(variant.path)
-    run = dict(doc["run"])
-    written_for = target_spec(run.get("db", DEFAULT_TARGET))
-    if db != written_for.name:       # the settings only the file's target has do not apply
-        for key in written_for.own_fields:
-            run.pop(key, None)
+    run = retarget(doc["run"], db)       # the settings only the file's target has do not apply
     run.update(family(family_name).on_target.get(db, {}))
     run.update(seed=seed, store=store_root, **({"subnet": subnet} if subnet else {}))
     return scenario_config({"run": run, "steps": doc["steps"]}, variant.path)

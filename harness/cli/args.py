@@ -119,3 +119,12 @@ def kafka_version(text: str) -> str:
     except TargetError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return text
+
+
+def kafka_prop(text: str) -> tuple[str, str]:
+    """``--kafka-prop KEY=VALUE``: one extra ``server.properties`` entry of every Kafka node."""
+    key, eq, value = text.partition("=")
+    key = key.strip()
+    if not eq or not key:
+        raise argparse.ArgumentTypeError(f"--kafka-prop takes KEY=VALUE (a Kafka server property), got {text!r}")
+    return key, value.strip()

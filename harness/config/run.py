@@ -36,6 +36,7 @@ class RunConfig:
     ``kafka_topology`` (dedicated: ``nodes`` controllers plus brokers; combined:
     ``nodes`` combined nodes) shape the ``kafka`` target (``kafka_dist``: a Kafka
     distribution run in place of a Maven release, with its ``kafka_dist_digest``;
+    ``kafka_props``: extra ``server.properties`` of every Kafka node, ``{key: value}``;
     targets/kafka/target.py); ``kraft_version`` (0 static
     voters, 1 KIP-853; None: the target's default, 0 on kraft, on kafka 1 from 3.9, else 0) both. ``cluster``: the backend (docker, netns, ssh, or auto: docker when an engine answers); ``hosts``: the hosts file of ``ssh`` (clusters/ssh_hosts.py). ``nemesis_targets``: quorum, clients or all
     (``targets.base.DB.fault_nodes``). ``seed`` drives every random choice.
@@ -59,6 +60,7 @@ class RunConfig:
     kafka_dist: str | None = None         # --kafka-dist: a Kafka distribution (its version is kafka_version)
     kafka_dist_digest: str | None = None  # its content digest (targets/kafka/dist.py), for test.json
     kafka_topology: str = "dedicated"
+    kafka_props: dict[str, str] | None = None   # --kafka-prop: extra server.properties of every Kafka node
     kraft_version: int | None = None     # None: the target's default (kraft 0; kafka 1 from 3.9, else 0)
     nemesis_targets: str = "quorum"
     keep_cluster: bool = False
@@ -162,12 +164,15 @@ class RunConfig:
 
 def scenario_config(doc: dict, path: Path, overrides: dict | None = None) -> RunConfig:
     """The RunConfig that runs scenario ``doc`` (from :func:`harness.config.scenario.load`) from
-    ``path``, with ``overrides`` of its ``[run]`` table. Raises ``ValueError`` naming a bad
+    ``path``, with ``overrides`` of its ``[run]`` table (a relative ``kafka_dist`` is taken
+    from the file's folder). Raises ``ValueError`` naming a bad
     ``--unsafe`` switch, ``TypeError`` for an unknown field."""
     run = {**doc["run"], **(overrides or {})}
     run.setdefault("seed", 0)
     if "unsafe" in run:
         unsafe.parse(",".join(run["unsafe"]))       # ValueError naming a bad switch
+    if run.get("kafka_dist"):                        # relative to the scenario file
+        run["kafka_dist"] = str(Path(path).parent / Path(run["kafka_dist"]).expanduser())
     return RunConfig(**run, nemesis=[], scenario=doc["steps"], scenario_file=str(path))
 
 

@@ -147,11 +147,13 @@ class KafkaDB(DB):
     @classmethod
     def for_run(cls, cluster: Cluster, cluster_id: str, options) -> "KafkaDB":
         """The DB of a run: ``options`` has ``seed``, ``nodes`` (controllers),
-        ``kafka_version``, ``kafka_topology``, ``kraft_version`` and ``kafka_dist`` (as
-        ``harness.config.run.RunConfig``); the brokers are the rest of the cluster."""
+        ``kafka_version``, ``kafka_topology``, ``kraft_version``, ``kafka_dist`` and
+        ``kafka_props`` (extra server properties) (as ``harness.config.run.RunConfig``); the
+        brokers are the rest of the cluster."""
         return cls(cluster, cluster_id, options.seed, version=options.kafka_version,
                    topology=options.kafka_topology, n_controllers=options.nodes,
                    kraft_version=getattr(options, "kraft_version", None),
+                   extra_properties=getattr(options, "kafka_props", None),
                    newer=bool(getattr(options, "kafka_dist", None)))
 
     # --- identity and roles ---------------------------------------------------

@@ -198,6 +198,22 @@ def _check_common(role: str, node_id: int, controllers: Sequence[Controller], kr
                          f"be in the controller set {ids}")
 
 
+def check_extra_properties(props: Mapping[str, object] | None) -> dict[str, str]:
+    """Extra ``server.properties`` (``--kafka-prop KEY=VALUE``) as text: ``{key: value}``.
+
+    Raises ``ValueError`` naming a key that is not a property name (empty, whitespace,
+    ``#!=:`` or a backslash) or a value with whitespace or a backslash."""
+    out: dict[str, str] = {}
+    for key, value in (props or {}).items():
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        if not isinstance(key, str) or not _SAFE_KEY.fullmatch(key):
+            raise ValueError(f"--kafka-prop: bad property name {key!r}")
+        if not _SAFE_VALUE.fullmatch(text):
+            raise ValueError(f"--kafka-prop {key}: value {text!r} has whitespace or a backslash")
+        out[key] = text
+    return out
+
+
 def render_server_properties(*, role: str, node_id: int, host: str, controllers: Sequence[Controller],
                              kraft_version: int = DEFAULT_KRAFT_VERSION, log_dirs: str,
                              metadata_log_dir: str, n_brokers: int,

@@ -4,11 +4,12 @@ six functions of a run's options, so that all of Kafka's choices stay in ``targe
 ``options`` is any object with ``harness.config.run.RunConfig``'s attributes: ``seed``,
 ``nodes``, ``kafka_version``, ``kafka_dist`` (a distribution's path, or None),
 ``kafka_dist_digest``, ``kafka_topology``, ``kraft_version``, ``nemesis``, ``scenario`` and
-optionally ``brokers``.
+optionally ``brokers`` and ``kafka_props`` (extra ``server.properties``, ``{key: value}``).
 
 * :func:`prepare`: before anything is made, read ``--kafka-dist`` (its version and digest
   into the options), find the release, refuse what it cannot do (exit 3), and fill in the
-  release's default kraft.version, so that ``test.json`` and the repeat command say what ran.
+  release's default kraft.version, so that ``test.json`` and the repeat command say what ran;
+  check the extra server properties (``kafka_props``).
 * :func:`node_count`, :func:`node_image`, :func:`make_db`, :func:`host_software`: the
   target's nodes, docker image, DB, and files for host JVMs (netns, ssh);
   :func:`repeat_flags`: the run flags that repeat a run.
@@ -78,9 +79,13 @@ def prepare(options: Any) -> None:
     release cannot do (:func:`targets.kafka.releases.check_run_options`) and sets a None
     ``kraft_version`` to the release's default (1 from 3.9, else 0).
 
+    ``kafka_props`` (extra server properties) are checked and turned into text
+    (:func:`targets.kafka.server_config.check_extra_properties`).
+
     Raises ``TargetError`` (exit 3): an unsupported or malformed version, a path that is
     not a Kafka distribution (``DistError``), an option the release cannot do
-    (``UnsupportedOption``, naming the version and the feature).
+    (``UnsupportedOption``, naming the version and the feature); ``ValueError`` for a bad
+    extra property.
     """
     dist = dist_of(options)
     if dist is not None:
@@ -89,13 +94,18 @@ def prepare(options: Any) -> None:
     rel = run_release(options)
     check_run_options(rel, options.kafka_version, options)
     options.kraft_version = run_kraft_version(rel, options)
+    if getattr(options, "kafka_props", None):
+        from targets.kafka.server_config import check_extra_properties
+        options.kafka_props = check_extra_properties(options.kafka_props)
 
 
 def repeat_flags(options: Any) -> list[str]:
     """The ``kraft-chaos run`` flags that repeat a run of this target: ``--kafka-dist PATH``
-    (a distribution) or ``--kafka-version V``, and ``--kafka-topology``."""
+    (a distribution) or ``--kafka-version V``, ``--kafka-topology``, and ``--kafka-prop
+    KEY=VALUE`` per extra server property."""
     which = ["--kafka-dist", options.kafka_dist] if options.kafka_dist else ["--kafka-version", options.kafka_version]
-    return which + ["--kafka-topology", options.kafka_topology]
+    props = [x for k, v in (getattr(options, "kafka_props", None) or {}).items() for x in ("--kafka-prop", f"{k}={v}")]
+    return which + ["--kafka-topology", options.kafka_topology] + props
 
 
 def node_count(options: Any) -> int:
