@@ -41,8 +41,16 @@ from .reads import MAX_EXAMPLES, is_int, node_id
 FETCH_TIMEOUT_MS = 2000
 
 
+#: the run config's extra server properties (``kafka_props``) that may set the fetch timeout
+FETCH_TIMEOUT_PROPERTY = "controller.quorum.fetch.timeout.ms"
+
+
 def _fetch_timeout_ns(ctx: CheckContext) -> int:
-    ms = ctx.config.get("fetch_timeout_ms", FETCH_TIMEOUT_MS) if ctx.config else FETCH_TIMEOUT_MS
+    """The run's fetch timeout (ns): the config's ``fetch_timeout_ms``, else the
+    ``controller.quorum.fetch.timeout.ms`` its extra server properties set, else Kafka's
+    default."""
+    cfg = ctx.config or {}
+    ms = cfg.get("fetch_timeout_ms") or (cfg.get("kafka_props") or {}).get(FETCH_TIMEOUT_PROPERTY) or FETCH_TIMEOUT_MS
     return int(ms) * 1_000_000
 
 

@@ -207,3 +207,10 @@ def test_crashed_node_reports_nodes_found_dead_after_the_faults_stopped():
     r = check(ordered(h), lambda ctx: CrashedNode(ctx))
     assert r["valid"] is False and r["anomalies"] == [{"node": "n3", "op": 1}]
     assert check(ordered(H()), lambda ctx: CrashedNode(ctx))["note"] == "no heal op in the history"
+
+
+def test_the_windows_follow_a_fetch_timeout_set_by_extra_server_properties():
+    from checkers.leadership import stable_window_ns, stale_leader_bound_ns
+    props = CheckContext(config={"kafka_props": {"controller.quorum.fetch.timeout.ms": "30000"}})
+    assert stale_leader_bound_ns(props) == 46_500_000_000 and stable_window_ns(props) == 61_000_000_000
+    assert stale_leader_bound_ns(CheckContext()) == stale_leader_bound_ns(CTX) == 4_500_000_000

@@ -175,7 +175,7 @@ def add_parsers(sub) -> None:
     r.add_argument("--no-progress", action="store_true")
     ssub.add_parser("list", help="the built-in scenarios")
     helps = {"disk-loss-timeline": ("KIP-996's disk-loss table (T0..T6), each variant --runs times; "
-                                    "writes scenario.json", "e.g. cd (default: abcde on kraft, cde on kafka)"),
+                                    "writes scenario.json", "e.g. cd (default: abcde on kraft, acde on kafka)"),
              "isr-shrink-loss": ("Jepsen's 2013 Kafka loss: the ISR shrinks to the leader, which is "
                                  "then cut off and replaced uncleanly (queue workload); writes "
                                  "scenario.json", "a (min.insync.replicas=1) or b (=2); default ab")}
