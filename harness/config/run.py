@@ -165,10 +165,11 @@ class RunConfig:
 def scenario_config(doc: dict, path: Path, overrides: dict | None = None) -> RunConfig:
     """The RunConfig that runs scenario ``doc`` (from :func:`harness.config.scenario.load`) from
     ``path``, with ``overrides`` of its ``[run]`` table (a relative ``kafka_dist`` is taken
-    from the file's folder). Raises ``ValueError`` naming a bad
+    from the file's folder; no ``workload``: the target's default). Raises ``ValueError`` naming a bad
     ``--unsafe`` switch, ``TypeError`` for an unknown field."""
     run = {**doc["run"], **(overrides or {})}
     run.setdefault("seed", 0)
+    run.setdefault("workload", target_spec(run.get("db", DEFAULT_TARGET)).default_workload)
     if "unsafe" in run:
         unsafe.parse(",".join(run["unsafe"]))       # ValueError naming a bad switch
     if run.get("kafka_dist"):                        # relative to the scenario file
