@@ -39,6 +39,8 @@ from targets.kafka.server_config import KafkaPaths
 log = logging.getLogger("kraft_chaos.targets.kafka")
 
 TOPOLOGIES = ("dedicated", "combined")
+#: the KRaft metadata log's partition directory, under ``metadata.log.dir``
+METADATA_PARTITION = "__cluster_metadata-0"
 #: brokers added to ``--nodes`` controllers in the dedicated topology
 DEFAULT_BROKERS = 3
 
@@ -344,7 +346,9 @@ class KafkaDB(DB):
 
     def setup(self) -> None:
         """Install every node's config and format it, then start them all (each step in
-        parallel), then check every JVM still runs after ``startup_check_s`` seconds.
+        parallel), then check every JVM still runs after ``startup_check_s`` seconds, and wait
+        until every controller has made its metadata partition directory
+        (:meth:`wait_for_partition_dirs`).
 
         Raises :class:`TargetError` naming the failed nodes (with the log tails
         of those whose JVM exited).
@@ -357,6 +361,29 @@ class KafkaDB(DB):
         if dead:
             tails = "\n".join(f"--- {n} ({self.role(n)}) {self.paths.log_dir}:\n{self.log_tail(n)}" for n in dead)
             raise TargetError(f"Kafka exited right after start on {', '.join(dead)}\n{tails}")
+        self.wait_for_partition_dirs()
+
+    def wait_for_partition_dirs(self, timeout_s: float = 30.0) -> list[str]:
+        """Wait (up to ``timeout_s`` s) until every controller has made its metadata partition
+        directory, ``__cluster_metadata-0/``; returns the controllers that still have none.
+
+        Kafka makes it at start-up (``KafkaRaftManager.createLogDirectory``) and never fsyncs
+        the metadata log dir that holds it, so on a power-loss disk (lazyfs) a power loss could
+        drop the whole partition, log, snapshots and quorum-state, of a node that made it after
+        the disks' baseline was synced. A real disk (ext4) commits that directory entry within
+        seconds; the harness syncs its baseline when :meth:`setup` returns, which is why setup
+        waits for it. Raises ``RemoteError`` when a node cannot be reached."""
+        path = shlex.quote(posixpath.join(self.paths.metadata_dir, METADATA_PARTITION))
+        waiting = self.controllers()
+        deadline = time.monotonic() + timeout_s
+        while waiting:
+            waiting = [n for n in waiting if self.remote.exec(n, f"test -d {path}", check=False).exit_code != 0]
+            if not waiting or time.monotonic() >= deadline:
+                break
+            time.sleep(0.5)
+        if waiting:
+            log.warning("no %s on %s %.0f s after start", METADATA_PARTITION, ", ".join(waiting), timeout_s)
+        return waiting
 
     def teardown(self) -> dict[str, str]:
         """Stop every node: broker-only nodes first (their controlled shutdown needs the
