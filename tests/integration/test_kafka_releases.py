@@ -12,7 +12,7 @@ histories.
 * ``-m slow``: the newest patch of every other line of the releases table.
 
 A run must reach a verdict with acknowledged creations, faults and leaders seen, and show no
-anomaly but those its release is known for (the Kafka bug catalogue's
+anomaly but the election and fencing anomalies its release is known for (the Kafka bug catalogue's
 :func:`harness.catalogue.kafka_bugs.known_kinds`).
 """
 from __future__ import annotations
@@ -50,7 +50,10 @@ def judged(results: dict, run_dir: Path, version: str) -> list[dict]:
     assert results["valid"] in (True, False), results
     found = {name for name, n in results["anomalies"].items() if n}
     test = json.loads((run_dir / "test.json").read_text())
-    known = set(known_kinds(version, test["config"]["kraft_version"]))
+    # partitions, kills and pauses can show a release's known election and fencing bugs (every 3.x
+    # lacks Pre-Vote, KAFKA-16164; 3.3-3.6 lack check quorum, KAFKA-15489); never lost or
+    # divergent data, which those bugs do not cause without a disk fault
+    known = set(known_kinds(version, test["config"]["kraft_version"])) & {"disruptive-election", "stale-leader"}
     assert found <= known, f"Kafka {version}: {json.dumps(results['anomalies'])} (known: {sorted(known)})"
     assert test["config"]["kafka_version"] == version
     assert test["config"]["kraft_version"] == release(version, newer=True).default_kraft_version
@@ -61,8 +64,7 @@ def judged(results: dict, run_dir: Path, version: str) -> list[dict]:
 def test_a_short_run_on_a_3x_release(engine, kraft_chaos_run):
     results, run_dir = kraft_chaos_run(db="kafka", kafka_version=SHORT_3X, time_limit=25, subnet="10.122.0.0/24",
                                        seed=7, **FAULTS)
-    judged(results, run_dir, SHORT_3X)
-    assert results["valid"] is True, json.dumps(results["anomalies"])
+    judged(results, run_dir, SHORT_3X)        # disruptive-election at most: 3.7 has no Pre-Vote
     props = (run_dir / "nodes" / "n1" / "server.properties").read_text()
     assert "controller.quorum.voters=1@" in props and "CONTROLLER://" not in props.split("advertised.listeners=")[1]
     assert "(org.apache.kafka.raft.QuorumState)" in (run_dir / "nodes" / "n1" / "server.log").read_text()
@@ -109,8 +111,7 @@ def assembled_dist(tmp_path_factory) -> tuple[Path, Path]:
 
 def dist_judged(results: dict, run_dir: Path, dist: Path) -> None:
     from targets.kafka.dist import read_dist
-    judged(results, run_dir, DIST_VERSION)
-    assert results["valid"] is True, json.dumps(results["anomalies"])
+    judged(results, run_dir, DIST_VERSION)    # disruptive-election at most: 3.9 has no Pre-Vote
     test = json.loads((run_dir / "test.json").read_text())
     assert test["config"]["kafka_dist"] == str(dist) and test["config"]["kafka_dist_digest"] == read_dist(dist).digest
     assert f"--kafka-dist {dist}" in test["command"] and "--kafka-version" not in test["command"]
