@@ -153,12 +153,12 @@ SCHEDULES: dict[str, Schedule] = {
     # leader fencing (check quorum): the leader cut off from the majority for 12 s, long past
     # its fetch timeout; a leader that keeps answering as leader beside the new one is stale
     "kafka-fence": Schedule(("partition:isolate-leader+leader-minority",), mode="serial", interval=6.0,
-                            duration=12.0, workload="metadata", nodes=3, time_limit=60.0, rate=100.0,
+                            duration=12.0, workload="metadata", nodes=3, time_limit=45.0, rate=100.0,
                             db="kafka", options=_KAFKA),
     # elections (Pre-Vote): a follower cut off (both ways or its packets only) long enough to
     # time out, then back into a healthy quorum; its election deposes a leader nothing harmed
     "kafka-rejoin": Schedule(("partition:isolate-one+one-way-one",), mode="serial", interval=7.0,
-                             duration=7.0, workload="metadata", nodes=3, time_limit=60.0, rate=100.0,
+                             duration=7.0, workload="metadata", nodes=3, time_limit=45.0, rate=100.0,
                              db="kafka", options=_KAFKA),
     # durability: power losses of one node or the leader (lazyfs drops what was not fsynced),
     # with snapshots every 2 s, so recovery reads a snapshot written since the last power loss
