@@ -79,9 +79,15 @@ class Schedule:
 #: (3 JVMs start in about 15 s; 5 controllers and 3 brokers take twice as long on 2 cores)
 _KAFKA = (("kafka_topology", "combined"),)
 #: frequent KRaft snapshots (every 2 s, or every 4 KiB of new records on 3.3, whose only knob
-#: that is), so that a power loss finds one written: what recovery from a snapshot needs
+#: that is) and a metadata log that is cleaned up to its latest snapshot (16 KiB segments, a
+#: retention of 1 byte: the cleaner, every 60 s of a controller's life, deletes every older
+#: snapshot and the segments before the latest), so that a controller's log starts past 0 and
+#: a restart must read its latest snapshot: what recovery from a snapshot needs
 _SNAPSHOTS = ("kafka_props", (("metadata.log.max.snapshot.interval.ms", "2000"),
-                              ("metadata.log.max.record.bytes.between.snapshots", "4096")))
+                              ("metadata.log.max.record.bytes.between.snapshots", "4096"),
+                              ("metadata.log.segment.min.bytes", "4096"),
+                              ("metadata.log.segment.bytes", "16384"),
+                              ("metadata.max.retention.bytes", "1")))
 
 
 SCHEDULES: dict[str, Schedule] = {
@@ -161,9 +167,11 @@ SCHEDULES: dict[str, Schedule] = {
                              duration=7.0, workload="metadata", nodes=3, time_limit=45.0, rate=100.0,
                              db="kafka", options=_KAFKA),
     # durability: power losses of one node or the leader (lazyfs drops what was not fsynced),
-    # with snapshots every 2 s, so recovery reads a snapshot written since the last power loss
-    "kafka-power": Schedule(("power-loss:one+leader",), mode="serial", interval=10.0, duration=5.0,
-                            workload="metadata", nodes=3, time_limit=60.0, rate=100.0, db="kafka",
+    # with snapshots every 2 s and the log cleaned up to the latest, so that recovery reads a
+    # snapshot written since the last power loss; 20 s apart, for 110 s, so that most come after
+    # a controller's first clean-up, 60 s after it started
+    "kafka-power": Schedule(("power-loss:one+leader",), mode="serial", interval=20.0, duration=5.0,
+                            workload="metadata", nodes=3, time_limit=110.0, rate=100.0, db="kafka",
                             options=(*_KAFKA, _SNAPSHOTS)),
     # disk loss: KIP-996's timeline d (a voter's disk wiped, the leader crashed, a laggard left
     # with the empty voter), on Kafka's combined nodes
