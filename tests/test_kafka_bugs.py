@@ -99,6 +99,10 @@ def test_runs_are_scored_on_the_declared_kinds_only(tmp_path):
     table = bugs.format_table(doc)
     assert "KAFKA-15489" in table and "3.6.2 kv0" in table and "2/2" in table and "0/2" in table
     assert "false alarms (fixed releases showing a declared kind): 0/2" in table
+    (row,) = bugs.kafka_markdown_rows(doc)
+    assert row.startswith("| KAFKA-15489 | leader fencing and check quorum |")
+    assert "| 3.6.2 (kraft.version 0) | 3.7.0 (kraft.version 0) | `kafka-fence` | stale-leader | 2/2 | 2.5 | 0/2 |" in row
+    assert bugs.KAFKA_MARKDOWN_HEADER.splitlines()[0].count("|") == row.count("|")      # one cell per column
     bugs.write_chart(doc, tmp_path / "bugs.png")
     assert (tmp_path / "bugs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

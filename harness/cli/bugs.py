@@ -14,7 +14,8 @@ Two catalogues, by ``--db``:
   are false alarms. Every other anomaly is reported beside them.
 
 Prints a table (detected/runs, median time to the first anomalous op, anomaly kinds), and
-writes ``bugs.json`` and ``bugs.png`` into the output folder. ``--lock FILE`` holds an
+writes ``bugs.json`` and ``bugs.png`` into the output folder (``--db kafka``: also ``bugs.md``, the
+table as Markdown, the README's form). ``--lock FILE`` holds an
 exclusive ``flock`` on FILE during each run, not between them. Exit code 0 when every bug
 was detected in every run and there was no false alarm, 1 otherwise, 3 for bad input, 130
 when interrupted.
@@ -149,6 +150,27 @@ def format_kafka_table(doc: dict) -> str:
     return "\n".join(lines)
 
 
+#: the Markdown table of the Kafka catalogue (the README's): its header, then :func:`kafka_markdown_rows`
+KAFKA_MARKDOWN_HEADER = ("| JIRA | class | cause | affected | fixed | schedule | declared kinds | detected (affected) "
+                         "| median s to detect | false alarms (fixed) | all anomalies, affected / fixed (runs) | command |\n"
+                         "|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def kafka_markdown_rows(doc: dict) -> list[str]:
+    """One Markdown row per entry of a Kafka ``bugs.json`` document (:data:`KAFKA_MARKDOWN_HEADER`)."""
+    rows = []
+    for b in doc["bugs"]:
+        a, f = b["affected"], b["fixed"]
+
+        def side(r: dict) -> str:
+            return r["version"] + (f" (kraft.version {r['kraft_version']})" if r["kraft_version"] is not None else "")
+        rows.append(f"| {b['jira']} | {b['class']} | {b.get('cause', '')} | {side(a)} | {side(f)} | `{b['schedule']}` "
+                    f"| {', '.join(b['kinds_declared'])} | {a['detected']}/{a['runs']} | {_median(a['median_detect_s'])} "
+                    f"| {f['false_alarms']}/{f['runs']} | {_kinds_text(a['all_kinds'])} / {_kinds_text(f['all_kinds'])} "
+                    f"| `{b.get('command', '')}` |")
+    return rows
+
+
 def write_chart(doc: dict, path: Path) -> None:
     """A bar chart (PNG) of detected/runs per bug, false alarms in the title; for Kafka's
     catalogue two bars per bug, the affected and the fixed release."""
@@ -219,6 +241,9 @@ def cmd_bugs(args) -> int:
         doc["bugs"] = []
     store.write_json(out / "bugs.json", doc)
     write_chart(doc, out / "bugs.png")
+    if kafka:
+        (out / "bugs.md").write_text("\n".join([KAFKA_MARKDOWN_HEADER, *kafka_markdown_rows(doc)]) + "\n",
+                                     encoding="utf-8")
     print(format_table(doc))
     print(f"bugs.json and bugs.png in {out}")
     if kafka:
