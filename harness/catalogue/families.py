@@ -45,6 +45,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from harness.catalogue.scoring import run_lock
 from harness.config.run import scenario_config
 from harness.config.scenario import builtin_scenarios, load, retarget
 from harness.run.runner import Interrupted, run_test
@@ -152,14 +153,15 @@ def lost_writes(results: dict, checkers: tuple[str, ...] = ("lost-write",)) -> i
 
 def run_timeline(db: str, letters: str, runs: int, seed: int, store_root: str,
                  subnet: str | None = None, echo: Callable[[str], None] = print,
-                 run: Callable | None = None, family_name: str = NAME) -> dict:
+                 run: Callable | None = None, family_name: str = NAME, lock: str | None = None) -> dict:
     """Run the variants ``letters`` of family ``family_name`` (default the disk-loss timeline)
     ``runs`` times each on target ``db``.
 
     Returns the ``scenario.json`` document: ``{"scenario", "db", "runs", "variants": [{"letter",
     "title", "expected", "target", "lost_total", "runs_with_loss", "runs": [{"seed", "store",
     "verdict", "lost_writes", "anomalies", "error"?}]}]}``. A run that fails (a harness error)
-    is recorded with ``error`` and the others go on. Raises ``ValueError`` for a letter the
+    is recorded with ``error`` and the others go on. ``lock``: a file to ``flock`` for each run
+    (:func:`harness.catalogue.scoring.run_lock`). Raises ``ValueError`` for a letter the
     target does not run, ``harness.run.runner.Interrupted`` on Ctrl-C.
     """
     fam = family(family_name)
@@ -177,7 +179,9 @@ def run_timeline(db: str, letters: str, runs: int, seed: int, store_root: str,
             cfg = variant_config(v, db, seed + i, store_root, subnet, family_name)
             t0 = time.monotonic()
             try:
-                results, run_dir = (run or run_test)(cfg, progress=False)
+                with run_lock(lock):
+                    t0 = time.monotonic()
+                    results, run_dir = (run or run_test)(cfg, progress=False)
             except Interrupted:
                 raise
             except Exception as e:  # noqa: BLE001 - recorded; the other runs go on
