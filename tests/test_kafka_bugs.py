@@ -168,3 +168,30 @@ def test_cli_kafka_catalogue_writes_bugs_json_and_refuses_kraft_only_options(tmp
     assert seen == {"names": ["KAFKA-15489"], "runs": 1, "fixed_runs": 1, "lock": "/tmp/l"}
     doc = json.loads((tmp_path / "o" / "bugs.json").read_text())
     assert doc["db"] == "kafka" and (tmp_path / "o" / "bugs.png").is_file()
+
+
+def test_the_kafka_default_schedule_is_make_run_db_kafkas():
+    """``kafka-default`` (what ``hunt`` and users run against any release) is the Makefile's
+    ``make run DB=kafka``: the same nemeses, mode, timing, workload and length."""
+    import re
+    import shlex
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    args = shlex.split(re.search(r"KAFKA_RUN_ARGS := (.*?)\n(?!\t)", text, re.S).group(1).replace("\\\n", " "))
+    flags = dict(zip(args[::2], args[1::2]))
+    fields = SCHEDULES["kafka-default"].run_config()
+    assert fields["db"] == flags["--db"] == "kafka" and fields["workload"] == flags["--workload"]
+    assert ",".join(fields["nemesis"]) == flags["--nemesis"] and fields["nemesis_mode"] == flags["--nemesis-mode"]
+    assert (fields["time_limit"], fields["nemesis_interval"], fields["nemesis_duration"]) == \
+        (float(flags["--time-limit"]), float(flags["--nemesis-interval"]), float(flags["--nemesis-duration"]))
+
+
+def test_every_kafka_schedule_runs_on_kafka_and_fits_the_budget():
+    kafka = {n: s for n, s in SCHEDULES.items() if s.db == "kafka"}
+    assert {"kafka-default", "kafka-fence", "kafka-rejoin", "kafka-power"} <= set(kafka)
+    for name, sched in kafka.items():
+        cfg = RunConfig(seed=1, **sched.run_config())
+        cfg.check()
+        assert cfg.db == "kafka" and cfg.workload == "metadata", name
+        assert sched.time_limit + bugs.OVERHEAD_S <= bugs.DEFAULT_BUDGET_S, name
+    assert all(s.db == "kraft" for n, s in SCHEDULES.items() if not n.startswith("kafka-"))
