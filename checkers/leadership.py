@@ -41,8 +41,16 @@ from .reads import MAX_EXAMPLES, is_int, node_id
 FETCH_TIMEOUT_MS = 2000
 
 
+#: the run config's extra server properties (``kafka_props``) that may set the fetch timeout
+FETCH_TIMEOUT_PROPERTY = "controller.quorum.fetch.timeout.ms"
+
+
 def _fetch_timeout_ns(ctx: CheckContext) -> int:
-    ms = ctx.config.get("fetch_timeout_ms", FETCH_TIMEOUT_MS) if ctx.config else FETCH_TIMEOUT_MS
+    """The run's fetch timeout (ns): the config's ``fetch_timeout_ms``, else the
+    ``controller.quorum.fetch.timeout.ms`` its extra server properties set, else Kafka's
+    default."""
+    cfg = ctx.config or {}
+    ms = cfg.get("fetch_timeout_ms") or (cfg.get("kafka_props") or {}).get(FETCH_TIMEOUT_PROPERTY) or FETCH_TIMEOUT_MS
     return int(ms) * 1_000_000
 
 
@@ -60,6 +68,19 @@ def stable_window_ns(ctx: CheckContext) -> int:
     return 2 * _fetch_timeout_ns(ctx) + 1_000_000_000
 
 
+#: the errors of a describe-quorum op that mean the node gave no answer at all (no connection,
+#: no reply in time); any other error is the node's own reply (NOT_LEADER_OR_FOLLOWER: Kafka's
+#: followers answer so, naming no epoch)
+NO_ANSWER_ERRORS = frozenset({"connection", "timeout"})
+
+
+def answered(op: dict) -> bool:
+    """Whether a completed describe-quorum op is the node's reply: ``ok``, or ``fail`` with an
+    error the node sent (not one of :data:`NO_ANSWER_ERRORS`)."""
+    return op["type"] == "ok" or (op["type"] == "fail" and op.get("error") is not None
+                                   and op.get("error") not in NO_ANSWER_ERRORS)
+
+
 class _Samples(Checker):
     """Base: the describe-quorum answers as ``(invoke ns, completion ns, node, epoch,
     leader id, leading, completion index)`` and the nemesis's fault windows."""
@@ -72,6 +93,8 @@ class _Samples(Checker):
         self.unanswered: dict[str, list[tuple[int, int]]] = {}
         self.faults = FaultWindowFold()
         self._invoked: dict[Any, int] = {}
+        #: every node the monitor asked (the voters it watches), answered or not
+        self.asked: set[str] = set()
 
     def feed(self, op: dict) -> None:
         if op["process"] == NEMESIS:
@@ -85,8 +108,11 @@ class _Samples(Checker):
             return
         t0 = self._invoked.pop(op["process"], op["time"])
         v, node = op.get("value"), op.get("node")
+        if isinstance(node, str):
+            self.asked.add(node)
         if isinstance(node, str) and op["type"] in ("fail", "info") and not isinstance(v, dict):
-            self.unanswered.setdefault(node, []).append((t0, op["time"]))   # no answer at all
+            if not answered(op):
+                self.unanswered.setdefault(node, []).append((t0, op["time"]))   # no answer at all
             return
         if op["type"] not in ("ok", "fail") or not isinstance(v, dict) or not isinstance(node, str):
             return
@@ -195,8 +221,9 @@ class DisruptiveElection(_Samples):
     For each epoch E with a leader L, the first answer in a higher epoch from
     a node that was unharmed and connected to L is when E ended for it (a
     node cut off or harmed may move on). Harmed means a nemesis fault touched
-    it, or it left one of the monitor's samples unanswered in the window (a
-    node that died on its own is no evidence of a disruptive election; the
+    it, or it left one of the monitor's samples unanswered in the window (no
+    connection, no reply in time: :func:`answered`; a Kafka follower's NOT_LEADER_OR_FOLLOWER
+    is a reply) (a node that died on its own is no evidence of a disruptive election; the
     crashed-node checker reports it). If L had answered as leader within
     the window before, and a majority (L included) was unharmed and
     connected to L throughout that window, nothing justified leaving E. Anomaly: ``{"epoch": the higher
@@ -212,7 +239,7 @@ class DisruptiveElection(_Samples):
         windows = self.faults.result()
         window = stable_window_ns(self.ctx)
         samples = sorted(self.samples, key=lambda s: s[1])
-        all_nodes = sorted({s[2] for s in samples})
+        all_nodes = sorted({s[2] for s in samples} | self.asked)
         majority = len(all_nodes) // 2 + 1
         claims: dict[int, list[tuple[int, str]]] = {}       # epoch -> [(t, leader node)]
         for _t0, t1, node, epoch, _l, lead, _i in samples:

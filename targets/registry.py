@@ -10,9 +10,9 @@ clusters/registry.py) are independent choices; :func:`node_software` is where th
 A target reads what it needs from the run's options: any object with the
 attributes it names (``harness.config.run.RunConfig`` has them all):
 ``seed``, ``nodes``, ``base_image``, ``unsafe``, ``fetch_max_records`` for
-``kraft``; ``nodes``, ``kafka_version``, ``kafka_topology``, ``kraft_version``
-for ``kafka``; both read ``brokers`` when the options have it (None: the target's
-default, 0 extra broker nodes on kraft, 3 on kafka's dedicated topology).
+``kraft``; those of :mod:`targets.kafka.target` for ``kafka``; both read ``brokers``
+when the options have it (None: the target's default, 0 extra broker nodes on kraft, 3 on
+kafka's dedicated topology).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from clusters.registry import BACKENDS, Resolved, Software, backend_spec
 from clusters.remote import Cluster
 
 from .base import DB
-from .kafka.host_files import MIN_JAVA, host_env, host_files
+from .kafka import target as kafka_target
 from .kafka.server_config import DISK_DIR as KAFKA_DISK
 from .kraft_db import DISK_DIR as KRAFT_DISK
 
@@ -66,6 +66,10 @@ class TargetSpec:
     #: RunConfig fields that mean something on this target alone (a scenario written for it
     #: drops them when it runs on another target)
     own_fields: tuple[str, ...] = ()
+    #: ``prepare(options)``: check and complete the run's options before anything is made
+    #: (idempotent; e.g. a Kafka release that cannot do an option, or the release's default
+    #: kraft.version); raises ``ValueError`` or :class:`targets.errors.TargetError` (exit 3)
+    prepare: Callable[[Any], None] = lambda options: None
 
 
 def kraft_dir() -> Path:
@@ -105,42 +109,18 @@ def _kraft_db(cluster: Cluster, cluster_id: str, options) -> DB:
                    brokers=_brokers(options) or 0)
 
 
-def _kafka_count(options) -> int:
-    from .kafka.db import node_count
-    return node_count(options.kafka_topology, options.nodes, _brokers(options))
-
-
-def _kafka_image(engine, options, log: Log) -> str:
-    from .kafka.image import ensure_kafka_image      # deferred: the docker SDK
-    return ensure_kafka_image(engine, options.kafka_version, log=log)
-
-
-def _kafka_software(options, log: Log) -> Software:
-    """Kafka ``options.kafka_version`` on host JVMs: its jars and log4j2 configs under
-    ``/opt/kafka`` (:func:`targets.kafka.host_files.host_files`, resolving the jars with Maven
-    if they are not cached: raises ``TargetError``), ``KAFKA_HOME``/``KAFKA_VERSION``, and
-    Java >= :data:`targets.kafka.host_files.MIN_JAVA` on the hosts."""
-    version = options.kafka_version
-    return Software(files=host_files(version, log), env=host_env(version), min_java=MIN_JAVA)
-
-
-def _kafka_repeat_flags(options) -> list[str]:
-    return ["--kafka-version", options.kafka_version, "--kafka-topology", options.kafka_topology]
-
-
-def _kafka_db(cluster: Cluster, cluster_id: str, options) -> DB:
-    from .kafka.db import KafkaDB
-    return KafkaDB.for_run(cluster, cluster_id, options)
-
-
 TARGETS: dict[str, TargetSpec] = {t.name: t for t in (
     TargetSpec("kraft", "our Python KRaft quorum (kraft/): --nodes voters, and --brokers broker nodes "
                "(the data plane) after them", _kraft_count, _kraft_image, _kraft_db, "append", KRAFT_DISK,
                _kraft_software, default_kraft_version=0, optional_brokers=True,
                own_fields=("unsafe", "fetch_max_records")),
-    TargetSpec("kafka", "Apache Kafka's controllers and brokers (jars from Maven Central)",
-               _kafka_count, _kafka_image, _kafka_db, "metadata", KAFKA_DISK, _kafka_software,
-               default_kraft_version=1, repeat_flags=_kafka_repeat_flags),
+    TargetSpec("kafka", "Apache Kafka's controllers and brokers (a release's jars from Maven Central, "
+               "or --kafka-dist)", kafka_target.node_count, kafka_target.node_image, kafka_target.make_db,
+               "metadata", KAFKA_DISK, kafka_target.host_software,
+               # a run's own comes from its release (prepare): 1 from 3.9, else 0
+               default_kraft_version=1, repeat_flags=kafka_target.repeat_flags,
+               own_fields=("kafka_version", "kafka_dist", "kafka_topology", "kafka_props"),
+               prepare=kafka_target.prepare),
 )}
 #: the target a run gets when ``--db`` is not given
 DEFAULT_TARGET = "kraft"

@@ -207,3 +207,36 @@ def test_crashed_node_reports_nodes_found_dead_after_the_faults_stopped():
     r = check(ordered(h), lambda ctx: CrashedNode(ctx))
     assert r["valid"] is False and r["anomalies"] == [{"node": "n3", "op": 1}]
     assert check(ordered(H()), lambda ctx: CrashedNode(ctx))["note"] == "no heal op in the history"
+
+
+def test_the_windows_follow_a_fetch_timeout_set_by_extra_server_properties():
+    from checkers.leadership import stable_window_ns, stale_leader_bound_ns
+    props = CheckContext(config={"kafka_props": {"controller.quorum.fetch.timeout.ms": "30000"}})
+    assert stale_leader_bound_ns(props) == 46_500_000_000 and stable_window_ns(props) == 61_000_000_000
+    assert stale_leader_bound_ns(CheckContext()) == stale_leader_bound_ns(CTX) == 4_500_000_000
+
+
+
+def test_a_kafka_follower_that_names_no_epoch_still_answered():
+    """Kafka's followers answer DescribeQuorum with NOT_LEADER_OR_FOLLOWER and name no epoch or
+    leader: that is a reply (the node is up and reachable), not silence. A rejoining follower
+    that deposes the leader of a healthy majority is then disruptive (KAFKA-16164, 3.x); the
+    same history with the followers refusing connections is not evidence."""
+    def history(error: str) -> H:
+        h = H()
+        for t in range(100, 12_000, 250):
+            sample(h, "n1", t, 1 if t < 10_000 else 9, 1, True)
+            for n in ("n2", "n3"):
+                p = 100 + int(n[1:])
+                h.op("invoke", p, "describe-quorum", None, node=n, at_ms=t + 1)
+                h.op("fail", p, "describe-quorum", None, node=n, error=error, at_ms=t + 2)
+        nemesis(h, "start-partition", {"kind": "isolate-one"}, 2000,
+                {"kind": "isolate-one", "targets": ["n3"], "grudge": {"n1": ["n3"], "n2": ["n3"], "n3": ["n1", "n2"]}})
+        nemesis(h, "stop-partition", {"kind": "isolate-one"}, 3000, {"kind": "isolate-one", "targets": ["n3"]})
+        return ordered(h)
+
+    r = check(history("NOT_LEADER_OR_FOLLOWER"), DisruptiveElection)
+    assert r["valid"] is False
+    (a,) = r["anomalies"]
+    assert (a["previous_epoch"], a["epoch"], a["node"], a["healthy"]) == (1, 9, "n1", ["n1", "n2", "n3"])
+    assert check(history("connection"), DisruptiveElection)["valid"] is True

@@ -26,7 +26,7 @@ pytest_plugins = ["pytester"]
     (["run", "--cluster", "lxc"], "invalid choice: 'lxc'"),
     (["run", "--cluster", "ssh"], "--cluster ssh needs --hosts FILE"),
     (["run", "--db", "mysql"], "unknown --db 'mysql': choose from kraft, kafka"),
-    (["run", "--db", "kafka", "--kafka-version", "4.3"], "--kafka-version must look like 4.3.1, got '4.3'"),
+    (["run", "--db", "kafka", "--kafka-version", "4.3"], "Kafka version '4.3' is not of the form MAJOR.MINOR.PATCH"),
     (["run", "--db", "kafka", "--kraft-version", "2"], "invalid choice: 2"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
     ([], "the following arguments are required: command"),

@@ -11,7 +11,8 @@ import pytest
 from targets.kafka import server_config as sc
 from targets.kafka.server_config import (ROLE_BROKER, ROLE_COMBINED, ROLE_CONTROLLER, Controller, Timeouts,
                                          cluster_uuid, directory_id, format_argv, is_kafka_uuid, kafka_uuid,
-                                         parse_quorum_status, render_server_properties)
+                                         render_server_properties)
+from targets.kafka.voters import parse_quorum_status
 
 CONTROLLERS = [Controller(i, f"10.0.0.{10 + i}", directory_id(7, i)) for i in (1, 2, 3)]
 CID = cluster_uuid("run-1", 7)
@@ -185,7 +186,7 @@ def test_real_storage_tool_formats_controller_and_broker(real_libs, tmp_path, kr
             log_dirs=str(d / "data"), metadata_log_dir=str(d / "meta"), n_brokers=1))
         argv = format_argv(role=role, node_id=nid, cluster_id=CID, config_path=str(d / "server.properties"),
                            controllers=controllers, kraft_version=kraft_version, classpath=f"{real_libs}/*",
-                           jvm_opts=sc.TOOL_JVM_OPTS[:3])
+                           jvm_opts=sc.TOOL_HEAP_OPTS)
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         meta = dict(line.split("=", 1) for line in (d / "meta" / "meta.properties").read_text().splitlines()

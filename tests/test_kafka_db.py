@@ -159,6 +159,9 @@ if "kafka.tools.StorageTool" in args:
 print("fake kafka up", flush=True)
 if os.environ.get("FAKE_KAFKA_CRASH"):
     sys.exit("Exiting Kafka: bad listener")
+# as KafkaRaftManager does at start-up: the metadata partition's directory
+conf = dict(l.split("=", 1) for l in open(args[-1]) if "=" in l and l[0] != "#")
+os.makedirs(os.path.join(conf["metadata.log.dir"].strip(), "__cluster_metadata-0"), exist_ok=True)
 time.sleep(120)
 """
 
@@ -254,6 +257,25 @@ def test_local_setup_signals_kill_restart_collect(local_db, tmp_path):
     assert (tmp_path / "out" / "metadata" / "meta.properties").is_file()
     assert "fake kafka up" in (tmp_path / "out" / "kafka.out").read_text()
     assert "process.roles=broker,controller" in (tmp_path / "out" / "server.properties").read_text()
+
+
+def test_setup_waits_for_every_controllers_metadata_partition_directory():
+    """The power-loss disks' baseline is synced when setup returns (O1: Kafka never fsyncs the
+    folder that holds __cluster_metadata-0/), so setup waits until each controller made it."""
+    made = {"n1": 0, "n2": 3, "n3": 1}          # n2's appears at its fourth look
+    looks = {n: 0 for n in made}
+
+    def handler(node, cmd):
+        if isinstance(cmd, str) and cmd.startswith("test -d") and cmd.endswith("__cluster_metadata-0"):
+            looks[node] += 1
+            return ExecResult(0 if looks[node] > made[node] else 1, "", "")
+        return None
+    db = KafkaDB(FakeCluster(4, FakeRemote(handler)), "CID", 1, n_controllers=3, startup_check_s=0)
+    db.setup()
+    assert looks == {"n1": 1, "n2": 4, "n3": 2}             # the broker (n4) is not asked
+    stuck = KafkaDB(FakeCluster(3, FakeRemote(lambda node, cmd: ExecResult(1, "", "") if str(cmd).startswith(
+        "test -d") else None)), "CID", 1, topology="combined", startup_check_s=0)
+    assert stuck.wait_for_partition_dirs(timeout_s=0.2) == ["n1", "n2", "n3"]
 
 
 def test_local_kill_also_gets_a_stray_jvm_with_our_config(local_db):

@@ -5,7 +5,6 @@ host whose java is too old: this host for netns, an sshd host for ssh (tests/ssh
 each a cluster error (exit 4) naming the host and cause, with nothing left behind."""
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,7 +18,8 @@ from clusters.ssh_scripts import preflight_script
 from harness.cli import exits, main as cli
 from targets.kafka import host_files
 from targets.kafka.image import config_files
-from targets.kafka.server_config import LIBS_DIR, LOG4J2_CONFIG, TOOLS_LOG4J2_CONFIG, server_argv
+from targets.kafka.logging_stacks import CONFIG_DIR
+from targets.kafka.server_config import LIBS_DIR, server_argv
 from targets.registry import node_software, target_spec
 from tests.sshd_hosts import SshdHosts, sshd_skip_reason
 
@@ -59,23 +59,25 @@ def test_the_deploy_table_gives_kafka_its_jars_configs_and_java(backend, fake_li
     assert sw.files == {"/opt/kafka/libs": libs, "/opt/kafka/config": libs.parent / "config"}
     assert sw.env == {"KAFKA_HOME": "/opt/kafka", "KAFKA_VERSION": "4.3.1"}
     # the very configs baked into the node image, where the server's and the tools' command lines look
-    for name, data in config_files().items():
+    for name, data in config_files("4.3.1").items():
         assert (libs.parent / name).read_bytes() == data
-    assert {os.path.dirname(LOG4J2_CONFIG), os.path.dirname(TOOLS_LOG4J2_CONFIG), LIBS_DIR} == set(sw.files)
+    assert {CONFIG_DIR, LIBS_DIR} == set(sw.files)
+    assert f"-Dlog4j2.configurationFile={CONFIG_DIR}/log4j2.properties" in server_argv("controller")
     argv = server_argv("controller")
     assert argv[0] == "java" and f"{LIBS_DIR}/*" in argv and "-Xmx256m" in argv
     assert "-Xmx512m" in server_argv("broker")
 
 
 def test_configs_are_rewritten_only_when_they_differ(tmp_path):
-    dest = host_files.write_configs(tmp_path / "config")
+    files = config_files("4.3.1")
+    dest = host_files.write_configs(tmp_path / "config", files)
     f = dest / "log4j2.properties"
     before = f.stat().st_mtime_ns
-    host_files.write_configs(dest)
+    host_files.write_configs(dest, files)
     assert f.stat().st_mtime_ns == before
     f.write_text("stale")
-    host_files.write_configs(dest)
-    assert f.read_bytes() == config_files()["config/log4j2.properties"]
+    host_files.write_configs(dest, files)
+    assert f.read_bytes() == files["config/log4j2.properties"]
     assert sorted(p.name for p in dest.iterdir()) == ["log4j2.properties", "tools-log4j2.properties"]
 
 

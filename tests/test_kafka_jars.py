@@ -18,7 +18,7 @@ FAKE_MVN = """#!/bin/sh
 # records each call, then copies two fake jars into -DoutputDirectory (or fails on request)
 echo "$@" >> "{calls}"
 if [ -f "{fail}" ]; then
-  echo "[ERROR] Failed to execute goal on project kafka-node-libs: Could not resolve dependencies for project x:y:pom:1: The following artifacts could not be resolved: org.apache.kafka:kafka-tools:jar:4.9.9 (absent): Could not find artifact org.apache.kafka:kafka-tools:jar:4.9.9 in central (https://repo.maven.apache.org/maven2) -> [Help 1]"
+  echo "[ERROR] Failed to execute goal on project kafka-node-libs: Could not resolve dependencies for project x:y:pom:1: The following artifacts could not be resolved: org.apache.kafka:kafka-tools:jar:4.3.9 (absent): Could not find artifact org.apache.kafka:kafka-tools:jar:4.3.9 in central (https://repo.maven.apache.org/maven2) -> [Help 1]"
   echo "[ERROR] Re-run Maven using the -X switch to enable full debug logging."
   exit 1
 fi
@@ -51,8 +51,8 @@ def _n_calls(calls: Path) -> int:
     return len(calls.read_text().splitlines()) if calls.exists() else 0
 
 
-@pytest.mark.parametrize("good", ["4.3.1", "4.0.0", "4.10.22"])
-def test_validate_version_accepts_4x(good):
+@pytest.mark.parametrize("good", ["4.3.1", "4.0.0", "3.3.2", "3.9.0", "4.4.0", "3.7.15"])
+def test_validate_version_accepts_every_supported_line(good):
     assert validate_version(good) == good
 
 
@@ -62,10 +62,17 @@ def test_validate_version_rejects_other_shapes(bad):
         validate_version(bad)
 
 
-@pytest.mark.parametrize("bad", ["3.9.0", "5.0.0"])
-def test_validate_version_rejects_other_majors(bad):
-    with pytest.raises(TargetError, match="only 4.x"):
+@pytest.mark.parametrize("bad, why", [("3.2.3", "production-ready from 3.3"), ("2.8.2", "production-ready"),
+                                      ("5.0.0", "not a release line"), ("4.10.22", "not a release line")])
+def test_validate_version_rejects_lines_outside_the_table(bad, why):
+    with pytest.raises(TargetError, match=why):
         validate_version(bad)
+
+
+@pytest.mark.parametrize("version, pom", [("3.3.2", "reload4j.xml"), ("3.9.2", "reload4j.xml"),
+                                          ("4.0.2", "log4j2.xml"), ("4.4.0", "log4j2.xml")])
+def test_each_release_resolves_with_its_logging_stacks_pom(version, pom):
+    assert jars.pom_for(version).name == pom and jars.pom_for(version).is_file()
 
 
 def test_bad_version_is_rejected_before_maven_runs(fake_mvn, tmp_path):
@@ -98,7 +105,7 @@ def test_resolve_then_reuse_the_cache(fake_mvn, tmp_path):
     argv = calls.read_text().split()
     assert {"-B", "-q", "-Dkafka.version=4.3.1", "dependency:copy-dependencies"} <= set(argv)
     stamp = json.loads((cache / "4.3.1" / "stamp.json").read_text())
-    assert stamp["version"] == "4.3.1" and stamp["pom_sha256"] == jars.pom_digest()
+    assert stamp["version"] == "4.3.1" and stamp["pom_sha256"] == jars.pom_digest(jars.pom_for("4.3.1"))
     assert stamp["jars"] == [["kafka_2.13-4.3.1.jar", 5], ["log4j-core-2.25.4.jar", 10]]
     assert resolve_jars("4.3.1", cache) == libs
     assert _n_calls(calls) == 1                           # reused: Maven not run again
@@ -109,7 +116,7 @@ def test_cache_is_redone_when_pom_or_jars_change(fake_mvn, tmp_path):
     calls, _ = fake_mvn
     cache = tmp_path / "cache"
     pom = tmp_path / "pom.xml"
-    shutil.copyfile(jars.POM, pom)
+    shutil.copyfile(jars.pom_for("4.3.1"), pom)
     resolve_jars("4.3.1", cache, pom=pom)
     pom.write_text(pom.read_text().replace("<version>1</version>", "<version>2</version>", 1))
     resolve_jars("4.3.1", cache, pom=pom)
@@ -127,9 +134,9 @@ def test_maven_failure_names_version_and_artifact_and_leaves_no_folder(fake_mvn,
     fail.write_text("")
     cache = tmp_path / "cache"
     with pytest.raises(TargetError) as err:
-        resolve_jars("4.9.9", cache)
+        resolve_jars("4.3.9", cache)
     msg = str(err.value)
-    assert "Kafka 4.9.9" in msg and "could not find org.apache.kafka:kafka-tools:jar:4.9.9" in msg
+    assert "Kafka 4.3.9" in msg and "could not find org.apache.kafka:kafka-tools:jar:4.3.9" in msg
     assert "Re-run Maven" not in msg                       # Maven's boilerplate is left out
     assert sorted(p.name for p in cache.iterdir()) == [".lock"]
 
@@ -173,7 +180,7 @@ def test_image_digest_covers_version_pom_jars_dockerfile_and_configs(tmp_path):
     from targets.kafka.image import config_files, image_digest, kafka_dockerfile
     df = kafka_dockerfile("kraft-chaos-kafka-base:bookworm", "sha256:1", "4.3.1")
     jar_list = jars.jar_listing(_libs(tmp_path))
-    files = config_files()
+    files = config_files("4.3.1")
     base = image_digest("4.3.1", "p1", jar_list, df, files)
     assert len(base) == 16 and base == image_digest("4.3.1", "p1", list(jar_list), df, dict(files))
     assert jar_list == [("kafka_2.13-4.3.1.jar", 5), ("log4j-core-2.25.4.jar", 3)]
@@ -186,23 +193,23 @@ def test_image_digest_covers_version_pom_jars_dockerfile_and_configs(tmp_path):
     assert len(set(changed) | {base}) == 7
 
 
-def test_build_context_holds_dockerfile_jars_and_log4j_configs(tmp_path):
+@pytest.mark.parametrize("version, server, tools, marker", [
+    ("4.3.1", "log4j2.properties", "tools-log4j2.properties", "fileName = ${logDir}/controller.log"),
+    ("3.7.2", "log4j.properties", "tools-log4j.properties", "File=${kafka.logs.dir}/controller.log")])
+def test_build_context_holds_dockerfile_jars_and_the_releases_log_configs(tmp_path, version, server, tools, marker):
     import io
     import tarfile
 
-    from targets.kafka.image import LOG4J2_PROPERTIES, config_files, kafka_dockerfile, write_build_context
-    df = kafka_dockerfile("kraft-chaos-kafka-base:bookworm", "sha256:1", "4.3.1")
+    from targets.kafka.image import config_files, kafka_dockerfile, write_build_context
+    df = kafka_dockerfile("kraft-chaos-kafka-base:bookworm", "sha256:1", version)
     assert df.startswith("FROM kraft-chaos-kafka-base:bookworm\n") and "COPY libs /opt/kafka/libs" in df
     buf = io.BytesIO()
-    write_build_context(buf, _libs(tmp_path), df, config_files())
+    write_build_context(buf, _libs(tmp_path), df, config_files(version))
     buf.seek(0)
     with tarfile.open(fileobj=buf) as tar:
-        assert sorted(tar.getnames()) == ["Dockerfile", "config/log4j2.properties",
-                                          "config/tools-log4j2.properties", "libs/kafka_2.13-4.3.1.jar",
-                                          "libs/log4j-core-2.25.4.jar"]
-        assert tar.extractfile("config/log4j2.properties").read().decode() == LOG4J2_PROPERTIES
+        assert sorted(tar.getnames()) == ["Dockerfile", f"config/{server}", f"config/{tools}",
+                                          "libs/kafka_2.13-4.3.1.jar", "libs/log4j-core-2.25.4.jar"]
+        text = tar.extractfile(f"config/{server}").read().decode()
         assert all(m.uid == 0 and m.gid == 0 and m.mode == 0o644 for m in tar.getmembers())
-    # the server config writes server.log and controller.log into -Dkafka.logs.dir, as properties
-    assert "${sys:kafka.logs.dir" in LOG4J2_PROPERTIES
-    assert "fileName = ${logDir}/server.log" in LOG4J2_PROPERTIES
-    assert "fileName = ${logDir}/controller.log" in LOG4J2_PROPERTIES
+    # the server config writes server.log and controller.log into -Dkafka.logs.dir
+    assert marker in text and "server.log" in text

@@ -197,5 +197,54 @@ def test_the_example_nightly_matrix_loads(tmp_path):
     from pathlib import Path
     root = Path(matrix.__file__).resolve().parents[2]
     m = load(root / "examples" / "nightly.toml")
-    assert {c.db for c in m.cells} == {"kraft", "kafka"} and len({c.seed for c in m.cells}) == 3
+    assert {c.db for c in m.cells} == {"kraft", "kafka"} and len({c.seed for c in m.cells}) == 2
     assert len({",".join(c.nemesis) for c in m.cells}) >= 2 and len(m.cells) >= 4
+    # a nightly job over the newest release of three minor lines
+    from targets.kafka.releases import release
+    versions = {c.kafka_version for c in m.cells if c.db == "kafka"}
+    assert len(versions) == 3 and {release(v).line for v in versions} == {(4, 2), (4, 3), (4, 4)}
+    assert all(v == release(v).newest for v in versions)
+    assert all(c.config.kafka_version == c.kafka_version for c in m.cells if c.db == "kafka")
+    assert all(c.kafka_version is None for c in m.cells if c.db == "kraft")
+
+
+def _load_text(tmp_path, text):
+    p = tmp_path / "m.toml"
+    p.write_text(text)
+    return load(p)
+
+
+def test_the_kafka_versions_axis_multiplies_only_the_kafka_cells(tmp_path):
+    m = _load_text(tmp_path, 'targets = ["kraft", "kafka"]\nkafka_versions = ["3.9", "4.0.0"]\n'
+                             'nemeses = ["kill"]\nseeds = [1, 2]\n')
+    kafka = [c for c in m.cells if c.db == "kafka"]
+    assert [(c.kafka_version, c.seed) for c in kafka] == [("3.9.2", 1), ("3.9.2", 2), ("4.0.0", 1), ("4.0.0", 2)]
+    assert [c.config.kafka_version for c in kafka] == ["3.9.2", "3.9.2", "4.0.0", "4.0.0"]
+    assert kafka[0].id == "kafka-3.9.2/metadata/kill/seed1"
+    assert "--kafka-version 4.0.0" in kafka[-1].config.repeat_command()
+    assert [c.id for c in m.cells if c.db == "kraft"] == ["kraft/append/kill/seed1", "kraft/append/kill/seed2"]
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('targets = ["kafka"]\nkafka_versions = ["3.2"]\n', "not a release line kraft-chaos knows"),
+    ('targets = ["kafka"]\nkafka_versions = ["9.9.9"]\n', "'kafka_versions'"),
+    ('targets = ["kafka"]\nkafka_versions = []\n', "must be a non-empty list"),
+    ('targets = ["kafka"]\nkafka_version = "4.4.0"\nkafka_versions = ["4.3"]\n', "not both"),
+    ('targets = ["kraft"]\n[target.kraft]\nkafka_versions = ["4.3"]\n', "runs no Kafka release"),
+])
+def test_a_bad_kafka_versions_axis_names_its_line(tmp_path, text, needle):
+    with pytest.raises(MatrixError) as e:
+        _load_text(tmp_path, text)
+    assert needle in str(e.value) and "m.toml:" in str(e.value)
+
+
+def test_the_axis_release_is_in_the_table_and_junit(tmp_path):
+    from harness.cli.matrix_report import format_table, write_junit
+    m = _load_text(tmp_path, 'targets = ["kafka"]\nkafka_versions = ["4.3"]\nnemeses = ["kill"]\n')
+    rec = matrix._record(m.cells[0])
+    rec.update(verdict="valid", wall_s=1.0)
+    doc = {"name": "x", "cells": [rec], "counts": {"valid": 1}, "wall_s": 1.0}
+    assert "kafka-4.3.1" in format_table(doc)
+    write_junit(doc, tmp_path / "m.xml")
+    xml = (tmp_path / "m.xml").read_text()
+    assert 'classname="kraft-chaos.matrix.kafka-4_3_1.metadata"' in xml and 'value="4.3.1"' in xml

@@ -176,3 +176,56 @@ def test_a_wipe_step_is_a_nemesis_step_and_budgets_a_format():
     assert "unknown wipe kind" in check_step({"nemesis": "start-wipe", "value": {"kind": "everything"}})
     assert budget_s([{"nemesis": "start-wipe", "value": {"kind": "one"}}]) > budget_s(
         [{"nemesis": "start-kill", "value": {"kind": "one"}}])
+
+
+def test_a_kafka_scenario_names_its_release_distribution_and_server_properties(tmp_path):
+    """Issue 25: a scenario file can say what a Kafka run needs: db, kafka_version or
+    kafka_dist (a path relative to the file), kraft_version and extra server properties."""
+    from harness.config.run import scenario_config
+    p = tmp_path / "sub" / "s.toml"
+    p.parent.mkdir()
+    p.write_text('[run]\ndb = "kafka"\nkafka_dist = "../kafka_2.13-3.9.2.tgz"\nkraft_version = 0\n'
+                 'kafka_props = { "metadata.log.max.snapshot.interval.ms" = 2000, "x.enable" = true }\n\n'
+                 '[[step]]\nsleep = 1\n')
+    cfg = scenario_config(load(p), p)
+    assert (cfg.db, cfg.kraft_version) == ("kafka", 0)
+    assert cfg.kafka_dist == str(tmp_path / "sub" / ".." / "kafka_2.13-3.9.2.tgz")
+    assert cfg.kafka_props == {"metadata.log.max.snapshot.interval.ms": 2000, "x.enable": True}
+    cfg = scenario_config({"run": {"db": "kafka", "kafka_version": "3.9.2",
+                                   "kafka_props": {"a.b": 5, "x.enable": True}}, "steps": [{"sleep": 1}]}, p)
+    cfg.check()
+    assert cfg.kafka_props == {"a.b": "5", "x.enable": "true"}       # checked into server.properties text
+    assert "--kafka-prop a.b=5 --kafka-prop x.enable=true" in " ".join(
+        __import__("targets.kafka.target", fromlist=["repeat_flags"]).repeat_flags(cfg))
+
+
+@pytest.mark.parametrize("run, line, needle", [
+    ('kafka_props = "a=b"', 2, "must be a table of server properties"),
+    ('kafka_props = { a = [1] }', 2, "property 'a' must be a string, number or boolean"),
+    ('kafka_dist = 3', 2, "must be a non-empty string"),
+    ('kafka_version = ""', 2, "must be a non-empty string"),
+])
+def test_bad_kafka_settings_name_the_line(tmp_path, run, line, needle):
+    p = tmp_path / "s.toml"
+    p.write_text(f'[run]\n{run}\n\n[[step]]\nsleep = 1\n')
+    with pytest.raises(ScenarioError) as e:
+        load(p)
+    assert f"s.toml:{line}:" in str(e.value) and needle in str(e.value)
+
+
+def test_kafka_prop_on_the_command_line_reaches_every_server_properties(capsys):
+    from harness.cli.run import add_parser
+    from harness.cli.args import Parser
+    from targets.kafka import server_config as sc
+    parser = Parser(prog="x")
+    add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["run", "--db", "kafka", "--kafka-prop", "controller.quorum.election.backoff.max.ms=0",
+                              "--kafka-prop", "a.b = c"])
+    assert args.kafka_prop == [("controller.quorum.election.backoff.max.ms", "0"), ("a.b", "c")]
+    with pytest.raises(Exception):
+        parser.parse_args(["run", "--kafka-prop", "novalue"])
+    assert sc.check_extra_properties({"a.b": True, "c": 2}) == {"a.b": "true", "c": "2"}
+    with pytest.raises(ValueError, match="bad property name"):
+        sc.check_extra_properties({"a b": "1"})
+    with pytest.raises(ValueError, match="has whitespace"):
+        sc.check_extra_properties({"a": "1 2"})

@@ -55,7 +55,8 @@ def test_run_timeline_counts_lost_writes_per_run_and_keeps_going_after_an_error(
 
 
 def test_a_variant_the_target_does_not_run_is_refused():
-    with pytest.raises(ValueError, match="variant.s. a, b of disk-loss-timeline do not run on --db kafka"):
+    with pytest.raises(ValueError, match="variant.s. b of disk-loss-timeline do not run on --db kafka: "
+                                         "choose from a, c, d, e"):
         timeline.run_timeline("kafka", "ab", 1, 1, "/tmp/x", run=lambda *a, **k: None)
     with pytest.raises(ValueError, match="unknown scenario family 'nope'"):
         timeline.run_timeline("kraft", "a", 1, 1, "/tmp/x", run=lambda *a, **k: None, family_name="nope")
@@ -66,3 +67,23 @@ def test_a_familys_loss_is_the_sum_of_its_loss_checkers():
     assert timeline.lost_writes(results) == 3
     assert timeline.lost_writes(results, timeline.family("isr-shrink-loss").loss_checkers) == 4
     assert timeline.lost_writes({"anomalies": {"queue-lost": "n/a"}}, ("queue-lost",)) == 0
+
+
+def test_on_kafka_variant_a_runs_its_own_file_on_the_newest_release_without_pre_vote():
+    """Part 5 of issue 25: variant a (no Pre-Vote) on the newest 3.9.x, S2 held behind by a
+    pause (a Kafka follower catches up in one Fetch); c to e stay on the default 4.x."""
+    from targets.kafka.releases import RELEASES, release
+    kafka = {v.letter: v for v in timeline.variants(db="kafka")}
+    assert kafka["a"].path.name == "disk-loss-timeline-a-kafka.toml" and kafka["a"].expects_loss
+    assert {v.letter: v for v in timeline.variants()}["a"].path.name == "disk-loss-timeline-a.toml"
+    cfg = timeline.variant_config(kafka["a"], "kafka", 3, "/tmp/nowhere")
+    newest_without = [r for r in RELEASES if not r.pre_vote][-1].newest
+    assert (cfg.db, cfg.kafka_version, cfg.kraft_version, cfg.workload) == ("kafka", newest_without, 0, "metadata")
+    assert not release(cfg.kafka_version).pre_vote and cfg.unsafe == [] and cfg.fetch_max_records is None
+    steps = [s.get("nemesis") for s in cfg.scenario]
+    assert "start-pause" in steps and "start-wipe" in steps
+    cfg.check()
+    for letter in "cde":
+        c = timeline.variant_config(kafka[letter], "kafka", 3, "/tmp/nowhere")
+        c.check()
+        assert release(c.kafka_version).pre_vote

@@ -36,6 +36,7 @@ from harness.run.runner import cluster_id_for
 from history.outcomes import ClientError
 from targets.kraft_client import KraftClient
 from targets.errors import TargetError
+from targets.kafka.releases import DEFAULT_VERSION
 from targets.registry import node_software, target_spec
 from workloads.metadata import KafkaAdmin
 
@@ -230,7 +231,7 @@ def bench_target(name: str, args, engine) -> dict:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``make bench DB=kafka``."""
     ap = argparse.ArgumentParser(prog="python -m harness.bench.targets", description=__doc__.splitlines()[0])
-    ap.add_argument("--kafka-version", default="4.3.1")
+    ap.add_argument("--kafka-version", default=DEFAULT_VERSION)
     ap.add_argument("--clients", type=int, default=10, help="closed-loop clients for throughput")
     ap.add_argument("--seconds", type=float, default=20.0, help="throughput phase length (s)")
     ap.add_argument("--kills", type=int, default=10, help="leader kills for the failover median")

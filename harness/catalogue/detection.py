@@ -36,15 +36,19 @@ def anomaly_ops(obj: Any) -> set[int]:
     return found
 
 
-def anomaly_kinds(results: dict) -> list[str]:
-    """The checkers with at least one anomaly, in results order."""
-    return [name for name, n in (results.get("anomalies") or {}).items() if n]
+def anomaly_kinds(results: dict, among: Iterable[str] | None = None) -> list[str]:
+    """The checkers with at least one anomaly, in results order (only those in ``among``,
+    when given: the kinds a catalogue entry is scored on)."""
+    wanted = None if among is None else set(among)
+    return [name for name, n in (results.get("anomalies") or {}).items()
+            if n and (wanted is None or name in wanted)]
 
 
-def first_anomaly_s(results: dict, history: Iterable[dict]) -> float | None:
-    """Seconds from the history's first op to the earliest op an anomaly names; the
-    history's length when the anomalies name no op; None when there is no anomaly."""
-    kinds = anomaly_kinds(results)
+def first_anomaly_s(results: dict, history: Iterable[dict], among: Iterable[str] | None = None) -> float | None:
+    """Seconds from the history's first op to the earliest op an anomaly names (of the kinds
+    ``among``, when given); the history's length when the anomalies name no op; None when
+    there is no such anomaly."""
+    kinds = anomaly_kinds(results, among)
     if not kinds:
         return None
     wanted: set[int] = set()
@@ -63,6 +67,8 @@ def first_anomaly_s(results: dict, history: Iterable[dict]) -> float | None:
     return ((best if best is not None else t_last) - t_first) / 1e9
 
 
-def first_anomaly_in_run(results: dict, run_dir: Path) -> float | None:
+def first_anomaly_in_run(results: dict, run_dir: Path, among: Iterable[str] | None = None) -> float | None:
     """:func:`first_anomaly_s` of a stored run (its history streamed)."""
-    return first_anomaly_s(results, iter_history(history_path(run_dir)))
+    if not anomaly_kinds(results, among):
+        return None
+    return first_anomaly_s(results, iter_history(history_path(run_dir)), among)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import re
 from pathlib import Path
 
 from clusters.ssh_hosts import HostsFileError, load_hosts
 from kraft import unsafe
 from nemesis.schedule import parse_fault_names
+from targets.errors import TargetError
+from targets.kafka.releases import release
 from targets.registry import target_spec
 from workloads import WORKLOADS
 
@@ -112,6 +113,18 @@ def hosts_file(text: str) -> str:
 
 
 def kafka_version(text: str) -> str:
-    if not re.fullmatch(r"\d+\.\d+\.\d+", text):
-        raise argparse.ArgumentTypeError(f"--kafka-version must look like 4.3.1, got {text!r}")
+    """``--kafka-version``: a release of a line kraft-chaos runs (targets/kafka/releases.py)."""
+    try:
+        release(text)
+    except TargetError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     return text
+
+
+def kafka_prop(text: str) -> tuple[str, str]:
+    """``--kafka-prop KEY=VALUE``: one extra ``server.properties`` entry of every Kafka node."""
+    key, eq, value = text.partition("=")
+    key = key.strip()
+    if not eq or not key:
+        raise argparse.ArgumentTypeError(f"--kafka-prop takes KEY=VALUE (a Kafka server property), got {text!r}")
+    return key, value.strip()

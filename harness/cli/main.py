@@ -2,7 +2,7 @@
 
 ``run`` (harness/cli/run.py), ``check`` (harness/cli/check.py), ``teardown``
 (harness/cli/teardown.py), ``analyze``, ``export`` and ``synth`` (harness/cli/analyze.py),
-``bugs`` (harness/cli/bugs.py), ``scenario`` and ``shrink`` (harness/cli/scenario.py),
+``bugs`` (harness/cli/bugs.py), ``bisect`` (harness/cli/bisect.py), ``scenario`` and ``shrink`` (harness/cli/scenario.py),
 ``matrix`` (harness/cli/matrix.py) and ``serve`` (harness/web/serve.py). Exit codes:
 harness/cli/exits.py.
 """
@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from harness.cli import analyze, bugs, check, matrix, run, scenario, teardown
+from harness.cli import analyze, bisect, bugs, check, matrix, run, scenario, teardown
 from harness.cli.args import Parser, UsageError
 from harness.cli.exits import EXIT_BAD_INPUT
 from harness.web import serve
@@ -20,7 +20,7 @@ from harness.web import serve
 #: each subcommand's handler, by name
 COMMANDS = {"run": run.cmd_run, "check": check.cmd_check, "teardown": teardown.cmd_teardown,
             "analyze": analyze.cmd_analyze, "export": analyze.cmd_export, "synth": analyze.cmd_synth,
-            "bugs": bugs.cmd_bugs, "scenario": scenario.cmd_scenario, "shrink": scenario.cmd_shrink,
+            "bugs": bugs.cmd_bugs, "bisect": bisect.cmd_bisect, "scenario": scenario.cmd_scenario, "shrink": scenario.cmd_shrink,
             "matrix": matrix.cmd_matrix, "serve": serve.cmd_serve}
 
 
@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     teardown.add_parser(sub)
     analyze.add_parsers(sub)
     bugs.add_parser(sub)
+    bisect.add_parser(sub)
     scenario.add_parsers(sub)
     matrix.add_parser(sub)
     serve.add_parser(sub)

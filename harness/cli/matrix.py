@@ -7,6 +7,7 @@ The file (see ``examples/nightly.toml``)::
     workloads = ["append", "kv"]       # default: each target's default workload
     nemeses = ["partition,kill", "pause", "none"]   # --nemesis values; default: the run's default
     seeds = [1, 2, 3]                  # or a count: seeds = 3 is 0, 1, 2; default [0]
+    kafka_versions = ["3.9", "4.4.0"]  # Kafka releases (a line: its newest patch); kafka cells only
     time_limit = 60                    # shared RunConfig settings, top level
     nodes = 5
 
@@ -58,7 +59,8 @@ def _error_kind(e: BaseException) -> str:
 
 
 def _record(cell: Cell) -> dict:
-    return {"id": cell.id, "db": cell.db, "workload": cell.workload,
+    return {"id": cell.id, "db": cell.db, "target": cell.target, "kafka_version": cell.kafka_version,
+            "workload": cell.workload,
             "nemesis": ",".join(cell.nemesis) or "none", "seed": cell.seed,
             "config": cell.config.to_dict(), "repeat": cell.config.repeat_command(),
             "verdict": "not-run", "valid": None, "anomalies": {}, "store": None, "wall_s": None,

@@ -16,15 +16,20 @@ from typing import Any, Callable
 from harness.cli import args as arg_types
 from harness.config.run import RunConfig
 from nemesis.schedule import MODES, parse_fault_names
+from targets.errors import TargetError
+from targets.kafka.releases import newest_patch
 from targets.registry import DEFAULT_TARGET, target_spec
 from workloads.registry import workload_spec
 
-#: the axes, as the file names them
-AXIS_KEYS = ("targets", "workloads", "nemeses", "seeds")
+#: the axes, as the file names them (``kafka_versions``: on the targets that take a
+#: ``kafka_version``, releases ``"3.9.2"`` or lines ``"3.9"``, each line's newest patch)
+AXIS_KEYS = ("targets", "workloads", "nemeses", "seeds", "kafka_versions")
+#: the RunConfig field the ``kafka_versions`` axis sets (on the targets whose own_fields have it)
+VERSION_FIELD = "kafka_version"
 #: RunConfig fields the file may set, at the top level or per target
 RUN_FIELDS = ("nodes", "time_limit", "concurrency", "rate", "nemesis_mode", "nemesis_interval",
               "nemesis_duration", "nemesis_targets", "subnet", "base_image", "unsafe", "fetch_max_records",
-              "kafka_version", "kafka_topology", "kraft_version", "cluster", "store")
+              "kafka_version", "kafka_topology", "kafka_props", "kraft_version", "cluster", "store")
 
 
 class MatrixError(ValueError):
@@ -40,11 +45,18 @@ class Cell:
     nemesis: list[str]
     seed: int
     config: Any
+    kafka_version: str | None = None     # the kafka_versions axis's release, when it applies
+
+    @property
+    def target(self) -> str:
+        """``kraft``, or with the release of the ``kafka_versions`` axis ``kafka-3.9.2``."""
+        return f"{self.db}-{self.kafka_version}" if self.kafka_version else self.db
 
     @property
     def id(self) -> str:
-        """``kraft/append/partition,kill/seed1``."""
-        return f"{self.db}/{self.workload}/{','.join(self.nemesis) or 'none'}/seed{self.seed}"
+        """``kraft/append/partition,kill/seed1`` (``kafka-3.9.2/metadata/...`` on the
+        ``kafka_versions`` axis)."""
+        return f"{self.target}/{self.workload}/{','.join(self.nemesis) or 'none'}/seed{self.seed}"
 
 
 @dataclasses.dataclass
@@ -115,7 +127,13 @@ def _field_check(name: str) -> Callable[[Any], Any]:
             v = ",".join(v)
         return via(arg_types.unsafe_switches, (str,))(v)
 
+    def props(v: Any) -> dict[str, str]:
+        if not isinstance(v, dict) or not all(isinstance(x, (str, int, float, bool)) for x in v.values()):
+            raise ValueError(f"must be a table of server properties (strings, numbers, booleans), got {v!r}")
+        return {k: str(x).lower() if isinstance(x, bool) else str(x) for k, x in v.items()}
+
     return {
+        "kafka_props": props,
         "nodes": via(arg_types.positive_int("nodes"), (int,)),
         "concurrency": via(arg_types.positive_int("concurrency"), (int,)),
         "fetch_max_records": via(arg_types.positive_int("fetch_max_records"), (int,)),
@@ -162,6 +180,11 @@ def _axes(doc: dict, err: Callable[..., MatrixError], table: str | None) -> dict
                 elif key == "workloads":
                     workload_spec(x)
                     checked.append(x)
+                elif key == "kafka_versions":
+                    try:
+                        checked.append(newest_patch(x))
+                    except TargetError as e:
+                        raise ValueError(str(e)) from None
                 else:
                     checked.append(parse_fault_names(x))
             except ValueError as e:
@@ -227,12 +250,20 @@ def load(path: Path | str, overrides: dict[str, Any] | None = None) -> Matrix:
         for key in table:
             if key not in set(RUN_FIELDS) | set(AXIS_KEYS) - {"targets"}:
                 raise err(key, name, None, f"unknown key: choose from {', '.join(sorted(RUN_FIELDS))}, "
-                                           "workloads, nemeses, seeds")
+                                           "workloads, nemeses, seeds, kafka_versions")
     cells, skipped = [], []
     for db in axes["targets"]:
         table = per_target.get(db, {})
         mine = {**axes, **_axes(table, err, f"target.{db}")}
         fields = {**shared, **_settings(table, err, f"target.{db}"), **(overrides or {})}
+        versions: list[str | None] = [None]
+        if "kafka_versions" in mine and VERSION_FIELD in target_spec(db).own_fields:
+            if VERSION_FIELD in fields:
+                raise err("kafka_versions", f"target.{db}" if "kafka_versions" in table else None, None,
+                          f"give kafka_version or kafka_versions, not both ({db})")
+            versions = list(dict.fromkeys(mine["kafka_versions"]))
+        elif "kafka_versions" in table:
+            raise err("kafka_versions", f"target.{db}", None, f"--db {db} runs no Kafka release")
         for workload in mine.get("workloads") or [target_spec(db).default_workload]:
             dbs = workload_spec(workload).dbs
             if db not in dbs:
@@ -240,10 +271,13 @@ def load(path: Path | str, overrides: dict[str, Any] | None = None) -> Matrix:
                                 "reason": f"workload {workload!r} does not run on --db {db}: "
                                           f"it supports {', '.join(dbs)}"})
                 continue
-            for nemesis in mine.get("nemeses") or [list(RunConfig(seed=0).nemesis)]:
-                for seed in mine["seeds"]:
-                    cfg = RunConfig(seed=seed, db=db, workload=workload, nemesis=list(nemesis), **fields)
-                    cells.append(Cell(db, workload, list(nemesis), seed, cfg))
+            for version in versions:
+                pinned = {VERSION_FIELD: version} if version else {}
+                for nemesis in mine.get("nemeses") or [list(RunConfig(seed=0).nemesis)]:
+                    for seed in mine["seeds"]:
+                        cfg = RunConfig(seed=seed, db=db, workload=workload, nemesis=list(nemesis),
+                                        **fields, **pinned)
+                        cells.append(Cell(db, workload, list(nemesis), seed, cfg, version))
     if not cells:
         raise MatrixError(f"{path}: no cell to run: " + "; ".join(s["reason"] for s in skipped))
     return Matrix(path, doc.get("name") or path.stem, cells, skipped)

@@ -34,7 +34,7 @@ def format_table(doc: dict) -> str:
     """The plain-text summary of a matrix document: one row per cell (target, workload,
     nemesis, seed, verdict, anomalies, wall s, store or error), then the counts."""
     head = ("target", "workload", "nemesis", "seed", "verdict", "anomalies", "s", "store / error")
-    rows = [(c["db"], c["workload"], c["nemesis"], str(c["seed"]), c["verdict"].upper(),
+    rows = [(c.get("target") or c["db"], c["workload"], c["nemesis"], str(c["seed"]), c["verdict"].upper(),
              anomaly_text(c["anomalies"]), f"{c['wall_s']:.0f}" if c["wall_s"] is not None else "-",
              c["error"] or c["store"] or "-") for c in doc["cells"]]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head) - 1)]
@@ -55,14 +55,16 @@ def _props(parent: ET.Element, props: dict) -> None:
 
 def _case(suite: ET.Element, cell: dict) -> str | None:
     """Add ``cell``'s testcase to ``suite``; returns ``failure``, ``error``, ``skipped`` or None."""
-    tc = ET.SubElement(suite, "testcase", classname=f"kraft-chaos.matrix.{cell['db']}.{cell['workload']}",
+    target = (cell.get("target") or cell["db"]).replace(".", "_")
+    tc = ET.SubElement(suite, "testcase", classname=f"kraft-chaos.matrix.{target}.{cell['workload']}",
                        name=f"{cell['nemesis']} seed {cell['seed']}", time=f"{cell['wall_s'] or 0:.3f}")
     verdict = cell["verdict"]
     props = {"verdict": verdict.upper(),
              "anomalies": anomaly_text(cell["anomalies"], "=") if cell["anomalies"] else "none",
              **{f"anomaly.{k}": n for k, n in cell["anomalies"].items()},
              "store": cell["store"] or "", "db": cell["db"], "workload": cell["workload"],
-             "nemesis": cell["nemesis"], "seed": cell["seed"], "repeat": cell["repeat"]}
+             "nemesis": cell["nemesis"], "seed": cell["seed"], "repeat": cell["repeat"],
+             **({"kafka_version": cell["kafka_version"]} if cell.get("kafka_version") else {})}
     if cell.get("error"):
         props["error"] = cell["error"]
     _props(tc, props)

@@ -8,8 +8,8 @@ import sys
 
 from clusters.errors import ClusterError
 from clusters.registry import CHOICES as BACKENDS, needs_hosts
-from harness.cli.args import (db_name, hosts_file, ipv4_subnet, kafka_version, nemeses, number, positive_int,
-                              seed_value, unsafe_switches, workload_name)
+from harness.cli.args import (db_name, hosts_file, ipv4_subnet, kafka_prop, kafka_version, nemeses, number,
+                              positive_int, seed_value, unsafe_switches, workload_name)
 from harness.cli.console import console_logging, remove_console_logging
 from harness.cli.exits import EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_HARNESS, EXIT_INTERRUPTED, verdict_exit
 from harness.cli.workload_flags import add_flags, config_kwargs
@@ -62,11 +62,20 @@ def add_parser(sub) -> None:
                         "host_key_policy, run_dir per host; see clusters/ssh_hosts.py)")
     r.add_argument("--db", type=db_name, default=DEFAULT_TARGET,
                    help="system under test: kraft (our quorum, default) or kafka (Apache Kafka)")
-    r.add_argument("--kafka-version", type=kafka_version, default=RunConfig.kafka_version,
-                   help=f"Apache Kafka version for --db kafka (default {RunConfig.kafka_version})")
+    kafka = r.add_mutually_exclusive_group()
+    kafka.add_argument("--kafka-version", type=kafka_version, default=RunConfig.kafka_version,
+                       help=f"Apache Kafka release for --db kafka, 3.3.x to 4.x from Maven Central "
+                            f"(default {RunConfig.kafka_version}; see README, Testing Apache Kafka)")
+    kafka.add_argument("--kafka-dist", default=None, metavar="PATH",
+                       help="--db kafka: run this Kafka binary distribution (kafka_2.13-X.tgz, or its "
+                            "unpacked folder with libs/) instead of a Maven release; its version is read "
+                            "from it")
     r.add_argument("--kafka-topology", choices=["dedicated", "combined"], default="dedicated",
                    help="--db kafka: dedicated (--nodes controllers plus brokers, default) or "
                         "combined (--nodes combined controller+broker nodes)")
+    r.add_argument("--kafka-prop", type=kafka_prop, action="append", default=None, metavar="KEY=VALUE",
+                   help="--db kafka: an extra server.properties entry of every Kafka node (repeatable), "
+                        "e.g. metadata.log.max.snapshot.interval.ms=2000")
     r.add_argument("--kraft-version", type=int, choices=[0, 1], default=RunConfig.kraft_version,
                    help="0 static voters (controller.quorum.voters), 1 dynamic quorum (KIP-853: "
                         "VotersRecord, directory ids, --nemesis membership); default 1 on --db kafka, "
@@ -110,12 +119,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         subnet=args.subnet, nemesis_interval=args.nemesis_interval,
         nemesis_duration=args.nemesis_duration, nemesis_mode=args.nemesis_mode, unsafe=args.unsafe,
         fetch_max_records=args.fetch_max_records, segment_bytes=args.segment_bytes, db=args.db, kafka_version=args.kafka_version,
-        kafka_topology=args.kafka_topology, kraft_version=args.kraft_version,
+        kafka_dist=args.kafka_dist, kafka_topology=args.kafka_topology, kraft_version=args.kraft_version,
+        kafka_props=dict(args.kafka_prop) if args.kafka_prop else None,
         nemesis_targets=args.nemesis_targets, hosts=args.hosts, **config_kwargs(args))
     try:
         resolve_brokers(config, workload_spec(config.workload), target_spec(args.db))
         resolve_nemesis_targets(config, workload_spec(config.workload))
-    except ValueError as e:
+        target_spec(args.db).prepare(config)
+    except (ValueError, TargetError) as e:
         print(f"kraft-chaos: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return run_and_report(config, args.no_progress)

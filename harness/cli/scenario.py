@@ -72,7 +72,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
           f"seeds {args.seed}..{args.seed + args.runs - 1}", flush=True)
     try:
         doc = run_timeline(args.db, letters, args.runs, args.seed, root, args.subnet,
-                           echo=lambda m: print(m, flush=True), family_name=name)
+                           echo=lambda m: print(m, flush=True), family_name=name, lock=args.lock)
     except (ScenarioError, ValueError) as e:
         print(f"kraft-chaos scenario: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -175,7 +175,7 @@ def add_parsers(sub) -> None:
     r.add_argument("--no-progress", action="store_true")
     ssub.add_parser("list", help="the built-in scenarios")
     helps = {"disk-loss-timeline": ("KIP-996's disk-loss table (T0..T6), each variant --runs times; "
-                                    "writes scenario.json", "e.g. cd (default: abcde on kraft, cde on kafka)"),
+                                    "writes scenario.json", "e.g. cd (default: abcde on kraft, acde on kafka)"),
              "isr-shrink-loss": ("Jepsen's 2013 Kafka loss: the ISR shrinks to the leader, which is "
                                  "then cut off and replaced uncleanly (queue workload); writes "
                                  "scenario.json", "a (min.insync.replicas=1) or b (=2); default ab")}
@@ -187,6 +187,8 @@ def add_parsers(sub) -> None:
         t.add_argument("--seed", type=seed_value, default=1, help="first seed (default 1)")
         t.add_argument("--store", default=None, help="store root (default ./store)")
         t.add_argument("--subnet", type=ipv4_subnet, default=None)
+        t.add_argument("--lock", default=None, metavar="FILE",
+                       help="hold an exclusive flock on FILE during each run (e.g. /work/.cluster.lock)")
     k = sub.add_parser("shrink", help="shrink a failing run's fault schedule to a smallest scenario "
                                       "that still fails")
     k.add_argument("store_dir", metavar="STORE", help="a failing run's folder (or a store root: its latest)")

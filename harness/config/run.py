@@ -15,6 +15,7 @@ from harness.config.schedules import DEFAULT_SCHEDULE as DEFAULT
 from history import store
 from nemesis.membership import check_run_config
 from nemesis.schedule import MODES
+from targets.kafka.releases import DEFAULT_VERSION as KAFKA_DEFAULT_VERSION
 from targets.registry import DEFAULT_TARGET, check_supported, target_spec
 from workloads.registry import workload_spec
 from kraft import unsafe
@@ -33,8 +34,11 @@ class RunConfig:
     node's default, 1 MiB). ``fetch_max_records`` bounds a kraft Fetch response (None: the node's
     default). ``db`` names the target (targets/registry.py); ``kafka_version``,
     ``kafka_topology`` (dedicated: ``nodes`` controllers plus brokers; combined:
-    ``nodes`` combined nodes) shape the ``kafka`` target; ``kraft_version`` (0 static
-    voters, 1 KIP-853; None: the target's default, 0 on kraft, 1 on kafka) both. ``cluster``: the backend (docker, netns, ssh, or auto: docker when an engine answers); ``hosts``: the hosts file of ``ssh`` (clusters/ssh_hosts.py). ``nemesis_targets``: quorum, clients or all
+    ``nodes`` combined nodes) shape the ``kafka`` target (``kafka_dist``: a Kafka
+    distribution run in place of a Maven release, with its ``kafka_dist_digest``;
+    ``kafka_props``: extra ``server.properties`` of every Kafka node, ``{key: value}``;
+    targets/kafka/target.py); ``kraft_version`` (0 static
+    voters, 1 KIP-853; None: the target's default, 0 on kraft, on kafka 1 from 3.9, else 0) both. ``cluster``: the backend (docker, netns, ssh, or auto: docker when an engine answers); ``hosts``: the hosts file of ``ssh`` (clusters/ssh_hosts.py). ``nemesis_targets``: quorum, clients or all
     (``targets.base.DB.fault_nodes``; None: the workload's ``WorkloadSpec.nemesis_targets``,
     ``all`` for queue, given by :meth:`check`). ``seed`` drives every random choice.
     ``brokers``: broker nodes (``--brokers``; None: the target's default, or on a target
@@ -53,9 +57,12 @@ class RunConfig:
     rate: float = DEFAULT.rate
     cluster: str = "auto"     # docker, netns, ssh or auto (clusters/registry.py)
     db: str = DEFAULT_TARGET
-    kafka_version: str = "4.3.1"
+    kafka_version: str = KAFKA_DEFAULT_VERSION
+    kafka_dist: str | None = None         # --kafka-dist: a Kafka distribution (its version is kafka_version)
+    kafka_dist_digest: str | None = None  # its content digest (targets/kafka/dist.py), for test.json
     kafka_topology: str = "dedicated"
-    kraft_version: int | None = None     # None: the target's default (kraft 0, kafka 1)
+    kafka_props: dict[str, str] | None = None   # --kafka-prop: extra server.properties of every Kafka node
+    kraft_version: int | None = None     # None: the target's default (kraft 0; kafka 1 from 3.9, else 0)
     nemesis_targets: str | None = None   # None: the workload's (quorum; all for queue)
     keep_cluster: bool = False
     store: str = str(store.DEFAULT_ROOT)
@@ -92,6 +99,7 @@ class RunConfig:
         Raises ``ValueError`` naming what was wrong (``UnsupportedBackend`` for the pair)."""
         spec = workload_spec(self.workload)   # ValueError naming the choices
         target = target_spec(self.db)
+        target.prepare(self)      # the target's own checks and defaults (e.g. a Kafka release's)
         if self.db not in spec.dbs:
             raise ValueError(f"workload {self.workload!r} does not run on --db {self.db}: "
                              f"it supports {', '.join(spec.dbs)}")
@@ -159,12 +167,16 @@ class RunConfig:
 
 def scenario_config(doc: dict, path: Path, overrides: dict | None = None) -> RunConfig:
     """The RunConfig that runs scenario ``doc`` (from :func:`harness.config.scenario.load`) from
-    ``path``, with ``overrides`` of its ``[run]`` table. Raises ``ValueError`` naming a bad
+    ``path``, with ``overrides`` of its ``[run]`` table (a relative ``kafka_dist`` is taken
+    from the file's folder; no ``workload``: the target's default). Raises ``ValueError`` naming a bad
     ``--unsafe`` switch, ``TypeError`` for an unknown field."""
     run = {**doc["run"], **(overrides or {})}
     run.setdefault("seed", 0)
+    run.setdefault("workload", target_spec(run.get("db", DEFAULT_TARGET)).default_workload)
     if "unsafe" in run:
         unsafe.parse(",".join(run["unsafe"]))       # ValueError naming a bad switch
+    if run.get("kafka_dist"):                        # relative to the scenario file
+        run["kafka_dist"] = str(Path(path).parent / Path(run["kafka_dist"]).expanduser())
     return RunConfig(**run, nemesis=[], scenario=doc["steps"], scenario_file=str(path))
 
 

@@ -2,8 +2,10 @@
 
 A scenario is TOML: a ``[run]`` table of ``kraft-chaos run`` settings
 (:class:`harness.config.run.RunConfig` fields: ``seed``, ``workload``,
-``nodes``, ``unsafe``, ``rate``, ``concurrency``, ...) and ``[[step]]``
-tables, run in order on the nemesis thread while the clients run:
+``nodes``, ``unsafe``, ``rate``, ``concurrency``, ...; for Apache Kafka ``db = "kafka"``,
+``kafka_version`` or ``kafka_dist`` (a distribution's path, relative to the file),
+``kraft_version``, and ``kafka_props``, a table of extra ``server.properties``) and
+``[[step]]`` tables, run in order on the nemesis thread while the clients run:
 
 ```toml
 [[step]]                      # a nemesis op, as the history records it
@@ -46,13 +48,14 @@ import tomli_w
 
 from harness.config.options import WORKLOAD_OPTIONS
 from nemesis.faults import Fault
+from targets.registry import DEFAULT_TARGET, target_spec
 
 WAITS = ("leader", "lagging", "caught-up", "no-leader")
 CLIENT_PHASES = ("pause", "resume")
 #: RunConfig fields a scenario's [run] table may set
 RUN_FIELDS = ("seed", "workload", "nodes", "unsafe", "fetch_max_records", "rate", "concurrency", "subnet",
               "base_image", "store", "keep_cluster", "segment_bytes", "db", "kraft_version", "kafka_version", "kafka_topology",
-              "brokers", "nemesis_targets", *WORKLOAD_OPTIONS)
+              "kafka_dist", "kafka_props", "brokers", "nemesis_targets", *WORKLOAD_OPTIONS)
 ROLE = re.compile(r"S[0-9]+")
 
 #: the built-in scenarios shipped with the package (``kraft-chaos scenario list``)
@@ -122,6 +125,31 @@ def check_step(step: Any) -> str | None:
     return None
 
 
+def _check_kafka_fields(run: dict) -> tuple[str, str] | None:
+    """``(key, problem)`` for a malformed Kafka setting of a ``[run]`` table: ``kafka_version``
+    and ``kafka_dist`` must be strings, ``kafka_props`` a table of property names to strings,
+    numbers or booleans (what a Kafka node's ``server.properties`` takes); None when fine."""
+    for key in ("kafka_version", "kafka_dist"):
+        if key in run and (not isinstance(run[key], str) or not run[key]):
+            return key, f"must be a non-empty string, got {run[key]!r}"
+    props = run.get("kafka_props")
+    if props is not None:
+        if not isinstance(props, dict):
+            return "kafka_props", f"must be a table of server properties, got {props!r}"
+        for k, v in props.items():
+            if not isinstance(v, (str, int, float, bool)):
+                return "kafka_props", f"property {k!r} must be a string, number or boolean, got {v!r}"
+    return None
+
+
+def _line_of_key(text: str, key: str) -> int:
+    """The 1-based line that sets ``key`` (1 when none does)."""
+    for i, line in enumerate(text.splitlines(), start=1):
+        if re.match(rf"\s*{re.escape(key)}\s*=", line):
+            return i
+    return 1
+
+
 def load(path: Path | str) -> dict:
     """Parse and check the scenario at ``path``: ``{"run": {...}, "steps": [...]}``.
 
@@ -142,6 +170,9 @@ def load(path: Path | str) -> dict:
     bad = set(run) - set(RUN_FIELDS)
     if bad:
         raise ScenarioError(f"{path}: [run] has unknown setting(s) {sorted(bad)}: choose from {', '.join(RUN_FIELDS)}")
+    problem = _check_kafka_fields(run)
+    if problem:
+        raise ScenarioError(f"{path}:{_line_of_key(text, problem[0])}: [run] {problem[0]}: {problem[1]}")
     steps = doc.get("step", [])
     if not isinstance(steps, list) or not steps:
         raise ScenarioError(f"{path}: no [[step]]")
@@ -176,3 +207,16 @@ def dumps(run: dict, steps: list[dict], comment: str = "") -> str:
         out += ["", "[[step]]"]
         out += [f"{_key(k)} = {_inline(v)}" for k, v in step.items()]
     return "\n".join(out) + "\n"
+
+
+def retarget(run: dict, db: str) -> dict:
+    """A scenario's ``[run]`` table for target ``db``: unchanged when the file is written for
+    ``db`` (its ``db``, default kraft); else without the settings only the file's target has
+    (``TargetSpec.own_fields``, e.g. kraft's ``unsafe``), and with ``db``. Raises
+    ``ValueError`` for an unknown target."""
+    written_for = target_spec(run.get("db", DEFAULT_TARGET))
+    if db == written_for.name:
+        return dict(run)
+    out = {k: v for k, v in run.items() if k not in written_for.own_fields}
+    out["db"] = target_spec(db).name
+    return out

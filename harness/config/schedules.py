@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from harness.config.scenario import builtin_scenarios, load
+from harness.config.scenario import builtin_scenarios, load, retarget
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,7 +22,9 @@ class Schedule:
     data plane, ``brokers``, ``nemesis_targets`` (quorum, clients or all) and the workload's
     ``options`` (``((name, value), ...)``: RunConfig fields such as ``acks``). ``scenario``
     names a built-in scenario file (``kraft-chaos scenario list``) whose ``[run]`` table and
-    steps are the run instead of the fields above."""
+    steps are the run instead of the fields above (on ``db``, with ``options`` over its table).
+    ``db``: the target it is written for (``--db``; a ``kafka`` schedule's release and
+    kraft.version come from whoever runs it, e.g. a catalogue entry or ``bisect``)."""
 
     nemesis: tuple[str, ...]
     mode: str = "overlap"
@@ -39,6 +41,7 @@ class Schedule:
     nemesis_targets: str | None = None
     options: tuple[tuple[str, Any], ...] = ()
     scenario: str | None = None
+    db: str = "kraft"
 
     def run_config(self) -> dict[str, Any]:
         """The :class:`harness.config.run.RunConfig` fields of this schedule. Raises
@@ -46,10 +49,10 @@ class Schedule:
         if self.scenario is not None:
             path = builtin_scenarios()[self.scenario]
             doc = load(path)
-            run = {k: v for k, v in doc["run"].items() if k not in ("seed", "store", "subnet")}
-            return {**run, "nemesis": [], "scenario": doc["steps"], "scenario_file": str(path),
-                    "time_limit": self.time_limit}
-        return {"nemesis": list(self.nemesis), "nemesis_mode": self.mode,
+            run = {k: v for k, v in retarget(doc["run"], self.db).items() if k not in ("seed", "store", "subnet")}
+            return {**run, **self.fields(), "nemesis": [], "scenario": doc["steps"],
+                    "scenario_file": str(path), "time_limit": self.time_limit}
+        return {"db": self.db, "nemesis": list(self.nemesis), "nemesis_mode": self.mode,
                 "nemesis_interval": self.interval, "nemesis_duration": self.duration,
                 "workload": self.workload, "nodes": self.nodes, "time_limit": self.time_limit,
                 "rate": self.rate, "concurrency": self.concurrency,
@@ -57,7 +60,11 @@ class Schedule:
                 **({"segment_bytes": self.segment_bytes} if self.segment_bytes else {}),
                 **({"brokers": self.brokers} if self.brokers else {}),
                 **({"nemesis_targets": self.nemesis_targets} if self.nemesis_targets else {}),
-                **dict(self.options)}
+                **self.fields()}
+
+    def fields(self) -> dict[str, Any]:
+        """``options`` as RunConfig fields (``kafka_props``, given as pairs, as a dict)."""
+        return {k: dict(v) if k == "kafka_props" else v for k, v in self.options}
 
     def describe(self) -> str:
         """A short form for tables: ``partition,kill overlap 3/3 s append 5n 60 s`` (a scenario
@@ -66,6 +73,21 @@ class Schedule:
             return f"scenario {self.scenario}"
         return (f"{','.join(self.nemesis)} {self.mode} {self.interval:g}/{self.duration:g} s "
                 f"{self.workload} {self.nodes}n {self.time_limit:g} s")
+
+
+#: Apache Kafka's nodes in the schedules written for it: 3 combined controller+broker servers
+#: (3 JVMs start in about 15 s; 5 controllers and 3 brokers take twice as long on 2 cores)
+_KAFKA = (("kafka_topology", "combined"),)
+#: frequent KRaft snapshots (every 2 s, or every 4 KiB of new records on 3.3, whose only knob
+#: that is) and a metadata log that is cleaned up to its latest snapshot (16 KiB segments, a
+#: retention of 1 byte: the cleaner, every 60 s of a controller's life, deletes every older
+#: snapshot and the segments before the latest), so that a controller's log starts past 0 and
+#: a restart must read its latest snapshot: what recovery from a snapshot needs
+_SNAPSHOTS = ("kafka_props", (("metadata.log.max.snapshot.interval.ms", "2000"),
+                              ("metadata.log.max.record.bytes.between.snapshots", "4096"),
+                              ("metadata.log.segment.min.bytes", "4096"),
+                              ("metadata.log.segment.bytes", "16384"),
+                              ("metadata.max.retention.bytes", "1")))
 
 
 SCHEDULES: dict[str, Schedule] = {
@@ -128,6 +150,37 @@ SCHEDULES: dict[str, Schedule] = {
     # slow link, catching up over several small Fetches: the new leader's majority is the laggard
     "catchup": Schedule(("catchup",), mode="serial", interval=1.0, duration=8.0, nodes=3,
                         time_limit=90.0, fetch_max_records=100),
+    # -- Apache Kafka (--db kafka; the Kafka bug catalogue, harness/catalogue/kafka_bugs.py) --
+    # `make run DB=kafka`: 5 controllers, 3 brokers, partitions, kills and pauses one at a time
+    "kafka-default": Schedule(("partition:isolate-leader+leader-minority+random-halves+bridge",
+                               "kill:leader+one+minority", "pause:leader+one"), mode="serial",
+                              interval=6.0, duration=8.0, workload="metadata", time_limit=120.0,
+                              rate=600.0, concurrency=20, db="kafka"),
+    # leader fencing (check quorum): the leader cut off from the majority for 12 s, long past
+    # its fetch timeout; a leader that keeps answering as leader beside the new one is stale
+    "kafka-fence": Schedule(("partition:isolate-leader+leader-minority",), mode="serial", interval=6.0,
+                            duration=12.0, workload="metadata", nodes=3, time_limit=45.0, rate=100.0,
+                            db="kafka", options=_KAFKA),
+    # elections (Pre-Vote): a follower cut off (both ways or its packets only) long enough to
+    # time out, then back into a healthy quorum; its election deposes a leader nothing harmed
+    "kafka-rejoin": Schedule(("partition:isolate-one+one-way-one",), mode="serial", interval=7.0,
+                             duration=7.0, workload="metadata", nodes=3, time_limit=45.0, rate=100.0,
+                             db="kafka", options=_KAFKA),
+    # durability: power losses of one node or the leader (lazyfs drops what was not fsynced),
+    # with snapshots every 2 s and the log cleaned up to the latest, so that recovery reads a
+    # snapshot written since the last power loss; 20 s apart, for 110 s, so that most come after
+    # a controller's first clean-up, 60 s after it started
+    "kafka-power": Schedule(("power-loss:one+leader",), mode="serial", interval=20.0, duration=5.0,
+                            workload="metadata", nodes=3, time_limit=110.0, rate=100.0, db="kafka",
+                            options=(*_KAFKA, _SNAPSHOTS)),
+    # disk loss: KIP-996's timeline d (a voter's disk wiped, the leader crashed, a laggard left
+    # with the empty voter), on Kafka's combined nodes
+    "kafka-wiped-voter": Schedule((), scenario="disk-loss-timeline-d", time_limit=60.0, db="kafka",
+                                  options=(("workload", "metadata"), *_KAFKA)),
+    # membership: a follower cut off, removed from the voters (KIP-853) while cut off, then
+    # healed; a removed voter that never learnt of its removal must not disrupt the quorum
+    "kafka-remove-partitioned": Schedule((), scenario="kafka-remove-partitioned-voter", time_limit=60.0,
+                                         db="kafka"),
 }
 
 

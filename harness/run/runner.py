@@ -92,6 +92,7 @@ def attach_file_log(run_dir: Path) -> logging.Handler:
 
 def prepare_run(config: RunConfig) -> Path:
     """Create the run directory, write ``test.json`` (with the code's git commit) and point ``store/latest`` at it."""
+    target_spec(config.db).prepare(config)    # the target's checks and defaults, before test.json
     run_dir = store.create_run_dir(config.store, config.test_name())
     if config.scenario is not None:    # the run folder keeps the scenario it repeats
         path = run_dir / "scenario.toml"

@@ -1,7 +1,7 @@
 """The DB lifecycle of Apache Kafka nodes: configure, format, start, stop, kill, pause, collect.
 
 The same surface as ``harness/db.py``'s ``KraftDB``, for a cluster whose nodes hold
-Kafka's jars at ``/opt/kafka/libs``, its log4j2 configs at ``/opt/kafka/config`` and a
+Kafka's jars at ``/opt/kafka/libs``, its log configs at ``/opt/kafka/config`` and a
 ``java`` on ``PATH``: the image of :func:`targets.kafka.image.ensure_kafka_image`, or the
 host files of :mod:`targets.kafka.host_files` (``targets/registry.py``). Every node runs one JVM,
 ``java ... kafka.Kafka /etc/kafka/server.properties``, detached, its pid in a
@@ -12,6 +12,10 @@ through the cluster's :class:`clusters.remote.Remote`.
 Node order in ``cluster.nodes``: the controllers first (KRaft node ids
 1..C), then the brokers (ids C+1..C+B). With ``topology="combined"`` the
 controllers are combined ``broker,controller`` servers.
+
+What the Kafka version changes (config keys, format flags, tools, logging, DescribeQuorum
+versions, voter changes) is its row of :data:`targets.kafka.releases.RELEASES`,
+:attr:`KafkaDB.release`.
 """
 from __future__ import annotations
 
@@ -24,16 +28,19 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from clusters.parallel import NodeErrors, on_nodes
-from clusters.remote import Cluster, RemoteError
+from clusters.remote import Cluster
 from targets.base import DB, QuorumClientFactory
 from targets.errors import TargetError
+from targets.kafka import process_scripts as ps
 from targets.kafka import server_config as sc
-from targets.kafka.jars import DEFAULT_VERSION, validate_version
+from targets.kafka.releases import DEFAULT_VERSION, release
 from targets.kafka.server_config import KafkaPaths
 
 log = logging.getLogger("kraft_chaos.targets.kafka")
 
 TOPOLOGIES = ("dedicated", "combined")
+#: the KRaft metadata log's partition directory, under ``metadata.log.dir``
+METADATA_PARTITION = "__cluster_metadata-0"
 #: brokers added to ``--nodes`` controllers in the dedicated topology
 DEFAULT_BROKERS = 3
 
@@ -73,27 +80,33 @@ class KafkaDB(DB):
     ``cluster_id``/``seed``: the run's; the Kafka cluster id
     (:attr:`kafka_cluster_id`, 22-char base64url) and the controllers'
     directory ids derive from them (:func:`server_config.cluster_uuid`,
-    :func:`server_config.directory_id`). ``version``: the Kafka version in the
-    image (checked for shape only). ``topology``: ``"dedicated"`` (separate
+    :func:`server_config.directory_id`). ``version``: the Kafka version on the nodes; its
+    row of the releases table is :attr:`release` (``newer``: a version past the newest line,
+    an own build's, gets the newest line's). ``topology``: ``"dedicated"`` (separate
     controller and broker processes) or ``"combined"`` (the controllers are
     also brokers). ``n_controllers``/``n_brokers``: default 5 and 3 for
     dedicated and every node a combined controller for combined; when one is
     given the other is the rest of ``cluster.nodes``. ``kraft_version``: 1
-    (dynamic quorum, the default) or 0 (static ``controller.quorum.voters``).
+    (dynamic quorum) or 0 (static ``controller.quorum.voters``); None: the release's
+    default, 1 from 3.9, else 0.
     ``timeouts`` (ms), ``release_version`` (``--release-version`` of the
     format), ``extra_properties`` (added to every server.properties) and
     ``heap`` (JVM heap flags for every node) are optional.
 
     Raises ``ValueError`` for bad arguments (including counts that do not add
-    up to the cluster's nodes) and :class:`TargetError` for a bad version.
+    up to the cluster's nodes) and :class:`TargetError` for a bad or unsupported version,
+    or a kraft version the release does not have.
     """
 
     def __init__(self, cluster: Cluster, cluster_id: str, seed: int, *, version: str = DEFAULT_VERSION,
                  topology: str = "dedicated", n_controllers: int | None = None, n_brokers: int | None = None,
-                 kraft_version: int = sc.DEFAULT_KRAFT_VERSION, timeouts: sc.Timeouts = sc.Timeouts(),
+                 kraft_version: int | None = None, timeouts: sc.Timeouts = sc.Timeouts(),
                  release_version: str | None = None, extra_properties: Mapping[str, object] | None = None,
                  heap: Sequence[str] | None = None, paths: KafkaPaths = KafkaPaths(),
-                 stop_timeout_s: float = 10.0, startup_check_s: float = 3.0):
+                 stop_timeout_s: float = 10.0, startup_check_s: float = 3.0, newer: bool = False):
+        self.release = release(version, newer=newer)
+        if kraft_version is None:
+            kraft_version = self.release.default_kraft_version
         if not isinstance(cluster_id, str) or not cluster_id or any(c.isspace() for c in cluster_id):
             raise ValueError(f"cluster_id must be a non-empty string without whitespace, got {cluster_id!r}")
         if isinstance(seed, bool) or not isinstance(seed, int):
@@ -102,6 +115,8 @@ class KafkaDB(DB):
             raise ValueError(f"topology must be one of {TOPOLOGIES}, got {topology!r}")
         if kraft_version not in sc.KRAFT_VERSIONS or isinstance(kraft_version, bool):
             raise ValueError(f"kraft_version must be 0 or 1, got {kraft_version!r}")
+        if kraft_version not in self.release.kraft_versions:
+            raise TargetError(f"Kafka {version} has no kraft.version {kraft_version}")
         total = len(cluster.nodes)
         if n_controllers is None and n_brokers is None:
             n_controllers, n_brokers = (5, 3) if topology == "dedicated" else (total, 0)
@@ -117,7 +132,7 @@ class KafkaDB(DB):
         self.cluster = cluster
         self.cluster_id = cluster_id
         self.seed = seed
-        self.version = validate_version(version)
+        self.version = version
         self.topology = topology
         self.n_controllers = n_controllers
         self.n_brokers = n_brokers
@@ -134,12 +149,14 @@ class KafkaDB(DB):
     @classmethod
     def for_run(cls, cluster: Cluster, cluster_id: str, options) -> "KafkaDB":
         """The DB of a run: ``options`` has ``seed``, ``nodes`` (controllers),
-        ``kafka_version``, ``kafka_topology`` and ``kraft_version`` (as
-        ``harness.config.run.RunConfig``); the brokers are the rest of the cluster."""
-        version = getattr(options, "kraft_version", None)
+        ``kafka_version``, ``kafka_topology``, ``kraft_version``, ``kafka_dist`` and
+        ``kafka_props`` (extra server properties) (as ``harness.config.run.RunConfig``); the
+        brokers are the rest of the cluster."""
         return cls(cluster, cluster_id, options.seed, version=options.kafka_version,
                    topology=options.kafka_topology, n_controllers=options.nodes,
-                   kraft_version=sc.DEFAULT_KRAFT_VERSION if version is None else version)
+                   kraft_version=getattr(options, "kraft_version", None),
+                   extra_properties=getattr(options, "kafka_props", None),
+                   newer=bool(getattr(options, "kafka_dist", None)))
 
     # --- identity and roles ---------------------------------------------------
 
@@ -179,7 +196,9 @@ class KafkaDB(DB):
         """DescribeQuorum (api key 55) over Kafka's wire protocol:
         :class:`targets.kafka.describe_quorum.KafkaQuorumClient`."""
         from targets.kafka.describe_quorum import KafkaQuorumClient
-        return lambda host, port, cluster_id, timeout_ms: KafkaQuorumClient(host, port, cluster_id, timeout_ms)
+        dq = self.release.describe_quorum
+        return lambda host, port, cluster_id, timeout_ms: KafkaQuorumClient(host, port, cluster_id, timeout_ms,
+                                                                            dq_versions=dq)
 
     def controllers(self) -> list[str]:
         """The nodes that are KRaft voters (controller or combined), in id order."""
@@ -215,7 +234,7 @@ class KafkaDB(DB):
             role=self.role(node), node_id=self.node_id(node), host=self.cluster.ip(node),
             controllers=self.voters(), kraft_version=self.kraft_version, log_dirs=p.data_dir,
             metadata_log_dir=p.metadata_dir, n_brokers=len(self.brokers()), timeouts=self.timeouts,
-            extra=self.extra_properties)
+            extra=self.extra_properties, rel=self.release)
 
     def format_argv(self, node: str, joining: bool = False) -> list[str]:
         """The node's ``kafka.tools.StorageTool format`` command line (``joining``: for a
@@ -223,11 +242,11 @@ class KafkaDB(DB):
         return sc.format_argv(
             role=self.role(node), node_id=self.node_id(node), cluster_id=self.kafka_cluster_id,
             config_path=self.paths.config, controllers=self.voters(), kraft_version=self.kraft_version,
-            release_version=self.release_version, java=self.paths.java, joining=joining)
+            release_version=self.release_version, java=self.paths.java, joining=joining, rel=self.release)
 
     def java_argv(self, node: str) -> list[str]:
         """The server's command line (:func:`server_config.server_argv`)."""
-        return sc.server_argv(self.role(node), self.paths, self.heap)
+        return sc.server_argv(self.role(node), self.paths, self.heap, rel=self.release)
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -281,26 +300,26 @@ class KafkaDB(DB):
     def start(self, node: str) -> bool:
         """Start the node's JVM, detached, unless it runs. True if started, False if it was
         running. Raises ``RemoteError`` when the node cannot be reached."""
-        script = sc.start_script(self.paths, self.java_argv(node))
+        script = ps.start_script(self.paths, self.java_argv(node))
         started = "started" in self.remote.exec(node, script, check=True).stdout
         log.info("%s: %s", node, "started" if started else "already running")
         return started
 
     def is_running(self, node: str) -> bool:
         """True if the node's ``kafka.Kafka`` JVM exists (a paused one counts)."""
-        return self.remote.exec(node, sc.running_test(self.paths), check=False).exit_code == 0
+        return self.remote.exec(node, ps.running_test(self.paths), check=False).exit_code == 0
 
     def kill(self, node: str) -> bool:
         """SIGKILL the node's JVM (pid file, then any ``kafka.Kafka`` with our config), waiting
         up to 5 s for it to be gone. True if one was killed. Raises ``RemoteError``."""
-        return "signalled" in self.remote.exec(node, sc.kill_script(self.paths), check=True).stdout
+        return "signalled" in self.remote.exec(node, ps.kill_script(self.paths), check=True).stdout
 
     def stop(self, node: str, timeout_s: float | None = None) -> bool:
         """SIGTERM the JVM (a broker then shuts down in a controlled way), wait up to
         ``timeout_s`` (default ``stop_timeout_s``) seconds, then SIGKILL.
         True if one was running. Raises ``RemoteError``."""
         timeout_s = self.stop_timeout_s if timeout_s is None else timeout_s
-        result = self.remote.exec(node, sc.stop_script(self.paths, timeout_s), check=True,
+        result = self.remote.exec(node, ps.stop_script(self.paths, timeout_s), check=True,
                                   timeout_s=timeout_s + 30.0)
         if "sigkill" in result.stdout:
             log.warning("%s: Kafka did not exit within %.1f s of SIGTERM; killing it", node, timeout_s)
@@ -309,11 +328,11 @@ class KafkaDB(DB):
 
     def pause(self, node: str) -> bool:
         """SIGSTOP the JVM; True if there was one. Raises ``RemoteError``."""
-        return "signalled" in self.remote.exec(node, sc.signal_script(self.paths, "STOP"), check=True).stdout
+        return "signalled" in self.remote.exec(node, ps.signal_script(self.paths, "STOP"), check=True).stdout
 
     def resume(self, node: str) -> bool:
         """SIGCONT the JVM; True if there was one. Raises ``RemoteError``."""
-        return "signalled" in self.remote.exec(node, sc.signal_script(self.paths, "CONT"), check=True).stdout
+        return "signalled" in self.remote.exec(node, ps.signal_script(self.paths, "CONT"), check=True).stdout
 
     def log_tail(self, node: str, lines: int = 20) -> str:
         """The last ``lines`` lines of ``server.log``, then of ``kafka.out`` when it is not
@@ -327,7 +346,9 @@ class KafkaDB(DB):
 
     def setup(self) -> None:
         """Install every node's config and format it, then start them all (each step in
-        parallel), then check every JVM still runs after ``startup_check_s`` seconds.
+        parallel), then check every JVM still runs after ``startup_check_s`` seconds, and wait
+        until every controller has made its metadata partition directory
+        (:meth:`wait_for_partition_dirs`).
 
         Raises :class:`TargetError` naming the failed nodes (with the log tails
         of those whose JVM exited).
@@ -340,6 +361,29 @@ class KafkaDB(DB):
         if dead:
             tails = "\n".join(f"--- {n} ({self.role(n)}) {self.paths.log_dir}:\n{self.log_tail(n)}" for n in dead)
             raise TargetError(f"Kafka exited right after start on {', '.join(dead)}\n{tails}")
+        self.wait_for_partition_dirs()
+
+    def wait_for_partition_dirs(self, timeout_s: float = 30.0) -> list[str]:
+        """Wait (up to ``timeout_s`` s) until every controller has made its metadata partition
+        directory, ``__cluster_metadata-0/``; returns the controllers that still have none.
+
+        Kafka makes it at start-up (``KafkaRaftManager.createLogDirectory``) and never fsyncs
+        the metadata log dir that holds it, so on a power-loss disk (lazyfs) a power loss could
+        drop the whole partition, log, snapshots and quorum-state, of a node that made it after
+        the disks' baseline was synced. A real disk (ext4) commits that directory entry within
+        seconds; the harness syncs its baseline when :meth:`setup` returns, which is why setup
+        waits for it. Raises ``RemoteError`` when a node cannot be reached."""
+        path = shlex.quote(posixpath.join(self.paths.metadata_dir, METADATA_PARTITION))
+        waiting = self.controllers()
+        deadline = time.monotonic() + timeout_s
+        while waiting:
+            waiting = [n for n in waiting if self.remote.exec(n, f"test -d {path}", check=False).exit_code != 0]
+            if not waiting or time.monotonic() >= deadline:
+                break
+            time.sleep(0.5)
+        if waiting:
+            log.warning("no %s on %s %.0f s after start", METADATA_PARTITION, ", ".join(waiting), timeout_s)
+        return waiting
 
     def teardown(self) -> dict[str, str]:
         """Stop every node: broker-only nodes first (their controlled shutdown needs the
@@ -389,30 +433,11 @@ class KafkaDB(DB):
     # --- quorum status (a JVM per call: seconds, not for hot paths) ----------------
 
     def quorum_status(self, via: str | None = None, timeout_s: float = 60.0) -> dict[str, str]:
-        """``MetadataQuorumCommand describe --status`` run on ``via`` (default: the first
-        controller) against every controller: ``{"LeaderId": "1", "LeaderEpoch": ..., ...}``.
-
-        Raises ``RemoteError`` when the tool fails (no quorum, unreachable).
-        """
-        argv = sc.quorum_status_argv(",".join(f"{h}:{p}" for h, p in self.controller_addresses()),
-                                     java=self.paths.java)
-        out = self.remote.exec(via or self.controllers()[0], argv, check=True, timeout_s=timeout_s).stdout
-        return sc.parse_quorum_status(out)
+        """``kafka-metadata-quorum describe --status`` on ``via`` (:func:`targets.kafka.voters.quorum_status`)."""
+        from targets.kafka.voters import quorum_status
+        return quorum_status(self, via, timeout_s)
 
     def wait_for_leader(self, timeout_s: float = 60.0, via: str | None = None) -> int:
-        """Poll :meth:`quorum_status` until it names a leader; returns its node id.
-
-        Raises :class:`TargetError` after ``timeout_s`` seconds (with the last error).
-        """
-        deadline, last = time.monotonic() + timeout_s, ""
-        while True:
-            try:
-                status = self.quorum_status(via, timeout_s=max(5.0, deadline - time.monotonic()))
-                if int(status.get("LeaderId", -1)) >= 0:
-                    return int(status["LeaderId"])
-                last = "no leader yet"
-            except (RemoteError, ValueError) as e:
-                last = str(e)
-            if time.monotonic() >= deadline:
-                raise TargetError(f"no KRaft leader within {timeout_s:.0f} s: {last}")
-            time.sleep(0.5)
+        """The leader's node id, once :meth:`quorum_status` names one (:func:`targets.kafka.voters.wait_for_leader`)."""
+        from targets.kafka.voters import wait_for_leader
+        return wait_for_leader(self, timeout_s, via)

@@ -10,7 +10,9 @@ Implements, from Apache Kafka's message schemas in
   header v1.
 * ApiVersions (:mod:`targets.kafka.protocol`, v4 first, falling back to
   the version an UNSUPPORTED_VERSION answer offers) once per connection, to
-  pick the highest DescribeQuorum version both sides support.
+  pick the highest DescribeQuorum version both sides support, within the versions the
+  release's controllers serve (``dq_versions``: :attr:`targets.kafka.releases.Release.describe_quorum`,
+  v0-v1 before 3.9, v0-v2 from 3.9).
 
 :class:`KafkaQuorumClient` keeps one connection for repeated samples (the
 shape of ``kraft.client.KraftClient.describe_quorum`` so the quorum monitor
@@ -241,9 +243,10 @@ _Steps = Generator[bytes, bytes, QuorumSample]
 
 
 def _conversation(versions: dict[int, int], next_cid: Callable[[], int], client_id: str | None,
-                  topic: str, partition: int) -> _Steps:
+                  topic: str, partition: int, ours: tuple[int, int] = DESCRIBE_QUORUM_VERSIONS) -> _Steps:
     """Sans-IO: negotiate (unless ``versions`` already holds DescribeQuorum's) and sample.
-    Fills ``versions`` {api key: version} on success of ApiVersions."""
+    Fills ``versions`` {api key: version} on success of ApiVersions. ``ours``: the
+    DescribeQuorum versions to choose from (within :data:`DESCRIBE_QUORUM_VERSIONS`)."""
     if DESCRIBE_QUORUM not in versions:
         av = API_VERSIONS_VERSIONS[1]
         for attempt in range(2):
@@ -256,7 +259,7 @@ def _conversation(versions: dict[int, int], next_cid: Callable[[], int], client_
             if resp.error_code != NONE:
                 raise KafkaDefiniteError(error_name(resp.error_code), f"ApiVersions v{av}", resp.error_code)
             break
-        dq = pick_version(DESCRIBE_QUORUM_VERSIONS, resp.api_keys.get(DESCRIBE_QUORUM), "DescribeQuorum")
+        dq = pick_version(ours, resp.api_keys.get(DESCRIBE_QUORUM), "DescribeQuorum")
         versions.update({API_VERSIONS: av, DESCRIBE_QUORUM: dq})
     v, cid = versions[DESCRIBE_QUORUM], next_cid()
     resp = decode_describe_quorum_response((yield encode_describe_quorum_request(v, cid, client_id, topic,
@@ -287,12 +290,14 @@ class KafkaQuorumClient:
     negotiates versions with ApiVersions once per connection (``versions``:
     {18: v, 55: v}); it is kept after an error-code answer and dropped after a
     timeout, I/O or protocol failure or a cancellation. ``timeout_ms`` bounds
-    each sample, connect included (ms). One request in flight at a time.
+    each sample, connect included (ms). One request in flight at a time. ``dq_versions``:
+    the DescribeQuorum versions the release serves (:func:`speakable`).
     """
 
     def __init__(self, host: str, port: int, cluster_id: str | None = None, timeout_ms: int = 3000,
                  client_id: str = "kraft-chaos", topic: str = METADATA_TOPIC,
-                 partition: int = METADATA_PARTITION):
+                 partition: int = METADATA_PARTITION, dq_versions: tuple[int, int] = DESCRIBE_QUORUM_VERSIONS):
+        self.dq_versions = speakable(dq_versions)
         self.host, self.port, self.cluster_id = host, port, cluster_id
         self.timeout_s, self.client_id = timeout_ms / 1000.0, client_id
         self.topic, self.partition = topic, partition
@@ -321,7 +326,8 @@ class KafkaQuorumClient:
         (an error code, e.g. NOT_LEADER_OR_FOLLOWER from a non-leader; or no
         connection) or :class:`KafkaIndefiniteError` (timeout, lost connection, protocol)."""
         where, sent = f"{self.host}:{self.port}", False
-        steps = _conversation(self.versions, lambda: next(self._ids), self.client_id, self.topic, self.partition)
+        steps = _conversation(self.versions, lambda: next(self._ids), self.client_id, self.topic, self.partition,
+                              self.dq_versions)
         try:
             async with asyncio.timeout(self.timeout_s):
                 if self._writer is None:
@@ -348,13 +354,27 @@ class KafkaQuorumClient:
         return (await self.sample()).to_body()
 
 
+def speakable(served: tuple[int, int]) -> tuple[int, int]:
+    """The DescribeQuorum versions to ask a release's controllers for: ``served`` (what they
+    serve) within :data:`DESCRIBE_QUORUM_VERSIONS`. Raises ``ValueError`` when they do not
+    overlap."""
+    lo, hi = max(served[0], DESCRIBE_QUORUM_VERSIONS[0]), min(served[1], DESCRIBE_QUORUM_VERSIONS[1])
+    if lo > hi:
+        raise ValueError(f"DescribeQuorum v{served[0]}-v{served[1]} is outside the client's "
+                         f"v{DESCRIBE_QUORUM_VERSIONS[0]}-v{DESCRIBE_QUORUM_VERSIONS[1]}")
+    return lo, hi
+
+
 def describe_quorum(host: str, port: int, timeout_s: float = 3.0, client_id: str = "kraft-chaos",
-                    topic: str = METADATA_TOPIC, partition: int = METADATA_PARTITION) -> QuorumSample:
+                    topic: str = METADATA_TOPIC, partition: int = METADATA_PARTITION,
+                    dq_versions: tuple[int, int] = DESCRIBE_QUORUM_VERSIONS) -> QuorumSample:
     """Blocking one-shot: connect to ``host:port``, negotiate with ApiVersions, send
-    DescribeQuorum and return the :class:`QuorumSample`. ``timeout_s`` (s) bounds
-    each socket operation. Raises as :meth:`KafkaQuorumClient.sample`."""
+    DescribeQuorum (a version of ``dq_versions``, see :func:`speakable`) and return the
+    :class:`QuorumSample`. ``timeout_s`` (s) bounds each socket operation. Raises as
+    :meth:`KafkaQuorumClient.sample`."""
     where, sent, ids = f"{host}:{port}", False, itertools.count(1)
-    steps, dec = _conversation({}, lambda: next(ids), client_id, topic, partition), FrameDecoder()
+    steps = _conversation({}, lambda: next(ids), client_id, topic, partition, speakable(dq_versions))
+    dec = FrameDecoder()
     try:
         with socket.create_connection((host, port), timeout=timeout_s) as s:
             req, done = _step(steps, None)

@@ -8,15 +8,13 @@ Two layers, like ``clusters/image.py``'s:
   imported with the engine's image import. Built once (about 2 min), then
   cached by tag. Needs root, ``debootstrap`` and a Debian mirror; no registry.
 * the node image, ``kraft-chaos-kafka:<digest>``: the jars Maven resolved
-  (:mod:`targets.kafka.jars`) in ``/opt/kafka/libs/`` and two log4j2 configs
-  in ``/opt/kafka/config/``: ``log4j2.properties`` for the server (it writes
-  ``server.log`` and ``controller.log`` into ``${sys:kafka.logs.dir}``, as
-  Kafka's own ``config/log4j2.yaml`` does, but as properties so that no
-  jackson-yaml is needed at startup) and ``tools-log4j2.properties`` (warnings
-  to stderr) for the command-line tools. ``<digest>`` covers the Kafka
-  version, the pom, the jars' names and sizes, both configs and the
-  Dockerfile (so the base's image id): the image is rebuilt exactly when one
-  of them changes.
+  (:mod:`targets.kafka.jars`), or those of a user's distribution (``--kafka-dist``,
+  :mod:`targets.kafka.dist`), in ``/opt/kafka/libs/``, and the two configs of the
+  release's logging stack (:mod:`targets.kafka.logging_stacks`: log4j 1 before 4.0,
+  log4j2 from 4.0) in ``/opt/kafka/config/``. ``<digest>`` covers the Kafka version, the
+  pom (or the distribution's content digest), the jars' names and sizes, both configs and
+  the Dockerfile (so the base's image id): the image is rebuilt exactly when one of them
+  changes, and two builds of one version never share an image.
 """
 from __future__ import annotations
 
@@ -32,7 +30,8 @@ import docker
 import docker.errors
 
 from clusters.image import BASE_PACKAGES, build_base_image, build_image, hold_image, prune_images
-from targets.kafka.jars import DEFAULT_VERSION, POM, jar_listing, pom_digest, resolve_jars
+from targets.kafka.jars import DEFAULT_CACHE_ROOT, jar_listing, pom_digest, pom_for, resolve_jars
+from targets.kafka.releases import DEFAULT_VERSION, release
 from targets.kafka.server_config import KAFKA_HOME, LIBS_DIR
 
 KAFKA_BASE_TAG = "kraft-chaos-kafka-base:bookworm"
@@ -40,72 +39,10 @@ KAFKA_BASE_PACKAGES = (*BASE_PACKAGES, "openjdk-17-jre-headless")
 KAFKA_REPO = "kraft-chaos-kafka"
 IMAGE_LABEL = "kraft-chaos.image"
 VERSION_LABEL = "kraft-chaos.kafka-version"
+#: where the jars came from: ``maven``, or ``dist:<path>`` for a user's distribution
+SOURCE_LABEL = "kraft-chaos.kafka-source"
 DIGEST_LEN = 16
 
-
-#: the server's log4j2 config: server.log (everything but the controller) and
-#: controller.log (org.apache.kafka.controller, kafka.controller), each rolled at 100 MB
-LOG4J2_PROPERTIES = """\
-# kraft-chaos: Kafka server logging (log4j2 properties format)
-status = warn
-name = kraft-chaos-kafka
-property.logDir = ${sys:kafka.logs.dir:-/var/lib/kafka/logs}
-property.pattern = [%d] %p %m (%c)%n
-
-appender.server.type = RollingFile
-appender.server.name = ServerAppender
-appender.server.fileName = ${logDir}/server.log
-appender.server.filePattern = ${logDir}/server.log.%i
-appender.server.layout.type = PatternLayout
-appender.server.layout.pattern = ${pattern}
-appender.server.policies.type = Policies
-appender.server.policies.size.type = SizeBasedTriggeringPolicy
-appender.server.policies.size.size = 100MB
-appender.server.strategy.type = DefaultRolloverStrategy
-appender.server.strategy.max = 2
-
-appender.controller.type = RollingFile
-appender.controller.name = ControllerAppender
-appender.controller.fileName = ${logDir}/controller.log
-appender.controller.filePattern = ${logDir}/controller.log.%i
-appender.controller.layout.type = PatternLayout
-appender.controller.layout.pattern = ${pattern}
-appender.controller.policies.type = Policies
-appender.controller.policies.size.type = SizeBasedTriggeringPolicy
-appender.controller.policies.size.size = 100MB
-appender.controller.strategy.type = DefaultRolloverStrategy
-appender.controller.strategy.max = 2
-
-rootLogger.level = INFO
-rootLogger.appenderRef.server.ref = ServerAppender
-
-logger.controller.name = org.apache.kafka.controller
-logger.controller.level = INFO
-logger.controller.additivity = false
-logger.controller.appenderRef.controller.ref = ControllerAppender
-
-logger.oldcontroller.name = kafka.controller
-logger.oldcontroller.level = INFO
-logger.oldcontroller.additivity = false
-logger.oldcontroller.appenderRef.controller.ref = ControllerAppender
-
-logger.request.name = kafka.request.logger
-logger.request.level = WARN
-"""
-
-#: the tools' log4j2 config: warnings and errors to stderr
-TOOLS_LOG4J2_PROPERTIES = """\
-# kraft-chaos: Kafka command-line tools logging
-status = warn
-name = kraft-chaos-kafka-tools
-appender.stderr.type = Console
-appender.stderr.name = Stderr
-appender.stderr.target = SYSTEM_ERR
-appender.stderr.layout.type = PatternLayout
-appender.stderr.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = WARN
-rootLogger.appenderRef.stderr.ref = Stderr
-"""
 
 Log = Callable[[str], None]
 
@@ -124,16 +61,18 @@ def kafka_dockerfile(base_image: str, base_id: str, version: str) -> str:
     ]) + "\n"
 
 
-def config_files() -> dict[str, bytes]:
-    """``{path in the build context: bytes}`` of the configs baked into the image."""
-    return {"config/log4j2.properties": LOG4J2_PROPERTIES.encode(),
-            "config/tools-log4j2.properties": TOOLS_LOG4J2_PROPERTIES.encode()}
+def config_files(version: str = DEFAULT_VERSION, *, newer: bool = False) -> dict[str, bytes]:
+    """``{path in the build context: bytes}`` of the configs baked into the image of Kafka
+    ``version``: its logging stack's (:meth:`LoggingStack.files`; ``newer`` as
+    :func:`targets.kafka.releases.release`). Raises ``TargetError`` for a bad version."""
+    return release(version, newer=newer).logging.files()
 
 
 def image_digest(version: str, pom_sha256: str, jars: list[tuple[str, int]], dockerfile: str,
                  files: dict[str, bytes]) -> str:
-    """SHA-256 (hex, first 16 digits) over the version, the pom's digest, the
-    jars' ``(name, size)``, the Dockerfile and the config files (path and bytes)."""
+    """SHA-256 (hex, first 16 digits) over the version, the pom's digest (or a distribution's
+    content digest), the jars' ``(name, size)``, the Dockerfile and the config files (path
+    and bytes)."""
     h = hashlib.sha256()
     head = json.dumps({"version": version, "pom": pom_sha256, "jars": [list(j) for j in jars],
                        "dockerfile": dockerfile}, sort_keys=True).encode()
@@ -182,46 +121,55 @@ def ensure_kafka_base(client: docker.DockerClient, log: Log = print) -> tuple[st
 
 
 def ensure_kafka_image(client: docker.DockerClient, version: str = DEFAULT_VERSION, log: Log = print,
-                       *, cache_root: Path | None = None) -> str:
+                       *, cache_root: Path | None = None, dist=None) -> str:
     """Return the tag of a node image holding Kafka ``version``, building what is missing.
 
-    Resolves the jars (:func:`targets.kafka.jars.resolve_jars`, cached in
-    ``cache_root``), makes the JRE base if absent (:func:`ensure_kafka_base`),
-    then builds ``kraft-chaos-kafka:<digest>`` (see :func:`image_digest`)
-    unless an image with that tag exists. This checkout's reference tag is put on it
-    (:func:`clusters.image.hold_image`), and images of the same version it held before are
-    removed unless another checkout holds them too or a container uses them
-    (:func:`prune_kafka_images`). ``log`` receives progress lines.
+    The jars: Maven's (:func:`targets.kafka.jars.resolve_jars`, cached in ``cache_root``), or
+    with ``dist`` (a :class:`targets.kafka.dist.KafkaDist`; ``version`` is then its version)
+    the distribution's own ``libs/`` (:func:`targets.kafka.dist.dist_libs`). Makes the JRE
+    base if absent (:func:`ensure_kafka_base`), then builds ``kraft-chaos-kafka:<digest>``
+    (see :func:`image_digest`) unless an image with that tag exists. This checkout's reference
+    tag is put on it (:func:`clusters.image.hold_image`), and images of the same version and
+    source it held before are removed unless another checkout holds them too or a container
+    uses them (:func:`prune_kafka_images`). ``log`` receives progress lines.
 
     Raises :class:`targets.errors.TargetError` for a bad version or a failed
     Maven run, and :class:`~clusters.errors.ClusterError` for a failed base
     build or layer build (with the end of the build log).
     """
-    libs = resolve_jars(version, cache_root, log=log)
+    cache_root = Path(cache_root) if cache_root is not None else DEFAULT_CACHE_ROOT
+    if dist is None:
+        libs, source, content = resolve_jars(version, cache_root, log=log), "maven", pom_digest(pom_for(version))
+    else:
+        from targets.kafka.dist import dist_libs
+        version, source, content = dist.version, f"dist:{dist.path}", dist.digest
+        libs = dist_libs(dist, cache_root)
     base, base_id = ensure_kafka_base(client, log)
     dockerfile = kafka_dockerfile(base, base_id, version)
-    files = config_files()
-    tag = f"{KAFKA_REPO}:{image_digest(version, pom_digest(POM), jar_listing(libs), dockerfile, files)}"
+    files = config_files(version, newer=dist is not None)
+    tag = f"{KAFKA_REPO}:{image_digest(version, content, jar_listing(libs), dockerfile, files)}"
     if _image_id(client, tag) is None:
-        log(f"building Kafka {version} node image {tag} on {base} ...")
+        log(f"building Kafka {version} node image {tag} on {base} ({source}) ...")
         with tempfile.TemporaryFile() as ctx:
             write_build_context(ctx, libs, dockerfile, files)
             ctx.seek(0)
-            build_image(client, ctx, tag, {IMAGE_LABEL: "kafka", VERSION_LABEL: version},
+            build_image(client, ctx, tag, {IMAGE_LABEL: "kafka", VERSION_LABEL: version, SOURCE_LABEL: source},
                         f"Kafka image {tag} on {base}")
     hold_image(client, tag)
-    prune_kafka_images(client, tag, version, log)
+    prune_kafka_images(client, tag, version, log, source=source)
     return tag
 
 
-def prune_kafka_images(client: docker.DockerClient, keep: str, version: str, log: Log = print) -> list[str]:
-    """Remove the Kafka node images of ``version`` (labelled ``kraft-chaos.image=kafka`` and
-    ``kraft-chaos.kafka-version=<version>``) this checkout held but no longer needs, and ones
+def prune_kafka_images(client: docker.DockerClient, keep: str, version: str, log: Log = print,
+                       *, source: str = "maven") -> list[str]:
+    """Remove the Kafka node images of ``version`` from ``source`` (labelled
+    ``kraft-chaos.image=kafka``, ``kraft-chaos.kafka-version=<version>`` and
+    ``kraft-chaos.kafka-source=<source>``) this checkout held but no longer needs, and ones
     nobody references past the age limit (:func:`clusters.image_prune.prune_plan`), never
     ``keep``; returns the tags removed.
 
     Best effort: images still used by a container are kept; never raises.
-    Images of other Kafka versions are left alone.
+    Images of other Kafka versions or sources are left alone.
     """
-    return prune_images(client, keep, [f"{IMAGE_LABEL}=kafka", f"{VERSION_LABEL}={version}"],
-                        f"Kafka {version} node images", log)
+    return prune_images(client, keep, [f"{IMAGE_LABEL}=kafka", f"{VERSION_LABEL}={version}",
+                                       f"{SOURCE_LABEL}={source}"], f"Kafka {version} node images", log)

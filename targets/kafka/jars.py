@@ -1,9 +1,10 @@
-"""Apache Kafka's jars, resolved from Maven with ``targets/kafka/pom.xml`` and cached per version.
+"""Apache Kafka's jars, resolved from Maven with the pom of the release's logging stack
+(``targets/kafka/poms/``, :mod:`targets.kafka.releases`) and cached per version.
 
 No Kafka tarball and no container registry: Maven fetches ``kafka_2.13``,
-``kafka-tools`` and the log4j2 runtime (about 90 jars, 55 MB for 4.3.1) into
-``<cache_root>/<version>/libs``. A stamp file next to ``libs`` records the
-pom's digest, the version and the jars' names and sizes; the cache is reused
+``kafka-tools`` and the logging runtime (reload4j before 4.0, log4j2 from 4.0; about 50-105
+jars, 37-56 MB) into ``<cache_root>/<version>/libs``. A stamp file next to ``libs`` records
+the pom's digest, the version and the jars' names and sizes; the cache is reused
 while they match. Maven writes into a temporary folder that is renamed into
 place only when it succeeded, so a failed or interrupted run leaves no half
 folder behind; concurrent callers serialise on a lock file.
@@ -23,13 +24,10 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from targets.errors import TargetError
+from targets.kafka.releases import DEFAULT_VERSION, parse_version, release
 
-#: the Kafka version used when none is given (kafka-tools 4.4.0 is not on Maven Central yet)
-DEFAULT_VERSION = "4.3.1"
-POM = Path(__file__).with_name("pom.xml")
 DEFAULT_CACHE_ROOT = Path.home() / ".cache" / "kraft-chaos" / "kafka"
 STAMP_NAME = "stamp.json"
-VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 #: seconds one Maven run may take (a cold resolve of 4.3.1 takes about 30 s)
 MVN_TIMEOUT_S = 900.0
 
@@ -48,23 +46,23 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def validate_version(version: str) -> str:
-    """Return ``version`` if it looks like a Kafka 4.x release (``4.M.P``, digits only).
-
-    Raises :class:`TargetError` otherwise: other shapes (``4.3``, ``4.3.1-rc1``,
-    ``latest``) and other majors (3.x uses log4j 1 and a ZooKeeper-era tool
-    set) are rejected before Maven runs.
-    """
-    m = VERSION_RE.fullmatch(version) if isinstance(version, str) else None
-    if m is None:
-        raise TargetError(f"Kafka version {version!r} is not of the form MAJOR.MINOR.PATCH "
-                          f"(digits only), e.g. {DEFAULT_VERSION}")
-    if int(m.group(1)) != 4:
-        raise TargetError(f"Kafka version {version} is not supported: only 4.x releases "
-                          f"(log4j2, KRaft-only) are, e.g. {DEFAULT_VERSION}")
+    """Return ``version`` if it is a Kafka release kraft-chaos runs (``MAJOR.MINOR.PATCH``,
+    digits only, of a line in :data:`targets.kafka.releases.RELEASES`). Raises
+    :class:`TargetError` otherwise (``4.3``, ``4.3.1-rc1``, ``latest``, ``2.8.2``), before
+    Maven runs."""
+    parse_version(version)
+    release(version)
     return version
 
 
-def pom_digest(pom: Path = POM) -> str:
+def pom_for(version: str) -> Path:
+    """The pom that resolves ``version``'s jars: its release's logging stack's
+    (``poms/reload4j.xml`` before 4.0, ``poms/log4j2.xml`` from 4.0). Raises :class:`TargetError`
+    as :func:`validate_version`."""
+    return release(validate_version(version)).logging.pom
+
+
+def pom_digest(pom: Path) -> str:
     """SHA-256 (hex) of the pom file's bytes. Raises ``FileNotFoundError``."""
     return hashlib.sha256(Path(pom).read_bytes()).hexdigest()
 
@@ -109,9 +107,10 @@ def _read_stamp(version_dir: Path) -> dict | None:
         return None
 
 
-def cached_libs(version: str, cache_root: Path = DEFAULT_CACHE_ROOT, pom: Path = POM) -> Path | None:
-    """The cached ``libs`` folder for ``version`` if its stamp matches the pom and the
-    jars on disk (names and sizes), else None."""
+def cached_libs(version: str, cache_root: Path = DEFAULT_CACHE_ROOT, pom: Path | None = None) -> Path | None:
+    """The cached ``libs`` folder for ``version`` if its stamp matches the pom (default:
+    :func:`pom_for`) and the jars on disk (names and sizes), else None."""
+    pom = pom_for(version) if pom is None else pom
     version_dir = Path(cache_root) / version
     stamp = _read_stamp(version_dir)
     if not stamp or stamp.get("version") != version or stamp.get("pom_sha256") != pom_digest(pom):
@@ -123,7 +122,9 @@ def cached_libs(version: str, cache_root: Path = DEFAULT_CACHE_ROOT, pom: Path =
 
 
 @contextlib.contextmanager
-def _locked(cache_root: Path) -> Iterator[None]:
+def cache_lock(cache_root: Path) -> Iterator[None]:
+    """Hold ``<cache_root>/.lock`` (``flock``, exclusive; the folder is made if missing) while
+    the block runs: one process at a time fills a cache folder."""
     cache_root.mkdir(parents=True, exist_ok=True)
     with open(cache_root / ".lock", "a+") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
@@ -140,24 +141,24 @@ def mvn_argv(mvn: str, pom: Path, version: str, out_dir: Path) -> list[str]:
 
 
 def resolve_jars(version: str = DEFAULT_VERSION, cache_root: Path | None = None, *,
-                 pom: Path = POM, log: Log = lambda _m: None, timeout_s: float = MVN_TIMEOUT_S) -> Path:
+                 pom: Path | None = None, log: Log = lambda _m: None, timeout_s: float = MVN_TIMEOUT_S) -> Path:
     """Return the folder holding every jar Kafka ``version`` needs, resolving it with Maven if not cached.
 
-    ``cache_root`` defaults to ``~/.cache/kraft-chaos/kafka``; the result is
+    ``pom`` defaults to the release's (:func:`pom_for`); ``cache_root`` defaults to
+    ``~/.cache/kraft-chaos/kafka``; the result is
     ``<cache_root>/<version>/libs``. Runs ``mvn -B -q -f <copy of pom>
     -Dkafka.version=V dependency:copy-dependencies -DoutputDirectory=...`` in a
     temporary folder under ``cache_root`` and renames it into place when Maven
     succeeded. A cache whose stamp (version, pom SHA-256, jar names and sizes)
     matches is reused without running Maven.
 
-    Raises :class:`TargetError` for a version that is not ``4.M.P`` (before
-    Maven runs), when ``mvn`` is not on ``PATH``, on a Maven failure (the
+    Raises :class:`TargetError` for a version that is not a supported release (before
+    Maven runs, :func:`validate_version`), when ``mvn`` is not on ``PATH``, on a Maven failure (the
     message names the version and the artifact Maven could not find) or a
     timeout (``timeout_s`` seconds).
     """
-    validate_version(version)
+    pom = Path(pom) if pom is not None else pom_for(version)
     cache_root = Path(cache_root) if cache_root is not None else DEFAULT_CACHE_ROOT
-    pom = Path(pom)
     libs = cached_libs(version, cache_root, pom)
     if libs is not None:
         return libs
@@ -165,7 +166,7 @@ def resolve_jars(version: str = DEFAULT_VERSION, cache_root: Path | None = None,
     if mvn is None:
         raise TargetError(f"Maven (mvn) is not installed, so the jars of Kafka {version} cannot be "
                           "resolved: install it (`apt-get install -y maven`)")
-    with _locked(cache_root):
+    with cache_lock(cache_root):
         libs = cached_libs(version, cache_root, pom)  # another process may have made it meanwhile
         if libs is not None:
             return libs

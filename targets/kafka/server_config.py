@@ -21,11 +21,13 @@ Quorum styles (``kraft_version``):
   every node's properties, formatted without any quorum flag.
 
 The settings are Kafka's names (``KafkaConfig``, ``QuorumConfig``); the
-timeouts are small so that a chaos run sees elections within seconds.
+timeouts are small so that a chaos run sees elections within seconds. What a release
+allows (kraft.version 1, controllers' ``advertised.listeners``, the format flags, the tool
+classes, the logging stack's JVM option) comes from its row of
+:data:`targets.kafka.releases.RELEASES` (the ``rel`` arguments; default: the newest line).
 
-Also here, as pure functions of :class:`KafkaPaths`: the server's command
-line and the ``sh`` snippets that start, signal and stop it (a process is
-ours when its command line matches ``kafka[.]Kafka``).
+Also here: :class:`KafkaPaths` and the server's command line (the ``sh`` snippets that
+start, signal and stop it are :mod:`targets.kafka.process_scripts`).
 """
 from __future__ import annotations
 
@@ -34,13 +36,14 @@ import dataclasses
 import hashlib
 import posixpath
 import re
-import shlex
 from typing import Mapping, Sequence
+
+from targets.errors import TargetError
+from targets.kafka.logging_stacks import CONFIG_DIR
+from targets.kafka.releases import NEWEST, Release
 
 KAFKA_HOME = "/opt/kafka"
 LIBS_DIR = f"{KAFKA_HOME}/libs"
-LOG4J2_CONFIG = f"{KAFKA_HOME}/config/log4j2.properties"
-TOOLS_LOG4J2_CONFIG = f"{KAFKA_HOME}/config/tools-log4j2.properties"
 
 ROLE_CONTROLLER = "controller"
 ROLE_BROKER = "broker"
@@ -61,8 +64,7 @@ COMMON_JVM_OPTS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:+ExitOnOu
 HEAPS = {ROLE_CONTROLLER: ("-Xmx256m", "-Xms256m"), ROLE_BROKER: ("-Xmx512m",),
          ROLE_COMBINED: ("-Xmx512m",)}
 #: the command-line tools (StorageTool, MetadataQuorumCommand) are short-lived JVMs
-TOOL_JVM_OPTS = ("-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                 f"-Dlog4j2.configurationFile={TOOLS_LOG4J2_CONFIG}")
+TOOL_HEAP_OPTS = ("-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 _UUID_TEXT = re.compile(r"[A-Za-z0-9_-]{22}")
 _SAFE_VALUE = re.compile(r"[^\s\\]*")
@@ -169,13 +171,23 @@ def initial_controllers(controllers: Sequence[Controller], port: int = CONTROLLE
     return ",".join(f"{c.node_id}@{c.host}:{port}:{c.directory_id}" for c in controllers)
 
 
-def _check_common(role: str, node_id: int, controllers: Sequence[Controller], kraft_version: int) -> None:
+def tool_jvm_opts(rel: Release = NEWEST) -> tuple[str, ...]:
+    """The command-line tools' JVM options: a small heap and the release's logging stack's
+    tools config (warnings to stderr)."""
+    return (*TOOL_HEAP_OPTS, rel.logging.tools_option(CONFIG_DIR))
+
+
+def _check_common(role: str, node_id: int, controllers: Sequence[Controller], kraft_version: int,
+                  rel: Release) -> None:
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, got {role!r}")
     if isinstance(node_id, bool) or not isinstance(node_id, int) or node_id < 0:
         raise ValueError(f"node_id must be an int >= 0, got {node_id!r}")
     if kraft_version not in KRAFT_VERSIONS or isinstance(kraft_version, bool):
         raise ValueError(f"kraft_version must be 0 or 1, got {kraft_version!r}")
+    if kraft_version not in rel.kraft_versions:
+        raise TargetError(f"Kafka {rel.name} has no kraft.version {kraft_version} "
+                          f"(it formats kraft.version {', '.join(map(str, rel.kraft_versions))})")
     if not controllers:
         raise ValueError("the controller set is empty")
     ids = [c.node_id for c in controllers]
@@ -186,12 +198,28 @@ def _check_common(role: str, node_id: int, controllers: Sequence[Controller], kr
                          f"be in the controller set {ids}")
 
 
+def check_extra_properties(props: Mapping[str, object] | None) -> dict[str, str]:
+    """Extra ``server.properties`` (``--kafka-prop KEY=VALUE``) as text: ``{key: value}``.
+
+    Raises ``ValueError`` naming a key that is not a property name (empty, whitespace,
+    ``#!=:`` or a backslash) or a value with whitespace or a backslash."""
+    out: dict[str, str] = {}
+    for key, value in (props or {}).items():
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        if not isinstance(key, str) or not _SAFE_KEY.fullmatch(key):
+            raise ValueError(f"--kafka-prop: bad property name {key!r}")
+        if not _SAFE_VALUE.fullmatch(text):
+            raise ValueError(f"--kafka-prop {key}: value {text!r} has whitespace or a backslash")
+        out[key] = text
+    return out
+
+
 def render_server_properties(*, role: str, node_id: int, host: str, controllers: Sequence[Controller],
                              kraft_version: int = DEFAULT_KRAFT_VERSION, log_dirs: str,
                              metadata_log_dir: str, n_brokers: int,
                              controller_port: int = CONTROLLER_PORT, broker_port: int = BROKER_PORT,
                              timeouts: Timeouts = Timeouts(),
-                             extra: Mapping[str, object] | None = None) -> str:
+                             extra: Mapping[str, object] | None = None, rel: Release = NEWEST) -> str:
     """The text of one node's ``server.properties`` (``key=value`` lines, a trailing newline).
 
     ``role``: ``"controller"``, ``"broker"`` or ``"broker,controller"``;
@@ -199,27 +227,33 @@ def render_server_properties(*, role: str, node_id: int, host: str, controllers:
     the whole voter set; ``n_brokers``: how many brokers the cluster has (the
     internal topics' replication factor is ``min(3, n_brokers)``, their
     min.insync.replicas ``min(2, that)``). Listeners: ``CONTROLLER`` on
-    ``controller_port`` and ``PLAINTEXT`` on ``broker_port``, both plaintext.
-    ``extra`` adds or overrides properties (values are str()-ed).
+    ``controller_port`` and ``PLAINTEXT`` on ``broker_port``, both plaintext; the controller
+    listener is advertised only where ``rel`` allows it (from 3.9: before, a controller-only
+    node has no ``advertised.listeners`` and a combined node advertises its broker listener
+    alone). ``extra`` adds or overrides properties (values are str()-ed).
 
     Raises ``ValueError`` for a bad role, node id, kraft version, an empty or
-    inconsistent controller set, or a value with whitespace or a backslash.
+    inconsistent controller set, or a value with whitespace or a backslash;
+    :class:`TargetError` for a kraft version ``rel`` does not have.
     """
-    _check_common(role, node_id, controllers, kraft_version)
+    _check_common(role, node_id, controllers, kraft_version, rel)
     if isinstance(n_brokers, bool) or not isinstance(n_brokers, int) or n_brokers < 1:
         raise ValueError(f"n_brokers must be an int >= 1, got {n_brokers!r}")
     rf = min(3, n_brokers)
     min_isr = min(2, rf)
-    listeners = []
+    listeners, advertised = [], []
     if role != ROLE_CONTROLLER:
         listeners.append(f"{BROKER_LISTENER}://{host}:{broker_port}")
+        advertised.append(listeners[-1])
     if role != ROLE_BROKER:
         listeners.append(f"{CONTROLLER_LISTENER}://{host}:{controller_port}")
+        if rel.controller_advertises:
+            advertised.append(listeners[-1])
     props: dict[str, object] = {
         "process.roles": role,
         "node.id": node_id,
         "listeners": ",".join(listeners),
-        "advertised.listeners": ",".join(listeners),
+        **({"advertised.listeners": ",".join(advertised)} if advertised else {}),
         "listener.security.protocol.map": f"{CONTROLLER_LISTENER}:PLAINTEXT,{BROKER_LISTENER}:PLAINTEXT",
         "controller.listener.names": CONTROLLER_LISTENER,
     }
@@ -268,10 +302,12 @@ def format_argv(*, role: str, node_id: int, cluster_id: str, config_path: str,
                 controllers: Sequence[Controller], kraft_version: int = DEFAULT_KRAFT_VERSION,
                 controller_port: int = CONTROLLER_PORT, release_version: str | None = None,
                 java: str = "java", classpath: str = f"{LIBS_DIR}/*",
-                jvm_opts: Sequence[str] = TOOL_JVM_OPTS, joining: bool = False) -> list[str]:
-    """The argv that formats one node's log dirs with ``kafka.tools.StorageTool format``.
+                jvm_opts: Sequence[str] | None = None, joining: bool = False,
+                features: Mapping[str, int] | None = None, rel: Release = NEWEST) -> list[str]:
+    """The argv that formats one node's log dirs with ``rel``'s ``StorageTool format``
+    (``jvm_opts``: default :func:`tool_jvm_opts`).
 
-    Flags as in Kafka 4.3's ``kafka-storage format --help``: ``--config``,
+    Flags as in ``kafka-storage format --help`` (only those ``rel.format_flags`` has): ``--config``,
     ``--cluster-id`` (a 22-char Kafka Uuid, see :func:`cluster_uuid`), and for
     kraft.version 1 ``--initial-controllers id@host:port:dir,...`` on a
     controller or combined node, ``--no-initial-controllers`` on a broker.
@@ -279,40 +315,30 @@ def format_argv(*, role: str, node_id: int, cluster_id: str, config_path: str,
     ``release_version`` (e.g. ``"4.3-IV0"``) is passed as ``--release-version``;
     None: the tool's default, the latest. ``joining``: the node joins a running cluster
     (a wiped controller, KIP-853): at kraft.version 1 it takes ``--no-initial-controllers``
-    too, so it starts as an observer with its new directory id. Raises ``ValueError`` as
-    :func:`render_server_properties` does, or for a bad cluster id.
+    too, so it starts as an observer with its new directory id. ``features``
+    (``{"group.version": 1}``) become ``--feature name=level`` flags (from 3.8). Raises
+    ``ValueError`` as :func:`render_server_properties` does, or for a bad cluster id;
+    :class:`TargetError` for a flag ``rel`` does not have.
     """
-    _check_common(role, node_id, controllers, kraft_version)
+    _check_common(role, node_id, controllers, kraft_version, rel)
     if not is_kafka_uuid(cluster_id):
         raise ValueError(f"cluster_id must be a 22-char base64url Kafka Uuid, got {cluster_id!r}")
-    argv = [java, *jvm_opts, "-cp", classpath, "kafka.tools.StorageTool", "format",
-            "--config", config_path, f"--cluster-id={cluster_id}"]
+    argv = [java, *(tool_jvm_opts(rel) if jvm_opts is None else jvm_opts), "-cp", classpath,
+            rel.storage_tool, "format", "--config", config_path, f"--cluster-id={cluster_id}"]
+    flags = argv[argv.index("format") + 1:]
     if release_version is not None:
-        argv += ["--release-version", release_version]
+        flags += ["--release-version", release_version]
+    for name, level in (features or {}).items():
+        flags += ["--feature", f"{name}={level}"]
     if kraft_version == 1:
         if role == ROLE_BROKER or joining:
-            argv.append("--no-initial-controllers")
+            flags.append("--no-initial-controllers")
         else:
-            argv += ["--initial-controllers", initial_controllers(controllers, controller_port)]
-    return argv
-
-
-def quorum_status_argv(bootstrap_controllers: str, java: str = "java") -> list[str]:
-    """``MetadataQuorumCommand --bootstrap-controller <host:port,...> describe --status``
-    (kafka-metadata-quorum.sh) as a java argv."""
-    return [java, *TOOL_JVM_OPTS, "-cp", f"{LIBS_DIR}/*", "org.apache.kafka.tools.MetadataQuorumCommand",
-            "--bootstrap-controller", bootstrap_controllers, "describe", "--status"]
-
-
-def parse_quorum_status(text: str) -> dict[str, str]:
-    """``{"ClusterId": ..., "LeaderId": "1", "LeaderEpoch": ..., "CurrentVoters": "[...]", ...}``
-    from ``describe --status`` output (``Key:   value`` lines; others ignored)."""
-    status = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip() and not any(c.isspace() for c in key.strip()):
-            status[key.strip()] = value.strip()
-    return status
+            flags += ["--initial-controllers", initial_controllers(controllers, controller_port)]
+    missing = sorted({f.split("=")[0] for f in flags if f.startswith("--")} - rel.format_flags)
+    if missing:
+        raise TargetError(f"Kafka {rel.name}'s kafka-storage format has no {', '.join(missing)}")
+    return argv[:argv.index("format") + 1] + flags
 
 
 def jvm_opts(role: str, heap: Sequence[str] | None = None) -> list[str]:
@@ -350,53 +376,12 @@ class KafkaPaths:
         return posixpath.join(self.log_dir, name)
 
 
-def server_argv(role: str, paths: KafkaPaths = KafkaPaths(), heap: Sequence[str] | None = None) -> list[str]:
-    """``java <jvm_opts(role)> -Dkafka.logs.dir=... -Dlog4j2.configurationFile=... -cp
-    '/opt/kafka/libs/*' kafka.Kafka <config>``. Raises ``ValueError`` on a bad role."""
+def server_argv(role: str, paths: KafkaPaths = KafkaPaths(), heap: Sequence[str] | None = None,
+                rel: Release = NEWEST) -> list[str]:
+    """``java <jvm_opts(role)> -Dkafka.logs.dir=... <logging option> -cp '/opt/kafka/libs/*'
+    kafka.Kafka <config>``; the logging option is ``rel``'s stack's
+    (``-Dlog4j.configuration=file:...log4j.properties`` before 4.0,
+    ``-Dlog4j2.configurationFile=...log4j2.properties`` from 4.0). Raises ``ValueError`` on a
+    bad role."""
     return [paths.java, *jvm_opts(role, heap), f"-Dkafka.logs.dir={paths.log_dir}",
-            f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}", "-cp", f"{LIBS_DIR}/*", "kafka.Kafka", paths.config]
-
-
-def running_test(paths: KafkaPaths) -> str:
-    """sh condition: the pid file names a live ``kafka.Kafka`` JVM (sets ``$pid``;
-    zombies have no cmdline)."""
-    return (f'pid=$(cat {shlex.quote(paths.pid)} 2>/dev/null) && [ -n "$pid" ] && '
-            'tr "\\000" " " < /proc/$pid/cmdline 2>/dev/null | grep -q "kafka[.]Kafka"')
-
-
-def signal_script(paths: KafkaPaths, sig: str) -> str:
-    """sh: send ``sig`` to the JVM; prints ``signalled`` if there was one."""
-    return f'if {running_test(paths)}; then kill -{sig} "$pid" && echo signalled; fi'
-
-
-def kill_script(paths: KafkaPaths) -> str:
-    """sh: SIGKILL the pid-file JVM, then any ``kafka.Kafka <our config>`` (not this
-    shell), then wait up to 5 s for it to be gone. Prints ``signalled`` per kill."""
-    return (f"{signal_script(paths, '9')}\n"
-            "for p in /proc/[0-9]*; do\n"
-            '  n=${p#/proc/}; [ "$n" = "$$" ] && continue\n'
-            '  c=$(tr "\\000" " " < $p/cmdline 2>/dev/null) || continue\n'
-            f'  case "$c" in *kafka[.]Kafka\\ {shlex.quote(paths.config)}*) '
-            'kill -9 "$n" 2>/dev/null && echo signalled;; esac\n'
-            "done\n"
-            f"i=0; while {running_test(paths)} && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n"
-            "true")
-
-
-def stop_script(paths: KafkaPaths, timeout_s: float) -> str:
-    """sh: SIGTERM (and SIGCONT, in case it is paused), wait up to ``timeout_s``;
-    prints ``signalled`` if a JVM got SIGTERM and ``sigkill`` if it still runs."""
-    ticks = max(1, int(timeout_s * 10))
-    return (f'if {running_test(paths)}; then kill -TERM "$pid"; kill -CONT "$pid"; echo signalled; fi\n'
-            f"i=0; while {running_test(paths)} && [ $i -lt {ticks} ]; do sleep 0.1; i=$((i+1)); done\n"
-            f"if {running_test(paths)}; then echo sigkill; fi\n")
-
-
-def start_script(paths: KafkaPaths, argv: Sequence[str]) -> str:
-    """sh: unless the JVM runs, start ``argv`` detached (``nohup``, stdout and
-    stderr appended to ``kafka.out``), write its pid; prints ``started`` or ``running``."""
-    return (f"if {running_test(paths)}; then echo running; exit 0; fi\n"
-            f"cd / && mkdir -p {shlex.quote(paths.log_dir)} || exit 1\n"
-            f"nohup {shlex.join(argv)} </dev/null >>{shlex.quote(paths.out)} 2>&1 &\n"
-            f"echo $! > {shlex.quote(paths.pid)}\n"
-            "echo started")
+            rel.logging.server_option(CONFIG_DIR), "-cp", f"{LIBS_DIR}/*", "kafka.Kafka", paths.config]

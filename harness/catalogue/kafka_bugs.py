@@ -1,0 +1,156 @@
+"""Apache Kafka's own KRaft bugs (``kraft-chaos bugs --db kafka``): one table, :data:`KAFKA_CATALOGUE`.
+
+Each :class:`KafkaBug` is a real bug of a Kafka release: its JIRA and one-line cause, the
+first release of our range that has it (``introduced``) and the first fixed patch of each
+release line that got the fix (``fixed_in``), the release (and kraft.version) the catalogue
+runs as affected and the one it runs as fixed, the schedule that exposes it
+(harness/config/schedules.py, ``SCHEDULES``; a ``kafka`` schedule), and the anomaly kinds
+it shows (checker names). ``kraft-chaos bugs --db kafka`` runs each on both releases and
+scores a run as detecting the bug only when it shows one of those kinds: every 3.x release
+lacks Pre-Vote, so its runs under cut-and-heal schedules also show
+``disruptive-election``, which is true behaviour of that release, reported, never a detection of
+an entry about something else. ``kraft-chaos bisect`` reads the same table.
+
+What a release line is known to show (:func:`known_kinds`) is derived from this table;
+the evidence for each entry (commits, release source jars, runs) is in
+``docs/kafka-bugs.md``.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from harness.config.schedules import SCHEDULES
+from targets.kafka.releases import parse_version
+
+#: the classes of the Kafka catalogue (issue 25)
+KAFKA_CLASSES = ("elections and Pre-Vote", "leader fencing and check quorum", "high watermark and commit",
+                 "disk loss and recovery", "membership")
+
+
+@dataclasses.dataclass(frozen=True)
+class Side:
+    """A release to run: ``version`` (``"3.6.2"``) and ``kraft_version`` (None: the release's
+    default, 1 from 3.9, else 0)."""
+
+    version: str
+    kraft_version: int | None = None
+
+    def label(self) -> str:
+        """``3.9.2`` or ``3.9.2 kv0``."""
+        return self.version + (f" kv{self.kraft_version}" if self.kraft_version is not None else "")
+
+
+def _key(version: str) -> tuple[int, int, int]:
+    return parse_version(version)[:3]
+
+
+@dataclasses.dataclass(frozen=True)
+class KafkaBug:
+    """One bug of Apache Kafka's KRaft.
+
+    ``jira`` (its name in ``--only``), ``klass`` (one of :data:`KAFKA_CLASSES`), ``cause``
+    (one line), ``introduced`` (the first release of kraft-chaos's range, 3.3.x on, that has
+    it), ``fixed_in`` (the first fixed patch of every line that got the fix, oldest first;
+    every later line is fixed; empty: no release fixes it), ``kraft_versions`` (where it
+    exists: a bug of static quorums only is ``(0,)``), ``affected``/``fixed`` (the
+    :class:`Side` the catalogue runs as affected and as fixed), ``schedule`` (a
+    ``SCHEDULES`` name), ``kinds`` (the anomalies, by checker name, a run must show to count
+    as detecting it), ``note``.
+    """
+
+    jira: str
+    klass: str
+    cause: str
+    introduced: str
+    fixed_in: tuple[str, ...]
+    affected: Side
+    fixed: Side
+    schedule: str
+    kinds: tuple[str, ...]
+    kraft_versions: tuple[int, ...] = (0, 1)
+    note: str = ""
+
+    @property
+    def name(self) -> str:
+        """The entry's name: its JIRA id."""
+        return self.jira
+
+    def affects(self, version: str, kraft_version: int) -> bool:
+        """Whether release ``version`` at ``kraft_version`` has the bug: at or after
+        ``introduced``, a kraft.version it exists at, and neither at or past the fix of its own
+        line nor on a line after the last one fixed."""
+        v = _key(version)
+        if v < _key(self.introduced) or kraft_version not in self.kraft_versions:
+            return False
+        for fix in self.fixed_in:
+            f = _key(fix)
+            if v[:2] == f[:2]:
+                return v < f
+        return not self.fixed_in or v[:2] < _key(self.fixed_in[-1])[:2]
+
+    def run_fields(self, side: Side) -> dict:
+        """The :class:`harness.config.run.RunConfig` fields (no seed, store or subnet) of a run
+        of this entry on ``side``: its schedule's, on that release and kraft.version."""
+        fields = SCHEDULES[self.schedule].run_config()
+        fields.update(db="kafka", kafka_version=side.version, kraft_version=side.kraft_version)
+        return fields
+
+    def fixed_text(self) -> str:
+        """The fixing releases, or what fixes it, for tables: ``3.5.2, 3.6.0``."""
+        return ", ".join(self.fixed_in) or self.fixed.label()
+
+
+KAFKA_CATALOGUE: tuple[KafkaBug, ...] = (
+    KafkaBug("KAFKA-15312", "disk loss and recovery",
+             "a snapshot is renamed into place without an fsync of its data: after a power loss the "
+             "controller finds an empty or torn snapshot and exits at every start",
+             "3.3.0", ("3.5.2", "3.6.0"), Side("3.5.1", 0), Side("3.5.2", 0), "kafka-power", ("crashed-node",),
+             note="FileRawSnapshotWriter.freeze() closed the channel and moved the file without "
+                  "channel.force(true); fixed on 3.5 and from 3.6.0 (3.3 and 3.4 have no later patch)"),
+    KafkaBug("KAFKA-15489", "leader fencing and check quorum",
+             "no check quorum: a leader cut off from the majority never resigns and answers as leader "
+             "of its old epoch beside the new one",
+             "3.3.0", ("3.7.0",), Side("3.6.2", 0), Side("3.7.0", 0), "kafka-fence", ("stale-leader",),
+             note="LeaderState gained timeUntilCheckQuorumExpires in 3.7.0 (37416e1aeba)"),
+    KafkaBug("KAFKA-16164", "elections and Pre-Vote",
+             "no Pre-Vote (KIP-996): a voter that timed out while cut off raises the epoch and deposes a "
+             "leader that it and a majority could reach the whole time",
+             "3.3.0", ("4.0.0",), Side("3.9.2"), Side("4.0.0"), "kafka-rejoin", ("disruptive-election",),
+             note="Pre-Vote shipped in 4.0.0 (KAFKA-17641 Vote v2, KAFKA-17642 ProspectiveState)"),
+    KafkaBug("KAFKA-14077", "disk loss and recovery",
+             "a static voter whose disk was wiped comes back with an empty log and no vote, still a "
+             "voter: it elects a lagging candidate, and the old leader truncates committed records",
+             "3.3.0", (), Side("3.9.2", 0), Side("3.9.2", 1), "kafka-wiped-voter", ("lost-write",),
+             kraft_versions=(0,),
+             note="fixed by kraft.version 1 (KIP-853, from 3.9.0): the wiped node has a new directory "
+                  "id, so it is an observer; never fixed for static quorums"),
+    KafkaBug("KAFKA-17030", "membership",
+             "a voter removed while it was cut off never learns of its removal: back, it stands for "
+             "election at a higher epoch and deposes the leader of the new voter set",
+             "3.9.0", ("4.0.0",), Side("3.9.2"), Side("4.0.0"), "kafka-remove-partitioned",
+             ("disruptive-election",), kraft_versions=(1,),
+             note="3.9.1 makes an unattached removed voter fetch from the bootstrap servers; a removed "
+                  "follower that timed out still campaigns until Pre-Vote (4.0.0)"),
+)
+
+#: every entry by name
+_BY_NAME = {b.jira: b for b in KAFKA_CATALOGUE}
+
+
+def kafka_bug_named(name: str) -> KafkaBug:
+    """The entry ``name`` (a JIRA id, any case); ValueError naming the choices otherwise."""
+    bug = _BY_NAME.get(name.upper())
+    if bug is None:
+        raise ValueError(f"unknown Kafka bug {name!r}: choose from {', '.join(_BY_NAME)}")
+    return bug
+
+
+def known_kinds(version: str, kraft_version: int) -> dict[str, list[str]]:
+    """``{anomaly kind: [JIRA, ...]}``: what Kafka ``version`` at ``kraft_version`` is known
+    to show under faults, from the entries that affect it."""
+    out: dict[str, list[str]] = {}
+    for bug in KAFKA_CATALOGUE:
+        if bug.affects(version, kraft_version):
+            for kind in bug.kinds:
+                out.setdefault(kind, []).append(bug.jira)
+    return out

@@ -1,0 +1,140 @@
+"""The ``kafka`` target as the harness sees it (``targets/registry.py``'s ``TargetSpec``):
+six functions of a run's options, so that all of Kafka's choices stay in ``targets/kafka``.
+
+``options`` is any object with ``harness.config.run.RunConfig``'s attributes: ``seed``,
+``nodes``, ``kafka_version``, ``kafka_dist`` (a distribution's path, or None),
+``kafka_dist_digest``, ``kafka_topology``, ``kraft_version``, ``nemesis``, ``scenario`` and
+optionally ``brokers`` and ``kafka_props`` (extra ``server.properties``, ``{key: value}``).
+
+* :func:`prepare`: before anything is made, read ``--kafka-dist`` (its version and digest
+  into the options), find the release, refuse what it cannot do (exit 3), and fill in the
+  release's default kraft.version, so that ``test.json`` and the repeat command say what ran;
+  check the extra server properties (``kafka_props``).
+* :func:`node_count`, :func:`node_image`, :func:`make_db`, :func:`host_software`: the
+  target's nodes, docker image, DB, and files for host JVMs (netns, ssh);
+  :func:`repeat_flags`: the run flags that repeat a run.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from clusters.registry import Software
+from clusters.remote import Cluster
+from targets.kafka.releases import Release, check_run_options, release, run_kraft_version
+
+Log = Callable[[str], None]
+
+_DISTS: dict[tuple, Any] = {}
+
+
+def _stamp(path: Path) -> tuple:
+    """What must stay the same for a read distribution to be reused: the path's and (for a
+    folder) every ``libs/*.jar``'s size and mtime (ns)."""
+    st = path.stat()
+    if not path.is_dir():
+        return (str(path), st.st_size, st.st_mtime_ns)
+    libs = path / "libs"
+    jars = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in libs.glob("*.jar")) if libs.is_dir() else []
+    return (str(path), tuple(jars))
+
+
+def dist_of(options: Any):
+    """The :class:`targets.kafka.dist.KafkaDist` of ``options.kafka_dist``, or None without
+    one; read once per unchanged path in this process (:func:`targets.kafka.dist.read_dist`).
+    Raises ``DistError`` as it does, and when the digest differs from
+    ``options.kafka_dist_digest`` (the distribution changed since the run was prepared)."""
+    path = getattr(options, "kafka_dist", None)
+    if not path:
+        return None
+    from targets.kafka.dist import DistError, read_dist
+    p = Path(path).expanduser().absolute()
+    try:
+        key = _stamp(p)
+    except OSError:
+        key = None
+    dist = _DISTS.get(key) if key else None
+    if dist is None:
+        dist = read_dist(p)
+        if key:
+            _DISTS[key] = dist
+    want = getattr(options, "kafka_dist_digest", None)
+    if want and want != dist.digest:
+        raise DistError(f"--kafka-dist {p}: its content changed since the run was prepared "
+                        f"(digest {dist.digest[:16]}, expected {want[:16]})")
+    return dist
+
+
+def run_release(options: Any) -> Release:
+    """The releases table's row for the run (a distribution past the newest line gets the
+    newest line's). Raises ``TargetError`` for an unsupported or malformed version."""
+    return release(options.kafka_version, newer=bool(getattr(options, "kafka_dist", None)))
+
+
+def prepare(options: Any) -> None:
+    """Check and complete a run's options before anything is made (idempotent).
+
+    With ``kafka_dist``: reads the distribution and sets ``kafka_dist`` (absolute path),
+    ``kafka_dist_digest`` and ``kafka_version`` (the distribution's). Then refuses what the
+    release cannot do (:func:`targets.kafka.releases.check_run_options`) and sets a None
+    ``kraft_version`` to the release's default (1 from 3.9, else 0).
+
+    ``kafka_props`` (extra server properties) are checked and turned into text
+    (:func:`targets.kafka.server_config.check_extra_properties`).
+
+    Raises ``TargetError`` (exit 3): an unsupported or malformed version, a path that is
+    not a Kafka distribution (``DistError``), an option the release cannot do
+    (``UnsupportedOption``, naming the version and the feature); ``ValueError`` for a bad
+    extra property.
+    """
+    dist = dist_of(options)
+    if dist is not None:
+        options.kafka_dist, options.kafka_dist_digest = str(dist.path), dist.digest
+        options.kafka_version = dist.version
+    rel = run_release(options)
+    check_run_options(rel, options.kafka_version, options)
+    options.kraft_version = run_kraft_version(rel, options)
+    if getattr(options, "kafka_props", None):
+        from targets.kafka.server_config import check_extra_properties
+        options.kafka_props = check_extra_properties(options.kafka_props)
+
+
+def repeat_flags(options: Any) -> list[str]:
+    """The ``kraft-chaos run`` flags that repeat a run of this target: ``--kafka-dist PATH``
+    (a distribution) or ``--kafka-version V``, ``--kafka-topology``, and ``--kafka-prop
+    KEY=VALUE`` per extra server property."""
+    which = ["--kafka-dist", options.kafka_dist] if options.kafka_dist else ["--kafka-version", options.kafka_version]
+    props = [x for k, v in (getattr(options, "kafka_props", None) or {}).items() for x in ("--kafka-prop", f"{k}={v}")]
+    return which + ["--kafka-topology", options.kafka_topology] + props
+
+
+def node_count(options: Any) -> int:
+    """Controllers plus brokers (dedicated), or the combined servers
+    (:func:`targets.kafka.db.node_count`). Raises ``ValueError``."""
+    from targets.kafka.db import node_count as count
+    return count(options.kafka_topology, options.nodes, getattr(options, "brokers", None))
+
+
+def node_image(engine, options: Any, log: Log) -> str:
+    """The docker node image of the run's Kafka (Maven's jars, or the distribution's libs),
+    built if missing (:func:`targets.kafka.image.ensure_kafka_image`). Raises
+    ``TargetError``/``ClusterError``."""
+    from targets.kafka.image import ensure_kafka_image
+    return ensure_kafka_image(engine, options.kafka_version, log=log, dist=dist_of(options))
+
+
+def make_db(cluster: Cluster, cluster_id: str, options: Any):
+    """The run's :class:`targets.kafka.db.KafkaDB` on ``cluster``. Raises ``ValueError``/``TargetError``."""
+    from targets.kafka.db import KafkaDB
+    return KafkaDB.for_run(cluster, cluster_id, options)
+
+
+def host_software(options: Any, log: Log) -> Software:
+    """The run's Kafka on host JVMs (netns, ssh): its jars (Maven's, resolved if not cached,
+    or the distribution's) and log configs under ``/opt/kafka``
+    (:func:`targets.kafka.host_files.host_files`), ``KAFKA_HOME``/``KAFKA_VERSION``, and Java
+    >= :data:`targets.kafka.host_files.MIN_JAVA` on the hosts. Raises ``TargetError``."""
+    from targets.kafka.host_files import MIN_JAVA, host_env, host_files
+    dist = dist_of(options)
+    files = host_files(options.kafka_version, log, dist=dist)
+    return Software(files=files, env=host_env(options.kafka_version), min_java=MIN_JAVA)
