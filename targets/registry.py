@@ -70,6 +70,9 @@ class TargetSpec:
     #: (idempotent; e.g. a Kafka release that cannot do an option, or the release's default
     #: kraft.version); raises ``ValueError`` or :class:`targets.errors.TargetError` (exit 3)
     prepare: Callable[[Any], None] = lambda options: None
+    #: True when it runs numbered releases (``kafka_version``): ``kraft-chaos bisect`` steps
+    #: through them, and its bug catalogue pairs an affected with a fixed release
+    versioned: bool = False
 
 
 def kraft_dir() -> Path:
@@ -120,7 +123,7 @@ TARGETS: dict[str, TargetSpec] = {t.name: t for t in (
                # a run's own comes from its release (prepare): 1 from 3.9, else 0
                default_kraft_version=1, repeat_flags=kafka_target.repeat_flags,
                own_fields=("kafka_version", "kafka_dist", "kafka_topology", "kafka_props"),
-               prepare=kafka_target.prepare),
+               prepare=kafka_target.prepare, versioned=True),
 )}
 #: the target a run gets when ``--db`` is not given
 DEFAULT_TARGET = "kraft"

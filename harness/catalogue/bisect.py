@@ -29,6 +29,7 @@ from harness.catalogue.scoring import RunOutcome
 from harness.config.run import RunConfig, scenario_config
 from harness.config.scenario import builtin_scenarios, load
 from harness.config.schedules import SCHEDULES
+from targets.registry import target_spec
 
 MODES = ("bisect", "step")
 VERDICTS = ("valid", "invalid", "unknown")
@@ -70,17 +71,17 @@ def subject(name: str, kinds: tuple[str, ...] | None = None) -> Subject:
         return Subject(bug.jira, "catalogue entry", fields, bug.kinds if kinds is None else kinds, bug)
     if name in SCHEDULES:
         sched = SCHEDULES[name]
-        if sched.db != "kafka":
+        if not target_spec(sched.db).versioned:
             raise ValueError(f"schedule {name!r} is written for --db {sched.db}; bisect steps through "
                              f"Kafka releases: choose a kafka schedule "
-                             f"({', '.join(n for n, s in SCHEDULES.items() if s.db == 'kafka')})")
+                             f"({', '.join(n for n, s in SCHEDULES.items() if target_spec(s.db).versioned)})")
         return Subject(name, "schedule", sched.run_config(), kinds or ())
     path = Path(name) if Path(name).exists() else builtin_scenarios().get(name)
     if path is None:
         raise ValueError(f"{name!r} is neither a Kafka catalogue entry, a schedule nor a scenario "
                          f"(kraft-chaos bugs --db kafka, harness/config/schedules.py, kraft-chaos scenario list)")
     cfg = scenario_config(load(path), path)
-    if cfg.db != "kafka":
+    if not target_spec(cfg.db).versioned:
         raise ValueError(f"scenario {name!r} runs on --db {cfg.db}; bisect needs one with db = \"kafka\"")
     fields = {k: v for k, v in dataclasses.asdict(cfg).items()
               if k not in ("seed", "store", "subnet", "kafka_version", "kafka_dist", "kafka_dist_digest")}

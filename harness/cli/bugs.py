@@ -35,6 +35,21 @@ from harness.cli.args import ipv4_subnet, number, positive_int, seed_value
 from harness.config.schedules import SCHEDULES
 from harness.run.runner import Interrupted
 from history import store
+from targets.registry import target_spec
+
+#: each target's bug catalogue: ``db -> (entries, name -> entry)`` (a name that is none
+#: raises ``ValueError``); a versioned target's (``TargetSpec.versioned``) pairs an affected
+#: with a fixed release (:func:`run_kafka_bugs`), the others run switches (:func:`run_bugs`)
+CATALOGUES: dict[str, tuple[tuple, Callable]] = {
+    "kraft": (tuple(CATALOGUE), bug_named),
+    "kafka": (tuple(KAFKA_CATALOGUE), kafka_bug_named),
+}
+
+
+def _paired(db: str | None) -> bool:
+    """True when ``db``'s catalogue pairs an affected with a fixed release."""
+    return target_spec(db or "kraft").versioned
+
 
 #: seconds a run may take in all (set-up, faults, final phase, checks); its time limit is cut to fit
 DEFAULT_BUDGET_S = 150.0
@@ -114,7 +129,7 @@ def _median(x) -> str:
 
 def format_table(doc: dict) -> str:
     """The table of a ``bugs.json`` document (either catalogue's)."""
-    if doc.get("db") == "kafka":
+    if _paired(doc.get("db")):
         return format_kafka_table(doc)
     lines = [f"{'bug':22} {'class':15} {'jira':12} {'detected':>9} {'median s':>9} {'max run s':>9}  kinds"]
     for b in doc["bugs"]:
@@ -177,7 +192,7 @@ def write_chart(doc: dict, path: Path) -> None:
     import matplotlib      # deferred: matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt      # deferred: matplotlib
-    kafka = doc.get("db") == "kafka"
+    kafka = _paired(doc.get("db"))
     names = [b["name"] for b in doc["bugs"]]
     arms = [("affected", "#4C9F70"), ("fixed", "#D1495B")] if kafka else [(None, None)]
     fig, ax = plt.subplots(figsize=(10, 4.5))
@@ -212,14 +227,12 @@ def write_chart(doc: dict, path: Path) -> None:
 
 def cmd_bugs(args) -> int:
     """``kraft-chaos bugs``: see the module docstring."""
-    kafka = args.db == "kafka"
+    kafka = _paired(args.db)
+    entries, named = CATALOGUES[args.db]
     try:
-        if kafka:
-            if args.schedule or args.correct_only:
-                raise ValueError("--schedule and --correct-only apply to --db kraft only")
-            bugs = [kafka_bug_named(n) for n in args.only] if args.only else list(KAFKA_CATALOGUE)
-        else:
-            bugs = [bug_named(n) for n in args.only] if args.only else list(CATALOGUE)
+        if kafka and (args.schedule or args.correct_only):
+            raise ValueError(f"--schedule and --correct-only apply to --db kraft only, not --db {args.db}")
+        bugs = [named(n) for n in args.only] if args.only else list(entries)
     except ValueError as e:
         print(f"kraft-chaos bugs: {e}", file=sys.stderr)
         return 3
@@ -260,7 +273,7 @@ def add_parser(sub) -> None:
     b = sub.add_parser("bugs", help="run every catalogued bug under its schedule, N seeds each: our quorum's "
                                     "--unsafe switches and the correct build (--db kraft), or Apache Kafka's "
                                     "bugs on an affected and a fixed release (--db kafka); print detection rates")
-    b.add_argument("--db", choices=("kraft", "kafka"), default="kraft",
+    b.add_argument("--db", choices=sorted(CATALOGUES), default="kraft",
                    help="which catalogue: kraft (our quorum's --unsafe switches, default) or kafka "
                         "(Apache Kafka's own KRaft bugs, harness/catalogue/kafka_bugs.py)")
     b.add_argument("--runs", type=positive_int("--runs"), default=5,
