@@ -18,7 +18,6 @@ external JS or CSS); every piece of text from the input is escaped.
 """
 from __future__ import annotations
 
-import html
 import math
 from pathlib import Path
 
@@ -31,23 +30,16 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from harness.reports.plots import FIGSIZE, _save  # noqa: E402
+from harness.reports.trends_page import render_index  # noqa: E402,F401
+from harness.reports.trends_tables import (ANOMALIES_PNG, AVAILABILITY_PNG, INDEX_HTML, LATENCY_PNG,  # noqa: E402,F401
+                                           REQUIRED_COLUMNS, VERDICTS, _anomaly_counts, _require,
+                                           _calendar, anomaly_runs_per_day, availability_per_day, run_days)
 
-ANOMALIES_PNG = "anomalies-per-day.png"
-AVAILABILITY_PNG = "availability-per-day.png"
-LATENCY_PNG = "latency-by-nemesis.png"
-INDEX_HTML = "index.html"
-#: Columns ``runs`` must have (besides the anomaly columns) when it has any row.
-REQUIRED_COLUMNS = ("run", "date", "verdict", "availability", "latency_p50_ms",
-                    "latency_p99_ms", "nemesis", "error")
-#: Verdicts counted on the page, in this order (any other value is counted as itself).
-VERDICTS = ("valid", "invalid", "unknown")
 #: More days than this on an axis: only about ``TICK_LABELS_MAX`` date labels are drawn.
 THIN_TICKS_OVER = 60
 TICK_LABELS_MAX = 30
 #: More days than this on an axis: date labels are rotated.
 ROTATE_TICKS_OVER = 7
-#: A calendar longer than this (days) is not filled in: only days with runs are drawn.
-MAX_CALENDAR_DAYS = 3 * 366
 #: Latency values spanning more than this factor (two decades) get a log y-axis.
 LOG_SPAN = 100.0
 #: Colours of the latency quantiles.
@@ -57,91 +49,6 @@ QUANTILE_COLOURS = {"latency_p50_ms": "#81BFFC", "latency_p99_ms": "#FFA400"}
 RUNS_COLOUR = "#6A0DAD"
 #: Top of the anomaly plot's axes over the highest bar or point: room for the legend.
 HEADROOM = 1.35
-
-
-# -- per-day tables ----------------------------------------------------------------
-
-
-def run_days(runs: pd.DataFrame) -> pd.Series:
-    """Each run's day as ``"YYYY-MM-DD"`` (same index as ``runs``), or None when
-    ``date`` is missing or not a ``YYYY-MM-DD`` date (or a datetime: its day)."""
-    if len(runs) == 0 or "date" not in runs.columns:
-        return pd.Series([None] * len(runs), index=runs.index, dtype=object)
-    col = runs["date"]
-    if pd.api.types.is_datetime64_any_dtype(col):
-        parsed = col
-    else:
-        parsed = pd.to_datetime(col.astype(object).where(col.notna(), None),
-                                format="%Y-%m-%d", errors="coerce")
-    return parsed.dt.strftime("%Y-%m-%d").astype(object).where(parsed.notna(), None)
-
-
-def _anomaly_counts(runs: pd.DataFrame, anomaly_columns: list[str]) -> pd.DataFrame:
-    """The anomaly columns as ints (missing or non-numeric counts as 0)."""
-    return pd.DataFrame({c: pd.to_numeric(runs[c], errors="coerce").fillna(0).astype("int64")
-                         for c in anomaly_columns}, index=runs.index)
-
-
-def anomaly_runs_per_day(runs: pd.DataFrame, anomaly_columns: list[str]) -> pd.DataFrame:
-    """Runs showing each anomaly type, per day.
-
-    Returns a frame indexed by day (``"YYYY-MM-DD"`` strings, ascending, index
-    name ``date``), one int column per entry of ``anomaly_columns`` in that
-    order, each the number of that day's runs whose count for the type is
-    > 0, and a last int column ``runs``: all of that day's runs. Only days
-    with at least one run appear; runs without a usable date are left out.
-    Raises ValueError when ``runs`` has rows and lacks ``date`` or an anomaly
-    column.
-    """
-    cols = list(anomaly_columns)
-    if "runs" in cols:
-        raise ValueError("an anomaly column cannot be named 'runs'")
-    if len(runs) == 0:
-        out = pd.DataFrame({c: pd.Series(dtype="int64") for c in [*cols, "runs"]},
-                           index=pd.Index([], dtype=object, name="date"))
-        return out
-    _require(runs, ["date", *cols])
-    days = run_days(runs)
-    dated = days.notna()
-    shown = (_anomaly_counts(runs, cols) > 0).astype("int64")[dated]
-    shown["runs"] = 1
-    out = shown.groupby(days[dated].to_numpy()).sum().sort_index()
-    out.index = pd.Index(list(out.index), dtype=object, name="date")
-    return out.astype("int64")
-
-
-def availability_per_day(runs: pd.DataFrame) -> pd.DataFrame:
-    """Availability (0..1) per day over the runs that have one.
-
-    Returns a frame indexed like ``anomaly_runs_per_day`` (days with at least
-    one dated run), columns ``mean`` and ``min`` (float, NaN when none of
-    the day's runs has an availability) and ``n`` (int: runs with one).
-    Raises ValueError when ``runs`` has rows and lacks ``date`` or ``availability``.
-    """
-    if len(runs) == 0:
-        return pd.DataFrame({"mean": pd.Series(dtype=float), "min": pd.Series(dtype=float),
-                             "n": pd.Series(dtype="int64")},
-                            index=pd.Index([], dtype=object, name="date"))
-    _require(runs, ["date", "availability"])
-    days = run_days(runs)
-    dated = days.notna()
-    avail = pd.to_numeric(runs["availability"], errors="coerce")[dated]
-    g = avail.groupby(days[dated].to_numpy())
-    out = pd.DataFrame({"mean": g.mean(), "min": g.min(), "n": g.count().astype("int64")}).sort_index()
-    out.index = pd.Index(list(out.index), dtype=object, name="date")
-    return out
-
-
-def _calendar(frame: pd.DataFrame, fill) -> pd.DataFrame:
-    """``frame`` (indexed by day) reindexed to every day from its first to its last,
-    new days filled with ``fill``; unchanged if that is over ``MAX_CALENDAR_DAYS``."""
-    if len(frame) < 2:
-        return frame
-    days = pd.date_range(frame.index[0], frame.index[-1], freq="D")
-    if len(days) > MAX_CALENDAR_DAYS:
-        return frame
-    full = pd.Index(list(days.strftime("%Y-%m-%d")), dtype=object, name="date")
-    return frame.reindex(full, fill_value=fill)
 
 
 def day_tick_positions(n_days: int) -> list[int]:
@@ -318,121 +225,6 @@ def plot_latency_by_nemesis(runs: pd.DataFrame, path: Path) -> None:
     ax.set_ylabel("latency (ms)")
     ax.legend(loc="best", fontsize=7)
     _save(fig, path)
-
-
-# -- page --------------------------------------------------------------------------
-
-_CSS = """
-body { font-family: sans-serif; margin: 1.5em; color: #222; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: left; vertical-align: top; }
-th { background: #f2f2f2; }
-td.num { text-align: right; }
-img { max-width: 100%; display: block; margin: 0.5em 0 1.5em; }
-.note { color: #666; }
-"""
-
-
-def _e(v) -> str:
-    return html.escape(str(v), quote=True)
-
-
-def _missing(v) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA or v is pd.NaT
-
-
-def _cell(v) -> str:
-    """A table cell's text: empty for a missing value, ints without ``.0``."""
-    if _missing(v):
-        return ""
-    if isinstance(v, (float, np.floating)) and float(v).is_integer():
-        return str(int(v))
-    return str(v)
-
-
-def _table(header: list[str], rows: list[list], classes: list[str] | None = None) -> str:
-    out = ["<table>", "<tr>" + "".join(f"<th>{_e(h)}</th>" for h in header) + "</tr>"]
-    for row in rows:
-        cells = []
-        for j, v in enumerate(row):
-            cls = classes[j] if classes else ""
-            cells.append(f'<td class="{_e(cls)}">{_e(_cell(v))}</td>' if cls else f"<td>{_e(_cell(v))}</td>")
-        out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</table>")
-    return "\n".join(out)
-
-
-def _verdict_line(runs: pd.DataFrame) -> str:
-    verdicts = runs["verdict"].astype(object).where(runs["verdict"].notna(), "?").map(str)
-    counts = verdicts.value_counts()
-    parts = [f"{int(counts.get(v, 0))} {v}" for v in VERDICTS]
-    parts += [f"{int(counts[v])} {v}" for v in sorted(counts.index) if v not in VERDICTS]
-    line = f"{len(runs)} runs: " + ", ".join(parts)
-    if "synthetic" in runs.columns:
-        synthetic = int(runs["synthetic"].fillna(False).astype(bool).sum())
-        if synthetic:
-            line += f" ({synthetic} synthetic)"
-    return _e(line)
-
-
-def _non_valid_rows(runs: pd.DataFrame, anomaly_columns: list[str]) -> list[list]:
-    verdicts = runs["verdict"].astype(object).where(runs["verdict"].notna(), "?").map(str)
-    bad = runs[verdicts != "valid"]
-    counts = _anomaly_counts(bad, anomaly_columns)
-    order = sorted(bad.index, key=lambda i: (verdicts[i] != "invalid", str(bad.at[i, "run"])))
-    rows = []
-    for i in order:
-        nonzero = ", ".join(f"{c}: {counts.at[i, c]}" for c in anomaly_columns if counts.at[i, c])
-        rows.append([bad.at[i, "run"], verdicts[i], nonzero, bad.at[i, "error"]])
-    return rows
-
-
-def render_index(runs: pd.DataFrame, anomaly_types: pd.DataFrame, anomaly_columns: list[str],
-                 malformed: list[dict] | None = None) -> str:
-    """The text of ``index.html`` (see ``write_trends``); the PNGs are referred to
-    by their file names, relative to the page."""
-    title = "kraft-chaos analysis"
-    body = [f"<h1>{_e(title)}</h1>"]
-    if len(runs) == 0:
-        body.append("<p>No runs.</p>")
-    else:
-        body.append(f"<p>{_verdict_line(runs)}</p>")
-        undated = int(run_days(runs).isna().sum())
-        if undated:
-            body.append(f'<p class="note">{undated} run{"s" if undated != 1 else ""} without a '
-                        "date (missing or not YYYY-MM-DD) left out of the per-day plots.</p>")
-    for name, alt in ((ANOMALIES_PNG, "anomalies per day"), (AVAILABILITY_PNG, "availability per day"),
-                      (LATENCY_PNG, "latency by nemesis")):
-        body.append(f'<h2>{_e(alt)}</h2>\n<img src="{_e(name)}" alt="{_e(alt)}">')
-    body.append("<h2>anomaly types</h2>")
-    if anomaly_types is None or len(anomaly_types) == 0:
-        body.append("<p>No anomalies.</p>")
-    else:
-        cols = list(anomaly_types.columns)
-        numeric = ["num" if pd.api.types.is_numeric_dtype(anomaly_types[c]) else "" for c in cols]
-        body.append(_table(cols, anomaly_types.astype(object).values.tolist(), numeric))
-    if len(runs):
-        rows = _non_valid_rows(runs, anomaly_columns)
-        body.append("<h2>non-valid runs</h2>")
-        if rows:
-            body.append(_table(["run", "verdict", "anomalies", "error"], rows))
-        else:
-            body.append("<p>Every run is valid.</p>")
-    if malformed:
-        body.append(f"<h2>malformed lines ({len(malformed)})</h2>\n<ul>")
-        for m in malformed:
-            body.append(f"<li><code>{_e(m.get('file', '?'))}:{_e(m.get('line', '?'))}</code>: "
-                        f"{_e(m.get('reason', ''))}</li>")
-        body.append("</ul>")
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f"<title>{_e(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
-            + "\n".join(body) + "\n</body>\n</html>\n")
-
-
-def _require(runs: pd.DataFrame, columns) -> None:
-    missing = [c for c in columns if c not in runs.columns]
-    if missing:
-        raise ValueError(f"runs lacks column(s) {', '.join(missing)}")
 
 
 def write_trends(runs: pd.DataFrame, anomaly_types: pd.DataFrame, out_dir: Path,
