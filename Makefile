@@ -33,7 +33,7 @@ run: venv $(if $(filter netns ssh,$(CLUSTER)),,engine) spark $(if $(filter kafka
 
 # The default suite: unit tests and short real runs on each backend (about 15 minutes on 2 cores).
 test: venv engine spark maven sshd chromium
-	$(PY) -m pytest -q -ra -m "not slow"
+	$(PY) -m pytest -q -ra --durations=15 -m "not slow"
 
 # Long real runs: every catalogued --unsafe bug caught under its schedule, every variant of the
 # disk-loss timeline on both targets, and the longer runs of one feature each (power loss, voter
