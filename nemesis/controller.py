@@ -294,6 +294,10 @@ class NemesisController:
             value["targets"] = targets
             self._hold(fault, targets)
             value["wiped"] = on_nodes(targets, self.db.wipe, what="wipe")
+            quorum = set(self.db.quorum_nodes())   # a wiped broker is no voter to replace later
+            for node, w in value["wiped"].items():
+                if isinstance(w, dict):
+                    w["quorum_node"] = node in quorum
             if self.disks is not None and targets:
                 # a replaced disk is new hardware: a later power loss must not bring the old
                 # one back (the wipe's rm and mkdir were never fsynced into its parent)

@@ -130,11 +130,16 @@ def _gated_stop(fault: Fault, removed: list[str]) -> Generator:
 
 
 def _replacement(wiped: dict, duration_s: float) -> Generator | None:
-    """The replacement of the nodes a wipe's start reports (``wiped``: ``{node: {...,
-    "new_directory_id"}}``; None when none was wiped): once they caught up,
+    """The replacement of the quorum nodes a wipe's start reports (``wiped``: ``{node: {...,
+    "new_directory_id", "quorum_node"}}``; None when no quorum node was wiped): once they caught up,
     ``start-membership`` ``nodes`` / ``replace`` with their new ``directory_ids``, held at
     most a second, then its stop."""
-    if not isinstance(wiped, dict) or not wiped:
+    if not isinstance(wiped, dict):
+        return None
+    # only quorum nodes are voters to replace: with faults on the brokers too (the queue
+    # workload's default) a wipe may take a broker, which rejoins as it is
+    wiped = {n: w for n, w in wiped.items() if not isinstance(w, dict) or w.get("quorum_node", True)}
+    if not wiped:
         return None
     nodes = sorted(wiped)
     ids = {n: w["new_directory_id"] for n, w in wiped.items()

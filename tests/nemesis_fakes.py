@@ -92,11 +92,16 @@ class FakeDB:
     """
 
     def __init__(self, nodes: Sequence[str]):
+        self.nodes = list(nodes)
         self.running: set[str] = set(nodes)
         self.paused: set[str] = set()
         self.calls: list[tuple[str, str]] = []
         self.down: set[str] = set()
         self._lock = threading.Lock()
+
+    def quorum_nodes(self) -> list[str]:
+        """Every node is a quorum node (no brokers)."""
+        return list(self.nodes)
 
     def _call(self, method: str, node: str) -> None:
         with self._lock:

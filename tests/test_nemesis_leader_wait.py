@@ -339,6 +339,26 @@ def test_a_wipe_at_kraft_version_1_is_followed_by_the_replacement_of_its_voters(
     replace = ops[2][1]["value"]
     assert replace == {"kind": "nodes", "slot": REPLACE_SLOT, "targets": ["n2", "n4"], "action": "replace",
                        "directory_ids": {"n2": "x2", "n4": "x4"}}
+    # a wiped broker (faults on the brokers too) is no voter: only the quorum nodes are replaced
+    def complete_with_broker(op):
+        v = dict(op["value"])
+        if op["f"] == "start-wipe":
+            v.update(targets=["n2", "n4"], wiped={"n2": {"new_directory_id": "x2", "quorum_node": True},
+                                                  "n4": {"new_directory_id": "x4", "quorum_node": False}})
+        return {"type": "info", "f": op["f"], "value": v}
+    ops = drive(family_window(Fault("wipe", "minority"), 3.0, voter_changes=True, replace_wiped=True), 60,
+                view=view, complete=complete_with_broker)
+    assert [op["f"] for _t, op in ops] == ["start-wipe", "stop-wipe", "start-membership", "stop-membership"]
+    assert ops[2][1]["value"]["targets"] == ["n2"] and ops[2][1]["value"]["directory_ids"] == {"n2": "x2"}
+    # a wipe of brokers alone is followed by no replacement
+    def complete_brokers_only(op):
+        v = dict(op["value"])
+        if op["f"] == "start-wipe":
+            v.update(targets=["n4"], wiped={"n4": {"new_directory_id": "x4", "quorum_node": False}})
+        return {"type": "info", "f": op["f"], "value": v}
+    ops = drive(family_window(Fault("wipe", "minority"), 3.0, voter_changes=True, replace_wiped=True), 60,
+                view=view, complete=complete_brokers_only)
+    assert [op["f"] for _t, op in ops] == ["start-wipe", "stop-wipe"]
     # without membership in the schedule, or at kraft.version 0, a wipe is only a wipe
     ops = drive(family_window(Fault("wipe", "minority"), 3.0, voter_changes=True), 60, view=view,
                 complete=complete)
