@@ -1,0 +1,139 @@
+"""Voter changes in the simulator (KIP-853, kraft.version 1): RemoveRaftVoter and AddRaftVoter
+sent to the leader as an operator would (``kafka-metadata-quorum remove-controller`` /
+``add-controller``), retried while no leader answers or the change is refused for now,
+and recorded as ``membership`` ops (process ``"nemesis"``, value ``changes``).
+
+A removed voter is added back when its fault stops (with its directory id then); a wiped
+one is replaced (its old key removed, its new directory id added).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from kraft import errors
+from kraft.quorum.client_messages import AddVoterRequest, RemoveVoterRequest
+from kraft.states import StateKind
+from kraft.voter_set import ReplicaKey
+
+from .quorum_nodes import voter_node
+from .recording import Recording
+from .runtime import Runtime
+
+LEADER = StateKind.LEADER
+#: give up on a voter change after this long (ms), retrying every RETRY_MS
+CHANGE_PATIENCE_MS, RETRY_MS, ASK_TIMEOUT_MS = 10000.0, 300.0, 5000.0
+
+
+def leader_of(rt: Runtime, ids) -> int | None:
+    """The live, unpaused node leading the highest epoch, or None."""
+    best, epoch = None, -1
+    for i in ids:
+        n = rt.nodes[i]
+        c = n.core
+        if c is not None and not n.paused and c.kind is LEADER and c.epoch > epoch:
+            best, epoch = i, c.epoch
+    return best
+
+
+class Admin:
+    """Voter changes on quorum nodes ``ids``; the replies come through :meth:`on_reply`."""
+
+    def __init__(self, rt: Runtime, rec: Recording, ids: list[int]):
+        self.rt, self.rec, self.ids = rt, rec, ids
+        self.waiting: dict = {}
+        self.removed: set[int] = set()        # voters removed by a fault, to add back
+
+    def on_reply(self, token, msg) -> bool:
+        """Take the reply to an admin request; False when ``token`` is not ours."""
+        cb = self.waiting.pop(token, None)
+        if cb is None:
+            return False
+        cb(msg)
+        return True
+
+    def _ask(self, make: Callable, what: str, node: int, then: Callable | None = None) -> None:
+        deadline = self.rt.now + CHANGE_PATIENCE_MS
+
+        def finish(outcome: str, error: str | None = None) -> None:
+            change = {"op": what, "node": f"n{node}", "voter_id": node, "outcome": outcome}
+            if error:
+                change["error"] = error
+            self.rec.nemesis("start-membership", {"kind": "nodes", "targets": [f"n{node}"], "action": what},
+                             {"kind": "nodes", "targets": [f"n{node}"], "changes": [change]})
+            self.rt.note(f"membership {what} n{node}: {outcome} {error or ''}")
+            if then is not None and outcome == "ok":
+                then()
+
+        def attempt() -> None:
+            rt = self.rt
+            lead = leader_of(rt, self.ids)
+            msg = make(lead) if lead is not None else None
+            if msg is None:
+                retry("no leader" if lead is None else "nothing to change")
+                return
+            token = rt.client_request(lead, msg)
+            answered = []
+
+            def on(resp) -> None:
+                answered.append(resp)
+                if resp.error_code == errors.NONE:
+                    finish("ok")
+                elif resp.error_code == errors.REQUEST_TIMED_OUT:
+                    finish("info", errors.name(resp.error_code))
+                else:
+                    retry(errors.name(resp.error_code))
+            self.waiting[token] = on
+
+            def timeout() -> None:
+                if not answered and self.waiting.pop(token, None) is not None:
+                    finish("info", "timeout")
+            rt.at(rt.now + ASK_TIMEOUT_MS, timeout)
+
+        def retry(why: str) -> None:
+            if why == "nothing to change":
+                finish("skipped", why)
+            elif self.rt.now + RETRY_MS < deadline:
+                self.rt.at(self.rt.now + RETRY_MS, attempt)
+            else:
+                finish("fail", why)
+        attempt()
+
+    def _voter_key(self, lead: int, node: int) -> ReplicaKey | None:
+        v = self.rt.nodes[lead].core.voters.get(node)
+        return v.key if v is not None else None
+
+    def remove(self, node: int) -> None:
+        """Remove voter ``node`` (whatever its directory id in the leader's voter set)."""
+        def make(lead):
+            key = self._voter_key(lead, node)
+            if key is None or len(self.rt.nodes[lead].core.voters) <= 1:
+                return None
+            return RemoveVoterRequest(key)
+        self.removed.add(node)
+        self._ask(make, "remove", node)
+
+    def add_back(self, node: int) -> None:
+        """Add ``node`` as a voter with its current directory id (if it is not one already)."""
+        self.removed.discard(node)
+
+        def make(lead):
+            dir_id = self.rt.nodes[node].disk.directory_id
+            v = self.rt.nodes[lead].core.voters.get(node)
+            if v is not None:
+                return None
+            return AddVoterRequest(voter_node(node, dir_id))
+        self._ask(make, "add", node)
+
+    def replace(self, node: int) -> None:
+        """A wiped voter: remove its old key, then add its new directory id."""
+        def make(lead):
+            v = self.rt.nodes[lead].core.voters.get(node)
+            if v is None or v.directory_id == self.rt.nodes[node].disk.directory_id:
+                return None
+            return RemoveVoterRequest(v.key)
+        self._ask(make, "remove", node, then=lambda: self.add_back(node))
+
+    def restore(self) -> None:
+        """At the end: add back every voter still removed or replaced."""
+        for node in self.ids:
+            self.rt.at(self.rt.now + 500, lambda node=node: self.add_back(node))

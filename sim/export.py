@@ -1,0 +1,90 @@
+"""A shrunk simulated trace's faults as a scenario file (harness/config/scenario.py's TOML) that
+``kraft-chaos scenario run FILE`` replays on a real cluster of our quorum.
+
+The faults are written as they landed in the simulator, with explicit targets (kind
+``nodes``; a partition as its ``grudge``), timed from the first leader: a ``wait =
+"leader"`` step, then ``sleep`` steps between the starts and stops. The simulator runs
+the real quorum timeouts (sim/quorum_nodes.py), so the timing carries over, though a
+real cluster's scheduling jitter may shift it. A clock jump has no real nemesis here: it is
+left out, and named in the file's comment.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import tomli_w
+
+from .shrink import ShrinkResult
+
+#: how long the replay waits for the first leader (s)
+LEADER_TIMEOUT_S = 60
+
+
+def _names(ids) -> list[str]:
+    return [f"n{i}" for i in ids]
+
+
+def fault_steps(applied: list[dict], first_fault_ms: float | None = None) -> tuple[list[dict], list[str]]:
+    """``(steps, left out)``: scenario steps for the faults ``applied`` (sim/nemesis.py's record),
+    times relative to the first fault's start (or ``first_fault_ms``)."""
+    events: list[tuple[float, int, dict]] = []
+    left_out: list[str] = []
+    for k, a in enumerate(applied):
+        fam, targets, params = a["family"], a["targets"], dict(a.get("params") or {})
+        params.pop("kind", None)
+        if fam == "clock":
+            left_out.append(f"clock jump of {', '.join(_names(targets))} by {params.get('offset_ms')} ms "
+                            f"at {a['at_ms'] / 1000:.3f} s (no real clock nemesis)")
+            continue
+        if not targets:
+            continue
+        if fam == "partition":
+            value = {"kind": "nodes", "grudge": {f"n{d}": _names(s) for d, s in sorted(a["grudge"].items())}}
+        elif fam == "membership":
+            value = {"kind": "nodes", "targets": _names(targets), "action": "remove"}
+        else:
+            value = {"kind": "nodes", "targets": _names(targets)}
+            if fam == "packet":
+                value.update({k: v for k, v in params.items() if k in ("delay_ms", "jitter_ms", "loss_pct",
+                                                                       "duplicate_pct")})
+            elif fam == "power-loss":
+                value["torn"] = bool(params.get("torn"))
+        events.append((a["at_ms"], 2 * k, {"nemesis": f"start-{fam}", "value": value}))
+        events.append((a["at_ms"] + a["duration_ms"], 2 * k + 1, {"nemesis": f"stop-{fam}", "value": value}))
+    events.sort(key=lambda e: (e[0], e[1]))
+    steps: list[dict] = []
+    t = first_fault_ms if first_fault_ms is not None else (events[0][0] if events else 0.0)
+    for at, _, step in events:
+        if at - t >= 1:
+            steps.append({"sleep": round((at - t) / 1000.0, 3)})
+            t = at
+        steps.append(step)
+    return steps, left_out
+
+
+def write_scenario(opts, seed: int, shrunk: ShrinkResult, out_dir: Path, subnet: str | None = None) -> Path:
+    """Write ``out_dir/sim-seed-<seed>.toml`` for the shrunk trace of ``seed``; returns its path."""
+    steps, left_out = fault_steps(shrunk.result.applied, first_fault_ms=None)
+    run: dict = {"seed": seed, "workload": "append", "nodes": opts.voters}
+    if opts.unsafe:
+        run["unsafe"] = list(opts.unsafe)
+    if opts.kraft_version:
+        run["kraft_version"] = opts.kraft_version
+    if subnet:
+        run["subnet"] = subnet
+    first_leader = [{"wait": "leader", "timeout": LEADER_TIMEOUT_S}, {"sleep": 2.0}]
+    doc = {"run": run, "step": first_leader + steps}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"sim-seed-{seed}.toml"
+    flags = f" --kraft-version {opts.kraft_version}" if opts.kraft_version else ""
+    flags += f" --unsafe {','.join(opts.unsafe)}" if opts.unsafe else ""
+    o = shrunk.original
+    comment = [f"kraft-chaos simulate --seed {seed} --voters {opts.voters}{flags} --shrink: "
+               f"{len(o.faults)} fault(s) -> {len(shrunk.plan.faults)}, {len(o.client_ops)} client op(s) -> "
+               f"{len(shrunk.plan.client_ops)}, in {shrunk.runs} simulated run(s)",
+               f"violated in the simulator: {shrunk.target}: {shrunk.result.first[1]}"]
+    comment += [f"left out: {x}" for x in left_out]
+    comment.append(f"repeat with: kraft-chaos scenario run {path}")
+    text = "".join(f"# {line}\n" for line in comment) + "\n" + tomli_w.dumps(doc)
+    path.write_text(text, encoding="utf-8")
+    return path
