@@ -51,15 +51,23 @@ class Admin:
         cb(msg)
         return True
 
-    def _ask(self, make: Callable, what: str, node: int, then: Callable | None = None) -> None:
+    def _ask(self, make: Callable, what: str, node: int, then: Callable | None = None, phase: str = "start",
+             slot: str | None = None) -> None:
         deadline = self.rt.now + CHANGE_PATIENCE_MS
 
         def finish(outcome: str, error: str | None = None) -> None:
-            change = {"op": what, "node": f"n{node}", "voter_id": node, "outcome": outcome}
-            if error:
-                change["error"] = error
-            self.rec.nemesis("start-membership", {"kind": "nodes", "targets": [f"n{node}"], "action": what},
-                             {"kind": "nodes", "targets": [f"n{node}"], "changes": [change]})
+            change = {"op": what, "node": f"n{node}", "voter_id": node}
+            if outcome == "skipped":
+                change["skipped"] = error
+            else:
+                change["outcome"] = outcome
+                if error:
+                    change["error"] = error
+            asked = {"kind": "nodes", "targets": [f"n{node}"], "action": what}
+            if slot:
+                asked["slot"] = slot
+            done = dict(asked, changes=[change])
+            self.rec.nemesis(f"{phase}-membership", asked, done)
             self.rt.note(f"membership {what} n{node}: {outcome} {error or ''}")
             if then is not None and outcome == "ok":
                 then()
@@ -102,17 +110,25 @@ class Admin:
         v = self.rt.nodes[lead].core.voters.get(node)
         return v.key if v is not None else None
 
+    def _keeps_majority(self, voters, node: int) -> bool:
+        """Whether the voters left without ``node`` keep a majority on intact disks (an operator
+        does not remove a voter when the rest could no longer elect a leader)."""
+        rest = [v for v in voters.voters if v.id != node]
+        intact = [v for v in rest if self.rt.up(v.id) and self.rt.nodes[v.id].disk.directory_id == v.directory_id]
+        return len(intact) >= len(rest) // 2 + 1
+
     def remove(self, node: int) -> None:
         """Remove voter ``node`` (whatever its directory id in the leader's voter set)."""
         def make(lead):
+            voters = self.rt.nodes[lead].core.voters
             key = self._voter_key(lead, node)
-            if key is None or len(self.rt.nodes[lead].core.voters) <= 1:
+            if key is None or len(voters) <= 1 or not self._keeps_majority(voters, node):
                 return None
             return RemoveVoterRequest(key)
         self.removed.add(node)
         self._ask(make, "remove", node)
 
-    def add_back(self, node: int) -> None:
+    def add_back(self, node: int, slot: str | None = None) -> None:
         """Add ``node`` as a voter with its current directory id (if it is not one already)."""
         self.removed.discard(node)
 
@@ -122,7 +138,7 @@ class Admin:
             if v is not None:
                 return None
             return AddVoterRequest(voter_node(node, dir_id))
-        self._ask(make, "add", node)
+        self._ask(make, "add", node, phase="stop", slot=slot)
 
     def replace(self, node: int) -> None:
         """A wiped voter: remove its old key, then add its new directory id."""
@@ -131,9 +147,15 @@ class Admin:
             if v is None or v.directory_id == self.rt.nodes[node].disk.directory_id:
                 return None
             return RemoveVoterRequest(v.key)
-        self._ask(make, "remove", node, then=lambda: self.add_back(node))
+        self._ask(make, "remove", node, then=lambda: self.add_back(node, "wipe-replace"), slot="wipe-replace")
 
     def restore(self) -> None:
         """At the end: add back every voter still removed or replaced."""
+        lead = leader_of(self.rt, self.ids)
+        voters = self.rt.nodes[lead].core.voters if lead is not None else None
         for node in self.ids:
-            self.rt.at(self.rt.now + 500, lambda node=node: self.add_back(node))
+            v = voters.get(node) if voters is not None else None
+            if v is not None and v.directory_id != self.rt.nodes[node].disk.directory_id:
+                self.rt.at(self.rt.now + 500, lambda node=node: self.replace(node))
+            elif node in self.removed or (voters is not None and v is None):
+                self.rt.at(self.rt.now + 500, lambda node=node: self.add_back(node))

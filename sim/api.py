@@ -75,7 +75,13 @@ class SeedOutcome:
 def run_seed(opts: SimOptions, seed: int) -> SeedOutcome:
     """Run one seed in this process (with the registered judge, if any)."""
     from .schedule import run_schedule
-    r = run_schedule(opts, seed, judge=judging.get())
+    try:
+        r = run_schedule(opts, seed, judge=judging.get())
+    except Exception as e:  # noqa: BLE001 - a simulator bug is reported as this seed's failure
+        import traceback
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        return SeedOutcome(seed, False, "sim-error", f"{type(e).__name__}: {e} ({where.filename}:{where.lineno})",
+                           0, 0.0, 0.0, tuple(traceback.format_exc().splitlines()))
     name, detail = r.first
     return SeedOutcome(seed, r.ok, name, detail, r.events, r.sim_ms / 1000.0, r.wall_s,
                        tuple(r.trace) if not r.ok else (), r.verdict)

@@ -115,14 +115,24 @@ class Nemesis:
         elif fam == "wipe" and not self._may_wipe(targets[0]):
             done["wipe_skipped"] = "a majority of the voters' disks must stay intact"
             targets = []
-        elif fam in ("kill", "power-loss", "wipe"):
+        elif fam == "wipe":
+            done["wiped"] = {}
+            for t in targets:
+                node = rt.nodes[t]
+                was_down = not rt.up(t)
+                rt.stop(t)
+                old, last = node.disk.directory_id, len(node.disk.log(None).records) - 1
+                node.wipe()
+                self.down.add(t)
+                done["wiped"][f"n{t}"] = {"down": was_down, "old_directory_id": old,
+                                          "new_directory_id": node.disk.directory_id,
+                                          "last_offset": last if last >= 0 else None}
+        elif fam in ("kill", "power-loss"):
             for t in targets:
                 if rt.up(t):
                     lost = rt.stop(t, power_loss=fam == "power-loss", torn=bool(s.param("torn")))
                     self.down.add(t)
-                    if fam == "wipe":
-                        rt.nodes[t].wipe()
-                    elif lost:
+                    if lost:
                         done.setdefault("lost_records", {})[f"n{t}"] = lost
         elif fam == "pause":
             for t in targets:
@@ -148,16 +158,13 @@ class Nemesis:
             rt.net.heal_cuts()
         elif fam == "packet":
             rt.net.heal_packets()
-        elif fam == "wipe" and not self._may_wipe(targets[0]):
-            done["wipe_skipped"] = "a majority of the voters' disks must stay intact"
-            targets = []
         elif fam in ("kill", "power-loss", "wipe"):
             for t in targets:
                 if t in self.down:
                     self.down.discard(t)
                     rt.start(t)
-                    if fam == "wipe" and self.kv:
-                        rt.at(rt.now + 2000, lambda t=t: self.admin.replace(t))
+                if fam == "wipe" and self.kv:
+                    rt.at(rt.now + 2000, lambda t=t: self.admin.replace(t))
         elif fam == "pause":
             for t in targets:
                 rt.resume(t)
