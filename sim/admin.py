@@ -21,7 +21,9 @@ from .runtime import Runtime
 
 LEADER = StateKind.LEADER
 #: give up on a voter change after this long (ms), retrying every RETRY_MS
-CHANGE_PATIENCE_MS, RETRY_MS, ASK_TIMEOUT_MS = 10000.0, 300.0, 5000.0
+CHANGE_PATIENCE_MS, RETRY_MS, ASK_TIMEOUT_MS = 5000.0, 300.0, 5000.0
+#: what a change's ``make`` returns instead of a request: already in effect / not to be made
+DONE, SKIP = object(), object()
 
 
 def leader_of(rt: Runtime, ids) -> int | None:
@@ -42,6 +44,7 @@ class Admin:
         self.rt, self.rec, self.ids = rt, rec, ids
         self.waiting: dict = {}
         self.removed: set[int] = set()        # voters removed by a fault, to add back
+        self.in_flight = 0                    # voter changes asked and not finished
 
     def on_reply(self, token, msg) -> bool:
         """Take the reply to an admin request; False when ``token`` is not ours."""
@@ -52,8 +55,14 @@ class Admin:
         return True
 
     def _ask(self, make: Callable, what: str, node: int, then: Callable | None = None, phase: str = "start",
-             slot: str | None = None) -> None:
-        deadline = self.rt.now + CHANGE_PATIENCE_MS
+             slot: str | None = None, patience_ms: float | None = CHANGE_PATIENCE_MS) -> None:
+        """Ask the leader for the change ``make(leader)`` gives (a request, :data:`DONE` when it is
+        in effect already, :data:`SKIP` when it must not be made), retrying every RETRY_MS on any
+        refusal, timeout or absent leader until ``patience_ms`` (None: until it is done); recorded
+        when it ends, as ``<phase>-membership``."""
+        deadline = None if patience_ms is None else self.rt.now + patience_ms
+        self.in_flight += 1
+        tries = [0]
 
         def finish(outcome: str, error: str | None = None) -> None:
             change = {"op": what, "node": f"n{node}", "voter_id": node}
@@ -63,11 +72,13 @@ class Admin:
                 change["outcome"] = outcome
                 if error:
                     change["error"] = error
+                if tries[0] > 1:
+                    change["attempts"] = tries[0]
             asked = {"kind": "nodes", "targets": [f"n{node}"], "action": what}
             if slot:
                 asked["slot"] = slot
-            done = dict(asked, changes=[change])
-            self.rec.nemesis(f"{phase}-membership", asked, done)
+            self.in_flight -= 1
+            self.rec.nemesis(f"{phase}-membership", asked, dict(asked, changes=[change]))
             self.rt.note(f"membership {what} n{node}: {outcome} {error or ''}")
             if then is not None and outcome == "ok":
                 then()
@@ -75,10 +86,17 @@ class Admin:
         def attempt() -> None:
             rt = self.rt
             lead = leader_of(rt, self.ids)
-            msg = make(lead) if lead is not None else None
-            if msg is None:
-                retry("no leader" if lead is None else "nothing to change")
+            if lead is None:
+                retry("no leader")
                 return
+            msg = make(lead)
+            if msg is DONE:
+                finish("ok") if tries[0] else finish("skipped", "nothing to change")
+                return
+            if msg is SKIP:
+                finish("skipped", "the other voters would keep no majority")
+                return
+            tries[0] += 1
             token = rt.client_request(lead, msg)
             answered = []
 
@@ -86,24 +104,20 @@ class Admin:
                 answered.append(resp)
                 if resp.error_code == errors.NONE:
                     finish("ok")
-                elif resp.error_code == errors.REQUEST_TIMED_OUT:
-                    finish("info", errors.name(resp.error_code))
                 else:
                     retry(errors.name(resp.error_code))
             self.waiting[token] = on
 
             def timeout() -> None:
                 if not answered and self.waiting.pop(token, None) is not None:
-                    finish("info", "timeout")
+                    retry("timeout")
             rt.at(rt.now + ASK_TIMEOUT_MS, timeout)
 
         def retry(why: str) -> None:
-            if why == "nothing to change":
-                finish("skipped", why)
-            elif self.rt.now + RETRY_MS < deadline:
+            if deadline is None or self.rt.now + RETRY_MS < deadline:
                 self.rt.at(self.rt.now + RETRY_MS, attempt)
             else:
-                finish("fail", why)
+                finish("fail" if why in ("no leader",) else "info", why)
         attempt()
 
     def _voter_key(self, lead: int, node: int) -> ReplicaKey | None:
@@ -113,8 +127,12 @@ class Admin:
     def _keeps_majority(self, voters, node: int) -> bool:
         """Whether the voters left without ``node`` keep a majority on intact disks (an operator
         does not remove a voter when the rest could no longer elect a leader)."""
+        rt = self.rt
+        lead = leader_of(rt, self.ids)
         rest = [v for v in voters.voters if v.id != node]
-        intact = [v for v in rest if self.rt.up(v.id) and self.rt.nodes[v.id].disk.directory_id == v.directory_id]
+        intact = [v for v in rest if rt.up(v.id) and not rt.nodes[v.id].paused
+                  and rt.nodes[v.id].disk.directory_id == v.directory_id
+                  and (v.id == lead or ((lead, v.id) not in rt.net.cut and (v.id, lead) not in rt.net.cut))]
         return len(intact) >= len(rest) // 2 + 1
 
     def remove(self, node: int) -> None:
@@ -122,8 +140,10 @@ class Admin:
         def make(lead):
             voters = self.rt.nodes[lead].core.voters
             key = self._voter_key(lead, node)
-            if key is None or len(voters) <= 1 or not self._keeps_majority(voters, node):
-                return None
+            if key is None:
+                return DONE
+            if len(voters) <= 1 or not self._keeps_majority(voters, node):
+                return SKIP
             return RemoveVoterRequest(key)
         self.removed.add(node)
         self._ask(make, "remove", node)
@@ -136,16 +156,16 @@ class Admin:
             dir_id = self.rt.nodes[node].disk.directory_id
             v = self.rt.nodes[lead].core.voters.get(node)
             if v is not None:
-                return None
+                return DONE
             return AddVoterRequest(voter_node(node, dir_id))
-        self._ask(make, "add", node, phase="stop", slot=slot)
+        self._ask(make, "add", node, phase="stop", slot=slot, patience_ms=None)
 
     def replace(self, node: int) -> None:
         """A wiped voter: remove its old key, then add its new directory id."""
         def make(lead):
             v = self.rt.nodes[lead].core.voters.get(node)
             if v is None or v.directory_id == self.rt.nodes[node].disk.directory_id:
-                return None
+                return DONE
             return RemoveVoterRequest(v.key)
         self._ask(make, "remove", node, then=lambda: self.add_back(node, "wipe-replace"), slot="wipe-replace")
 

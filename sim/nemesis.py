@@ -142,7 +142,10 @@ class Nemesis:
             for t in targets:
                 rt.nodes[t].wall_offset_ms += s.param("offset_ms", 0)
         elif fam == "membership":
-            self.admin.remove(targets[0])
+            if self.admin.in_flight or self.admin.removed:
+                targets = []                  # one voter change at a time, as the real nemesis
+            else:
+                self.admin.remove(targets[0])
         landed["targets"] = targets
         done["targets"] = [f"n{t}" for t in targets]
         rt.note(f"start {s.family}/{s.kind} {done}")
@@ -172,7 +175,7 @@ class Nemesis:
         elif fam == "clock":
             for t in targets:
                 rt.nodes[t].wall_offset_ms = 0.0
-        elif fam == "membership":
+        elif fam == "membership" and targets:
             self.admin.add_back(targets[0])
         rt.note(f"stop {s.family}/{s.kind}")
         if fam != "membership":
