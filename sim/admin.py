@@ -1,7 +1,10 @@
 """Voter changes in the simulator (KIP-853, kraft.version 1): RemoveRaftVoter and AddRaftVoter
 sent to the leader as an operator would (``kafka-metadata-quorum remove-controller`` /
 ``add-controller``), retried while no leader answers or the change is refused for now,
-and recorded as ``membership`` ops (process ``"nemesis"``, value ``changes``).
+and recorded as ``membership`` ops (process ``"nemesis"``, value ``changes``): a removal's
+``start-membership`` when first asked (its fault holds from then; the ``changes`` of its
+value are filled in when it ends, as the history is written after the run), an add's
+``stop-membership`` once it is done.
 
 A removed voter is added back when its fault stops (with its directory id then); a wiped
 one is replaced (its old key removed, its new directory id added).
@@ -63,6 +66,13 @@ class Admin:
         deadline = None if patience_ms is None else self.rt.now + patience_ms
         self.in_flight += 1
         tries = [0]
+        asked = {"kind": "nodes", "targets": [f"n{node}"], "action": what}
+        if slot:
+            asked["slot"] = slot
+        started = None
+        if phase == "start":      # the fault holds from the first ask (its outcome is filled in below)
+            started = dict(asked, changes=[])
+            self.rec.nemesis(f"{phase}-membership", asked, started)
 
         def finish(outcome: str, error: str | None = None) -> None:
             change = {"op": what, "node": f"n{node}", "voter_id": node}
@@ -74,11 +84,11 @@ class Admin:
                     change["error"] = error
                 if tries[0] > 1:
                     change["attempts"] = tries[0]
-            asked = {"kind": "nodes", "targets": [f"n{node}"], "action": what}
-            if slot:
-                asked["slot"] = slot
             self.in_flight -= 1
-            self.rec.nemesis(f"{phase}-membership", asked, dict(asked, changes=[change]))
+            if started is not None:
+                started["changes"].append(change)
+            else:
+                self.rec.nemesis(f"{phase}-membership", asked, dict(asked, changes=[change]))
             self.rt.note(f"membership {what} n{node}: {outcome} {error or ''}")
             if then is not None and outcome == "ok":
                 then()
