@@ -48,6 +48,7 @@ class Admin:
         self.waiting: dict = {}
         self.removed: set[int] = set()        # voters removed by a fault, to add back
         self.in_flight = 0                    # voter changes asked and not finished
+        self.busy: set[int] = set()           # nodes with a voter change under way
 
     def on_reply(self, token, msg) -> bool:
         """Take the reply to an admin request; False when ``token`` is not ours."""
@@ -65,6 +66,7 @@ class Admin:
         when it ends, as ``<phase>-membership``."""
         deadline = None if patience_ms is None else self.rt.now + patience_ms
         self.in_flight += 1
+        self.busy.add(node)
         tries = [0]
         asked = {"kind": "nodes", "targets": [f"n{node}"], "action": what}
         if slot:
@@ -85,6 +87,7 @@ class Admin:
                 if tries[0] > 1:
                     change["attempts"] = tries[0]
             self.in_flight -= 1
+            self.busy.discard(node)
             if started is not None:
                 started["changes"].append(change)
             else:
@@ -159,7 +162,11 @@ class Admin:
         self._ask(make, "remove", node)
 
     def add_back(self, node: int, slot: str | None = None) -> None:
-        """Add ``node`` as a voter with its current directory id (if it is not one already)."""
+        """Add ``node`` as a voter with its current directory id (if it is not one already), once
+        no other change of it is under way."""
+        if node in self.busy:
+            self.rt.at(self.rt.now + RETRY_MS, lambda: self.add_back(node, slot))
+            return
         self.removed.discard(node)
 
         def make(lead):
