@@ -23,7 +23,9 @@ class SimOptions:
     """What to simulate: ``voters`` (3 or 5), ``brokers`` (0: the quorum only; else that many
     of our brokers, the data plane), ``kraft_version`` (0 static voters, 1 KIP-853 with wipes
     and voter changes), ``unsafe`` (kraft.unsafe switch names), ``sim_seconds`` (virtual
-    seconds of faults and clients per schedule; the heal and final reads come after).
+    seconds of faults and clients per schedule; the heal and final reads come after),
+    ``client_rate`` (ops per virtual second), ``read_fraction`` (of them, reads) and
+    ``fetch_max_records`` (per Fetch response).
     :meth:`check` raises ValueError naming a bad field."""
 
     voters: int = 3
@@ -31,6 +33,9 @@ class SimOptions:
     kraft_version: int = 0
     unsafe: tuple[str, ...] = ()
     sim_seconds: float = 30.0
+    client_rate: float = 40.0       # client ops per virtual second, in all
+    read_fraction: float = 0.1      # the share of them that are linearizable reads
+    fetch_max_records: int = 2000   # records per Fetch response (small: followers catch up slowly)
 
     def check(self) -> "SimOptions":
         if self.voters not in (1, 3, 5, 7):
@@ -44,6 +49,12 @@ class SimOptions:
             raise ValueError(f"unknown unsafe switch {', '.join(bad)}: choose from {', '.join(sorted(SWITCHES))}")
         if not 1.0 <= self.sim_seconds <= 3600.0:
             raise ValueError(f"sim_seconds must be 1..3600, got {self.sim_seconds!r}")
+        if not 0.0 < self.client_rate <= 1000.0:
+            raise ValueError(f"client_rate must be in (0, 1000] ops/s, got {self.client_rate!r}")
+        if not 0.0 <= self.read_fraction <= 1.0:
+            raise ValueError(f"read_fraction must be 0..1, got {self.read_fraction!r}")
+        if not 1 <= self.fetch_max_records <= 100000:
+            raise ValueError(f"fetch_max_records must be 1..100000, got {self.fetch_max_records!r}")
         return self
 
 

@@ -30,6 +30,8 @@ FAMILIES = {
     "membership": (2, ("remove", "remove-leader")),
 }
 KRAFT_V1_ONLY = ("wipe", "membership")
+#: the share of faults that last max_duration_ms..2 x max_duration_ms
+LONG_FAULTS = 0.15
 #: the first fault starts after this long (ms): a leader is elected first
 FIRST_FAULT_MS = 2000.0
 
@@ -81,7 +83,8 @@ def _params(family: str, kind: str, rng: random.Random) -> dict:
 def draw_schedule(rng: random.Random, sim_ms: float, kraft_version: int, mean_gap_ms: float = 2500.0,
                   max_duration_ms: float = 5000.0) -> list[FaultSpec]:
     """Faults from ``FIRST_FAULT_MS`` to ``sim_ms - 1000``, about one per ``mean_gap_ms``, each
-    lasting 0.3..``max_duration_ms``; at most one active fault per family at a time."""
+    lasting 0.3..``max_duration_ms`` (a share :data:`LONG_FAULTS` up to twice that); at most one
+    active fault per family at a time."""
     fams = families_for(kraft_version)
     weights = [FAMILIES[f][0] for f in fams]
     busy: dict[str, float] = {}
@@ -91,6 +94,8 @@ def draw_schedule(rng: random.Random, sim_ms: float, kraft_version: int, mean_ga
         fam = rng.choices(fams, weights)[0]
         kind = rng.choice(FAMILIES[fam][1])
         dur = 300 + rng.random() * (max_duration_ms - 300)
+        if rng.random() < LONG_FAULTS:             # a long one: a stale leader shows only after seconds
+            dur = max_duration_ms + rng.random() * max_duration_ms
         params = _params(fam, kind, rng)
         if busy.get(fam, 0) <= t:
             dur = min(dur, sim_ms - t)

@@ -47,12 +47,13 @@ class QuorumNode(SimNode):
     targets of an observer)."""
 
     def __init__(self, node_id: int, disk: SimDisk, kraft_version: int, bootstrap: VoterSet | None,
-                 policy: Unsafe, all_ids: tuple[int, ...]):
+                 policy: Unsafe, all_ids: tuple[int, ...], fetch_max_records: int = 2000):
         super().__init__(node_id, f"n{node_id}", disk)
         self.kraft_version = kraft_version
         self.bootstrap = bootstrap
         self.policy = policy
         self.all_ids = all_ids
+        self.fetch_max_records = fetch_max_records
 
     def wipe(self) -> None:
         """The disk fails and is formatted again (kraft.version 1: as an observer)."""
@@ -62,7 +63,7 @@ class QuorumNode(SimNode):
 
     def build(self, rt: Runtime):
         disk = self.disk
-        cfg = QuorumConfig(self.id, disk.directory_id, unsafe=self.policy,
+        cfg = QuorumConfig(self.id, disk.directory_id, unsafe=self.policy, fetch_max_records=self.fetch_max_records,
                            bootstrap_servers=tuple(i for i in self.all_ids if i != self.id), **TIMEOUTS)
         history = VoterHistory(self.bootstrap if self.bootstrap is not None else VoterSet(), self.kraft_version)
         rng = random.Random((rt.seed * 1_000_003 + self.id) * 1009 + self.life)
@@ -71,14 +72,15 @@ class QuorumNode(SimNode):
         return core, core.start(disk.election)
 
 
-def quorum_nodes(rt: Runtime, voters: int, kraft_version: int, policy: Unsafe) -> list[QuorumNode]:
+def quorum_nodes(rt: Runtime, voters: int, kraft_version: int, policy: Unsafe,
+                 fetch_max_records: int = 2000) -> list[QuorumNode]:
     """Add and start ``voters`` quorum nodes 1..voters; returns them."""
     ids = list(range(1, voters + 1))
     boot = initial_voters(ids, kraft_version)
     out = []
     for i in ids:
         node = QuorumNode(i, SimDisk(directory_id(i, 0) if kraft_version else None), kraft_version,
-                          boot, policy, tuple(ids))
+                          boot, policy, tuple(ids), fetch_max_records)
         rt.add(node)
         out.append(node)
     for node in out:

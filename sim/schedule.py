@@ -82,7 +82,8 @@ def plan_for(opts, seed: int) -> Plan:
     rng = random.Random(seed)
     end = opts.sim_seconds * 1000.0
     faults = draw_schedule(rng, end, opts.kraft_version)
-    ops = draw_client_ops(random.Random(seed + 0x5EED), end, CLIENT_RATE, CONCURRENCY)
+    ops = draw_client_ops(random.Random(seed + 0x5EED), end, getattr(opts, "client_rate", CLIENT_RATE), CONCURRENCY,
+                          getattr(opts, "read_fraction", 0.1))
     return Plan(tuple(faults), tuple(ops), end)
 
 
@@ -120,7 +121,7 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
     ids = list(range(1, opts.voters + 1))
     violation, nemesis = None, None
     try:
-        quorum_nodes(rt, opts.voters, opts.kraft_version, policy)
+        quorum_nodes(rt, opts.voters, opts.kraft_version, policy, getattr(opts, "fetch_max_records", 2000))
         clients = AppendClients(rt, rec, random.Random(seed * 31 + 7), ids, CONCURRENCY)
         nemesis = Nemesis(rt, rec, ids, opts.kraft_version)
         monitor = Monitor(rt, rec, ids)
