@@ -2,8 +2,10 @@
 ``kraft-chaos scenario run FILE`` replays on a real cluster of our quorum.
 
 The faults are written as they landed in the simulator, with explicit targets (kind
-``nodes``; a partition as its ``grudge``), timed from the first leader: a ``wait =
-"leader"`` step, then ``sleep`` steps between the starts and stops. The simulator runs
+``nodes``; a partition as its ``grudge``) named by role: a ``bind`` step names the real
+cluster's leader ``S1`` and the other nodes ``S2``, ``S3``, ... in id order, as the
+simulator's leader at the first fault and its other nodes were; then ``sleep`` steps between
+the starts and stops. The simulator runs
 the real quorum timeouts (sim/quorum_nodes.py), so the timing carries over, though a
 real cluster's scheduling jitter may shift it. A clock jump has no real nemesis here: it is
 left out, and named in the file's comment.
@@ -20,13 +22,23 @@ from .shrink import ShrinkResult
 LEADER_TIMEOUT_S = 60
 
 
-def _names(ids) -> list[str]:
-    return [f"n{i}" for i in ids]
+def roles(applied: list[dict], ids: list[int]) -> dict[int, str]:
+    """Node id -> role: the simulator's leader when the first fault started is ``S1``, the
+    others ``S2``, ``S3``, ... in id order; plain ``n<id>`` names when no leader was known."""
+    lead = applied[0].get("leader") if applied else None
+    if lead is None:
+        return {i: f"n{i}" for i in ids}
+    order = [lead] + [i for i in ids if i != lead]
+    return {i: f"S{k + 1}" for k, i in enumerate(order)}
 
 
-def fault_steps(applied: list[dict], first_fault_ms: float | None = None) -> tuple[list[dict], list[str]]:
+def fault_steps(applied: list[dict], names: dict[int, str] | None = None) -> tuple[list[dict], list[str]]:
     """``(steps, left out)``: scenario steps for the faults ``applied`` (sim/nemesis.py's record),
-    times relative to the first fault's start (or ``first_fault_ms``)."""
+    times relative to the first fault's start; nodes named by ``names`` (default ``n<id>``)."""
+    names = names or {}
+
+    def _names(ids) -> list[str]:
+        return [names.get(i, f"n{i}") for i in ids]
     events: list[tuple[float, int, dict]] = []
     left_out: list[str] = []
     for k, a in enumerate(applied):
@@ -39,7 +51,7 @@ def fault_steps(applied: list[dict], first_fault_ms: float | None = None) -> tup
         if not targets:
             continue
         if fam == "partition":
-            value = {"kind": "nodes", "grudge": {f"n{d}": _names(s) for d, s in sorted(a["grudge"].items())}}
+            value = {"kind": "nodes", "grudge": {_names([d])[0]: _names(s) for d, s in sorted(a["grudge"].items())}}
         elif fam == "membership":
             value = {"kind": "nodes", "targets": _names(targets), "action": "remove"}
         else:
@@ -53,7 +65,7 @@ def fault_steps(applied: list[dict], first_fault_ms: float | None = None) -> tup
         events.append((a["at_ms"] + a["duration_ms"], 2 * k + 1, {"nemesis": f"stop-{fam}", "value": value}))
     events.sort(key=lambda e: (e[0], e[1]))
     steps: list[dict] = []
-    t = first_fault_ms if first_fault_ms is not None else (events[0][0] if events else 0.0)
+    t = events[0][0] if events else 0.0
     for at, _, step in events:
         if at - t >= 1:
             steps.append({"sleep": round((at - t) / 1000.0, 3)})
@@ -64,7 +76,9 @@ def fault_steps(applied: list[dict], first_fault_ms: float | None = None) -> tup
 
 def write_scenario(opts, seed: int, shrunk: ShrinkResult, out_dir: Path, subnet: str | None = None) -> Path:
     """Write ``out_dir/sim-seed-<seed>.toml`` for the shrunk trace of ``seed``; returns its path."""
-    steps, left_out = fault_steps(shrunk.result.applied, first_fault_ms=None)
+    applied = shrunk.result.applied
+    names = roles(applied, list(range(1, opts.voters + 1)))
+    steps, left_out = fault_steps(applied, names)
     run: dict = {"seed": seed, "workload": "append", "nodes": opts.voters}
     if opts.unsafe:
         run["unsafe"] = list(opts.unsafe)
@@ -72,7 +86,11 @@ def write_scenario(opts, seed: int, shrunk: ShrinkResult, out_dir: Path, subnet:
         run["kraft_version"] = opts.kraft_version
     if subnet:
         run["subnet"] = subnet
-    first_leader = [{"wait": "leader", "timeout": LEADER_TIMEOUT_S}, {"sleep": 2.0}]
+    if any(n.startswith("S") for n in names.values()):
+        first_leader = [{"sleep": 2.0}, {"bind": [names[i] for i in sorted(names, key=names.get)],
+                                         "timeout": LEADER_TIMEOUT_S}]
+    else:
+        first_leader = [{"wait": "leader", "timeout": LEADER_TIMEOUT_S}, {"sleep": 2.0}]
     doc = {"run": run, "step": first_leader + steps}
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"sim-seed-{seed}.toml"

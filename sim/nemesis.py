@@ -101,7 +101,7 @@ class Nemesis:
         if unknown:
             done["leader_unknown"] = True
         landed = {"at_ms": rt.now, "duration_ms": s.duration_ms, "family": s.family, "kind": s.kind,
-                  "targets": targets, "params": dict(asked)}
+                  "targets": targets, "params": dict(asked), "leader": current_leader(rt, self.ids)}
         fam = s.family
         if fam == "partition":
             g = self._grudge(s, targets[0])

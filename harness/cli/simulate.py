@@ -20,6 +20,7 @@ from harness.cli.args import number, positive_int, seed_value, unsafe_switches
 from harness.cli.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_VALID
 from sim import judging
 from sim.api import SeedOutcome, SimOptions, simulate
+from sim.switch_options import options_for
 from workloads.registry import workload_spec
 
 #: lines of a failing seed's event trace printed
@@ -49,6 +50,10 @@ def repeat_command(opts: SimOptions, seed: int, extra: str = "") -> str:
         cmd += f" --kraft-version {opts.kraft_version}"
     if opts.unsafe:
         cmd += f" --unsafe {','.join(opts.unsafe)}"
+    defaults = SimOptions()
+    for name in ("client_rate", "read_fraction", "fetch_max_records"):
+        if getattr(opts, name) != getattr(defaults, name):
+            cmd += f" --{name.replace('_', '-')} {getattr(opts, name):g}"
     return cmd + extra
 
 
@@ -63,8 +68,11 @@ def digest(outcomes: list[SeedOutcome]) -> str:
 def cmd_simulate(args: argparse.Namespace) -> int:
     """Run the seeds, print the summary (and the first failing seed); see the module doc."""
     try:
-        opts = SimOptions(args.voters, args.brokers, args.kraft_version, tuple(args.unsafe or ()),
-                          args.sim_seconds).check()
+        explicit = {k: getattr(args, k) for k in ("client_rate", "read_fraction", "fetch_max_records")
+                    if getattr(args, k) is not None}
+        base = SimOptions(args.voters, args.brokers, args.kraft_version, tuple(args.unsafe or ()),
+                          args.sim_seconds, **explicit)
+        opts = options_for(base.unsafe, base, frozenset(explicit)).check()
     except ValueError as e:
         print(f"kraft-chaos simulate: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -176,6 +184,12 @@ def add_parser(sub) -> None:
     s.add_argument("--kraft-version", type=int, choices=(0, 1), default=0,
                    help="0: static voters; 1: KIP-853, with wipes and voter changes (default 0)")
     s.add_argument("--unsafe", type=unsafe_switches, default=None, help="kraft.unsafe switches, comma-separated")
+    s.add_argument("--client-rate", type=number("--client-rate"), default=None,
+                   help="client ops per virtual second (default 40; --unsafe may choose another)")
+    s.add_argument("--read-fraction", type=number("--read-fraction", 0.0, strict=False), default=None,
+                   help="the share of client ops that are reads (default 0.1)")
+    s.add_argument("--fetch-max-records", type=positive_int("--fetch-max-records"), default=None,
+                   help="records per Fetch response (default 2000)")
     s.add_argument("--workers", type=positive_int("--workers"), default=2, help="worker processes (default 2)")
     s.add_argument("--time-limit", type=number("--time-limit"), default=None,
                    help="stop starting seeds after this many wall seconds")
