@@ -25,8 +25,10 @@ current_leader = leader_of
 class Nemesis:
     """Applies faults to quorum nodes ``ids`` of ``rt``; records into ``rec``."""
 
-    def __init__(self, rt: Runtime, rec: Recording, ids: list[int], kraft_version: int):
+    def __init__(self, rt: Runtime, rec: Recording, ids: list[int], kraft_version: int,
+                 brokers: list[int] | None = None):
         self.rt, self.rec, self.ids, self.kv = rt, rec, ids, kraft_version
+        self.brokers = list(brokers or [])
         self.admin = Admin(rt, rec, ids)
         self.applied: list[dict] = []
         self.down: set[int] = set()          # stopped by a fault, to restart at the end
@@ -38,10 +40,16 @@ class Nemesis:
             self.rt.at(s.at_ms, lambda s=s: self.start(s))
 
     # -- targets -------------------------------------------------------------------------------
+    def _pool(self, s: FaultSpec) -> list[int]:
+        """The nodes a fault may hit: the quorum's, and the brokers' too but for wipes and voter
+        changes."""
+        return self.ids if s.family in ("wipe", "membership") else self.ids + self.brokers
+
     def _targets(self, s: FaultSpec) -> tuple[list[int], bool]:
-        ids, n = self.ids, len(self.ids)
+        ids = self._pool(s)
+        n = len(ids)
         rng = random.Random(s.param("pick", 0))
-        lead = current_leader(self.rt, ids)
+        lead = current_leader(self.rt, self.ids)
         if s.kind in ("leader", "isolate-leader", "one-way-leader", "remove-leader"):
             if lead is not None:
                 return [lead], False
@@ -58,7 +66,7 @@ class Nemesis:
         return [ids[rng.randrange(n)]], False
 
     def _grudge(self, s: FaultSpec, t: int) -> dict[int, list[int]]:
-        ids = self.ids
+        ids = self._pool(s)
         rng = random.Random(s.param("pick", 0) + 1)
         others = [i for i in ids if i != t]
         if s.kind in ("isolate-one", "isolate-leader"):
@@ -111,7 +119,7 @@ class Nemesis:
         elif fam == "packet":
             f = LinkFault(s.param("delay_ms", 0), s.param("jitter_ms", 0), s.param("loss_pct", 0) / 100,
                           s.param("duplicate_pct", 0) / 100)
-            rt.net.shape([(a, b) for a in targets for b in self.ids if a != b], f)
+            rt.net.shape([(a, b) for a in targets for b in self._pool(s) if a != b], f)
         elif fam == "wipe" and not self._may_wipe(targets[0]):
             done["wipe_skipped"] = "a majority of the voters' disks must stay intact"
             targets = []
@@ -188,7 +196,7 @@ class Nemesis:
         rt.net.heal_cuts()
         rt.net.heal_packets()
         restarted = []
-        for i in self.ids:
+        for i in self.ids + self.brokers:
             n = rt.nodes[i]
             n.wall_offset_ms = 0.0
             if n.paused:

@@ -152,6 +152,18 @@ class Runtime:
         self.push(self.now + self.net.latency, CORE, node_id, n.life, Received(token, msg))
         return token
 
+    def request_now(self, node_id: int, msg) -> object | None:
+        """Hand request ``msg`` to ``node_id``'s core at once, in this step (an in-process call,
+        as the active controller appends on its own node); the reply comes to ``on_client``.
+        None when the node is down or paused."""
+        n = self.nodes.get(node_id)
+        if n is None or n.core is None or n.paused:
+            return None
+        self._tokens += 1
+        token = ("c", self._tokens)
+        self.step(n, Received(token, msg))
+        return token
+
     # -- the loop ------------------------------------------------------------------------
     def run_until(self, t: float) -> None:
         """Handle every event due by ``t`` (ms), in order."""

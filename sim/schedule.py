@@ -17,6 +17,7 @@ from kraft.unsafe import Unsafe
 
 from .admin import leader_of
 from .clients import AppendClients
+from .data_plane import DataPlane
 from .faults import FaultSpec, draw_client_ops, draw_schedule
 from .invariants import InvariantBroken, QuorumInvariants, Violation
 from .monitor import Monitor
@@ -82,8 +83,11 @@ def plan_for(opts, seed: int) -> Plan:
     rng = random.Random(seed)
     end = opts.sim_seconds * 1000.0
     faults = draw_schedule(rng, end, opts.kraft_version)
+    reads = getattr(opts, "read_fraction", 0.1)
+    if getattr(opts, "brokers", 0) and reads == 0.1:
+        reads = 0.5                       # the queue workload's poll fraction
     ops = draw_client_ops(random.Random(seed + 0x5EED), end, getattr(opts, "client_rate", CLIENT_RATE), CONCURRENCY,
-                          getattr(opts, "read_fraction", 0.1))
+                          reads)
     return Plan(tuple(faults), tuple(ops), end)
 
 
@@ -119,14 +123,22 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
     inv = QuorumInvariants(lambda: rt.now)
     rt.on_step = inv.after_step
     ids = list(range(1, opts.voters + 1))
+    brokers = getattr(opts, "brokers", 0)
+    workload = "queue" if brokers else "append"
     violation, nemesis = None, None
     try:
         quorum_nodes(rt, opts.voters, opts.kraft_version, policy, getattr(opts, "fetch_max_records", 2000))
-        clients = AppendClients(rt, rec, random.Random(seed * 31 + 7), ids, CONCURRENCY)
         nemesis = Nemesis(rt, rec, ids, opts.kraft_version)
         monitor = Monitor(rt, rec, ids)
+        if brokers:
+            plane = DataPlane(rt, rec, random.Random(seed * 31 + 7), ids, brokers, policy, inv, CONCURRENCY)
+            nemesis.brokers, clients = plane.ids, plane.clients
+            extra = plane.on_reply
+        else:
+            clients = AppendClients(rt, rec, random.Random(seed * 31 + 7), ids, CONCURRENCY)
+            extra = lambda token, msg: False       # noqa: E731
         rt.on_client = lambda token, msg: (monitor.on_reply(token, msg) or nemesis.admin.on_reply(token, msg)
-                                           or clients.on_reply(token, msg))
+                                           or extra(token, msg) or clients.on_reply(token, msg))
         nemesis.schedule(list(plan.faults))
         for at, slot, f in plan.client_ops:
             rt.at(at, lambda slot=slot, f=f: clients.issue(slot, f))
@@ -136,23 +148,26 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
         monitor.stop()
         _settle(rt, ids, plan.end_ms + SETTLE_MS)
         lead = leader_of(rt, ids)
-        if lead is not None:
-            clients.final_read(lead, True, 10_000)
-        for k, i in enumerate(ids):
-            clients.final_read(i, False, 10_001 + k)
-        rt.run_until(rt.now + FINAL_MS)
+        if brokers:
+            plane.final(plan.end_ms + SETTLE_MS)
+        else:
+            if lead is not None:
+                clients.final_read(lead, True, 10_000)
+            for k, i in enumerate(ids):
+                clients.final_read(i, False, 10_001 + k)
+            rt.run_until(rt.now + FINAL_MS)
         _check_fatal(rt)
         if lead is not None and rt.up(lead):
             inv.final_leader(lead, rt.nodes[lead].core)
     except InvariantBroken as e:
         violation = e.violation
-    nodes = {n.name: ([tuple(r.to_wire()) for r in n.disk.log(None).records],
-                      n.core.hw if n.core is not None else None) for n in rt.nodes.values()}
+    nodes = {f"n{i}": ([tuple(r.to_wire()) for r in rt.nodes[i].disk.log(None).records],
+                       rt.nodes[i].core.hw if rt.nodes[i].core is not None else None) for i in ids}
     verdict, anomalies = None, []
     if violation is None and judge is not None:
-        config = {"workload": "append", "db": "kraft", "kraft_version": opts.kraft_version,
-                  "unsafe": list(opts.unsafe), "simulated": True}
-        verdict, anomalies = judge(rec.ops, nodes, "append", config)
+        config = {"workload": workload, "db": "kraft", "kraft_version": opts.kraft_version,
+                  "unsafe": list(opts.unsafe), "brokers": brokers, "simulated": True}
+        verdict, anomalies = judge(rec.ops, nodes, workload, config)
     return RunResult(violation, verdict, list(anomalies), rt.events, rt.now, time.perf_counter() - t0,
                      _format_trace(rt.trace), _plain(nemesis.applied) if nemesis else [],
                      rec.ops if keep else [], nodes if keep else {})
