@@ -5,7 +5,9 @@ them):
   acks=-1 Produce of that partition was acknowledged for (same offset, same value), and
   at the end the last leader still does: no acknowledged record is lost;
 - ``consumer-above-hw``: a ConsumerFetch is answered only with records below the answering
-  leader's high watermark at that moment.
+  leader's high watermark at that moment, and below the high watermark as it must be: held
+  by at least ``min.insync.replicas`` replicas (KIP-966: the leader's high watermark does
+  not advance while its ISR is smaller), so what a consumer reads is committed.
 """
 from __future__ import annotations
 
@@ -20,8 +22,9 @@ class BrokerInvariants:
     """``now()`` the virtual time; ``fetches`` maps a ConsumerFetch's token to its partition key
     (the consumers fill it); :meth:`acked` records an acknowledged acks=-1 Produce."""
 
-    def __init__(self, now):
+    def __init__(self, now, holders=None):
         self.now = now
+        self.holders = holders or (lambda key, record: 0)     # replicas whose log holds ``record``
         self.acks: dict[tuple, dict[int, object]] = {}       # key -> {offset: value}
         self.roles: dict[tuple, tuple] = {}                   # (broker, key) -> (role, leader epoch)
         self.fetches: dict = {}
@@ -38,9 +41,16 @@ class BrokerInvariants:
                 key = self.fetches.pop(e.token)
                 st = core.states.get(key)
                 top = max((r.offset for r in e.msg.records), default=-1)
-                if st is not None and top >= st.hw:
+                if st is None or top < 0:
+                    continue
+                if top >= st.hw:
                     self.broken("consumer-above-hw", f"n{node.id} answered a consumer of {key} with offset {top}, "
                                                      f"its high watermark {st.hw}")
+                held = self.holders(key, e.msg.records[-1])
+                if held < st.min_insync:
+                    self.broken("consumer-above-hw", f"n{node.id} answered a consumer of {key} with offset {top}, "
+                                                     f"held by {held} replica(s) < min.insync.replicas "
+                                                     f"{st.min_insync}: above the true high watermark")
         for key, st in core.states.items():
             now = (st.role, st.leader_epoch)
             if self.roles.get((node.id, node.life, key)) != now:

@@ -25,7 +25,7 @@ class DataPlane:
     def __init__(self, rt: Runtime, rec: Recording, rng: random.Random, qids: list[int], brokers: int,
                  policy: Unsafe, qinv: QuorumInvariants, concurrency: int):
         self.rt = rt
-        self.inv = BrokerInvariants(lambda: rt.now)
+        self.inv = BrokerInvariants(lambda: rt.now, self._holders)
         first = max(qids) + 1
         self.ids = [first + i for i in range(brokers)]
         quorum = set(qids)
@@ -35,6 +35,23 @@ class DataPlane:
         self.controller = SimController(rt, qids, self.ids)
         rt.on_effect = self.controller.on_effect
         self.clients = QueueClients(rt, rec, rng, self.controller, self.inv, concurrency)
+
+    def _holders(self, key: tuple, record) -> int:
+        """How many brokers hold ``record`` of partition ``key`` (a live one in its log, a
+        down one on its disk)."""
+        n = 0
+        for b in self.ids:
+            node = self.rt.nodes[b]
+            if node.core is not None:
+                st = node.core.states.get(key)
+                recs = st.log.records if st is not None else ()
+            else:
+                f = node.disk.logs.get(key)
+                recs = f.records if f is not None else ()
+            o = record.offset
+            if o < len(recs) and recs[o].epoch == record.epoch and recs[o].payload == record.payload:
+                n += 1
+        return n
 
     def on_reply(self, token, msg) -> bool:
         """The controller's own writes."""

@@ -5,8 +5,8 @@ otherwise.
 Most switches show under the defaults (3 voters, kraft.version 0, the random fault mix).
 ``early-high-watermark`` needs a new leader whose only follower catches up over several
 small Fetches while clients read (the catalogue's ``catchup`` schedule does the same with
-``fetch_max_records=100``). The data-plane switches need brokers, which this simulator
-does not run yet (:data:`NEEDS_BROKERS`).
+``fetch_max_records=100``). The data-plane switches (:data:`NEEDS_BROKERS`) need our
+brokers: three of them.
 """
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ from kraft.unsafe import SWITCHES
 #: switch -> SimOptions fields that make its bug show soonest
 PRESETS: dict[str, dict] = {
     "early-high-watermark": {"fetch_max_records": 10, "read_fraction": 0.5},
+    "hw-below-min-isr": {"brokers": 3},
+    "truncate-to-hw": {"brokers": 3},
+    "page-cache-ack": {"brokers": 3},
 }
 #: the switches of the brokers' data plane (kraft/replication/): they need ``--brokers``
 NEEDS_BROKERS = ("hw-below-min-isr", "truncate-to-hw", "page-cache-ack")
@@ -37,7 +40,6 @@ def options_for(switches, base, explicit: frozenset = frozenset()):
     return dataclasses.replace(base, **changes)
 
 
-def quorum_switches() -> list[str]:
-    """The switches the simulator can show (every one but the broker ones), in
-    kraft/unsafe.py's order."""
-    return [s for s in SWITCHES if s not in NEEDS_BROKERS]
+def all_switches() -> list[str]:
+    """Every switch, in kraft/unsafe.py's order."""
+    return list(SWITCHES)

@@ -14,6 +14,7 @@ from sim import judging
 from sim.api import SimOptions, shrink_and_export, simulate
 from sim.schedule import plan_for, run_schedule
 from sim.shrink import shrink_seed
+from sim.switch_options import options_for
 
 
 def test_fifty_seeds_of_the_correct_build_find_nothing():
@@ -40,11 +41,14 @@ def test_a_seed_replays_bit_for_bit():
 
 @pytest.mark.parametrize("switch, expect", [
     ("commit-minority", {"committed-lost", "committed-agreement"}),
+    ("page-cache-ack", {"acked-produce-lost", "checker:queue-lost"}),
+    ("hw-below-min-isr", {"consumer-above-hw"}),
     ("no-fetch-validation", {"committed-agreement", "committed-lost"}),
     ("ack-before-commit", {"checker:inconsistent-offsets", "checker:lost-write", "checker:nonmonotonic-read"}),
 ])
 def test_a_planted_switch_is_found(switch, expect):
-    found = next((o for o in simulate(SimOptions(unsafe=(switch,)), range(1, 41)) if not o.ok), None)
+    opts = options_for((switch,), SimOptions(unsafe=(switch,)))      # the data plane's get brokers
+    found = next((o for o in simulate(opts, range(1, 41)) if not o.ok), None)
     assert found is not None, f"{switch} not found in 40 seeds"
     assert found.invariant in expect, (found.invariant, found.detail)
     assert found.trace                              # the steps that led to it
@@ -82,7 +86,7 @@ def test_the_command_line_exit_codes(capsys, tmp_path):
     assert main(["simulate", "--seeds", "2", "--workers", "1"]) == 0
     out = capsys.readouterr().out
     assert "2 seed(s), 0 violation(s)" in out and "digest" in out and "events/s" in out
-    assert main(["simulate", "--seeds", "2", "--brokers", "2"]) == 3
+    assert main(["simulate", "--seeds", "2", "--brokers", "12"]) == 3
     assert main(["simulate", "--seeds", "2", "--voters", "4"]) == 3
     assert main(["simulate", "--seeds", "2", "--unsafe", "nope"]) == 3
     code = main(["simulate", "--seeds", "20", "--unsafe", "commit-minority", "--stop-at-first",
@@ -99,3 +103,15 @@ def test_the_plan_is_data_drawn_from_the_seed():
     assert {f.family for f in plan_for(SimOptions(), 5).faults}.isdisjoint({"wipe", "membership"})
     short = dataclasses.replace(a, faults=(), client_ops=a.client_ops[:3])
     assert run_schedule(SimOptions(kraft_version=1), 5, short).ok
+
+
+def test_brokers_of_the_correct_build_lose_nothing_and_the_queue_checkers_judge_them():
+    outcomes = list(simulate(SimOptions(brokers=3), range(1, 9)))
+    assert [(o.seed, o.invariant) for o in outcomes if not o.ok] == []
+    r = run_schedule(SimOptions(brokers=3), 2, judge=judging.get(), keep=True)
+    sends = [op for op in r.ops if op["f"] == "send" and op["type"] == "ok"]
+    drains = [op for op in r.ops if op["f"] == "poll" and op["type"] == "ok" and op["value"].get("final")]
+    assert len(sends) > 100 and drains and r.verdict is True
+    faulted = {t for op in r.ops if op["process"] == "nemesis" and op["type"] == "info"
+               for t in (op["value"].get("targets") or [])}
+    assert faulted & {"n4", "n5", "n6"}                 # faults reach the brokers too

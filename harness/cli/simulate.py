@@ -68,10 +68,10 @@ def digest(outcomes: list[SeedOutcome]) -> str:
 def cmd_simulate(args: argparse.Namespace) -> int:
     """Run the seeds, print the summary (and the first failing seed); see the module doc."""
     try:
-        explicit = {k: getattr(args, k) for k in ("client_rate", "read_fraction", "fetch_max_records")
+        explicit = {k: getattr(args, k) for k in ("brokers", "client_rate", "read_fraction", "fetch_max_records")
                     if getattr(args, k) is not None}
-        base = SimOptions(args.voters, args.brokers, args.kraft_version, tuple(args.unsafe or ()),
-                          args.sim_seconds, **explicit)
+        base = SimOptions(voters=args.voters, kraft_version=args.kraft_version, unsafe=tuple(args.unsafe or ()),
+                          sim_seconds=args.sim_seconds, **explicit)
         opts = options_for(base.unsafe, base, frozenset(explicit)).check()
     except ValueError as e:
         print(f"kraft-chaos simulate: {e}", file=sys.stderr)
@@ -179,8 +179,9 @@ def add_parser(sub) -> None:
     s.add_argument("--sim-seconds", type=number("--sim-seconds"), default=30.0,
                    help="virtual seconds of faults and clients per schedule (default 30)")
     s.add_argument("--voters", type=positive_int("--voters"), default=3, help="quorum voters: 3 or 5 (default 3)")
-    s.add_argument("--brokers", type=positive_int("--brokers", 0), default=0,
-                   help="our brokers beside the quorum (default 0)")
+    s.add_argument("--brokers", type=positive_int("--brokers", 0), default=None,
+                   help="our brokers beside the quorum, with the queue workload (default 0; the data "
+                        "plane's --unsafe switches choose 3)")
     s.add_argument("--kraft-version", type=int, choices=(0, 1), default=0,
                    help="0: static voters; 1: KIP-853, with wipes and voter changes (default 0)")
     s.add_argument("--unsafe", type=unsafe_switches, default=None, help="kraft.unsafe switches, comma-separated")
