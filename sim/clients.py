@@ -38,7 +38,6 @@ class AppendClients:
         self.next_value = 0
         self.last_hw = 0
         self.acked = 0
-        rt.on_client = self.on_reply
 
     def issue(self, slot: int, f: str) -> None:
         """Issue op ``f`` ("append" or "read") from ``slot`` now (skipped while it is busy)."""
@@ -85,11 +84,11 @@ class AppendClients:
             self.process[slot] += self.concurrency
             self._other(slot, self.guess[slot])
 
-    def on_reply(self, token, msg) -> None:
-        """A node answered request ``token`` with ``msg``."""
+    def on_reply(self, token, msg) -> bool:
+        """A node answered request ``token`` with ``msg``; False when it is not ours."""
         entry = self.waiting.pop(token, None)
         if entry is None:
-            return
+            return False
         slot, inv, kind = entry
         self.busy.discard(slot)
         code = msg.error_code
@@ -102,17 +101,20 @@ class AppendClients:
                 self.last_hw = max(self.last_hw, msg.high_watermark)
                 self.rec.complete(inv, "ok", dict(inv["value"], high_watermark=msg.high_watermark,
                                                   records=[r.to_wire() for r in msg.records]))
-            return
+            return True
         err = errors.name(code)
         if code == errors.NOT_LEADER_OR_FOLLOWER or kind != "append":
             self.rec.complete(inv, "fail", inv["value"], error=err)
-            if 0 < msg.leader_id and msg.leader_id != int(inv["node"][1:]):
+            if slot < 0:
+                pass
+            elif 0 < msg.leader_id and msg.leader_id != int(inv["node"][1:]):
                 self.guess[slot] = msg.leader_id
             else:
                 self._other(slot, int(inv["node"][1:]))
-            return
+            return True
         self.rec.complete(inv, "info", inv["value"], error=err)
         self._retire(slot)
+        return True
 
     # -- the final reads -------------------------------------------------------------------
     def final_read(self, node: int, linearizable: bool, process: int) -> None:

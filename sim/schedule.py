@@ -63,7 +63,9 @@ class RunResult:
 
     @property
     def ok(self) -> bool:
-        return self.violation is None and self.verdict in (True, None)
+        """No invariant broke and the judge found no anomaly ("unknown": it could not judge all,
+        e.g. no final read because the cluster did not recover; not a failure)."""
+        return self.violation is None and self.verdict is not False
 
     @property
     def first(self) -> tuple[str | None, str | None]:
@@ -71,7 +73,7 @@ class RunResult:
         if self.violation is not None:
             v = self.violation
             return v.name, f"{v.detail} (at {v.at_ms / 1000:.3f} s virtual)"
-        if self.verdict not in (True, None):
+        if self.verdict is False:
             kinds = ",".join(self.anomalies) or "unknown"
             return (f"checker:{self.anomalies[0]}" if self.anomalies else "checker:unknown",
                     f"the checkers judged the history {self.verdict}: {kinds}")
@@ -137,8 +139,8 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
         else:
             clients = AppendClients(rt, rec, random.Random(seed * 31 + 7), ids, CONCURRENCY)
             extra = lambda token, msg: False       # noqa: E731
-        rt.on_client = lambda token, msg: (monitor.on_reply(token, msg) or nemesis.admin.on_reply(token, msg)
-                                           or extra(token, msg) or clients.on_reply(token, msg))
+        handlers = [monitor.on_reply, nemesis.admin.on_reply, extra, clients.on_reply]
+        rt.on_client = lambda token, msg: any(h(token, msg) for h in handlers)
         nemesis.schedule(list(plan.faults))
         for at, slot, f in plan.client_ops:
             rt.at(at, lambda slot=slot, f=f: clients.issue(slot, f))
@@ -148,14 +150,17 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
         monitor.stop()
         _settle(rt, ids, plan.end_ms + SETTLE_MS)
         lead = leader_of(rt, ids)
+        reader = clients
+        if brokers:                 # the quorum's final log too (the membership and log checkers)
+            reader = AppendClients(rt, rec, random.Random(seed * 31 + 8), ids, 1)
+            handlers.append(reader.on_reply)
+        if lead is not None:
+            reader.final_read(lead, True, 10_000)
+        for k, i in enumerate(ids):
+            reader.final_read(i, False, 10_001 + k)
+        rt.run_until(rt.now + FINAL_MS)
         if brokers:
-            plane.final(plan.end_ms + SETTLE_MS)
-        else:
-            if lead is not None:
-                clients.final_read(lead, True, 10_000)
-            for k, i in enumerate(ids):
-                clients.final_read(i, False, 10_001 + k)
-            rt.run_until(rt.now + FINAL_MS)
+            plane.final(plan.end_ms + SETTLE_MS + FINAL_MS)
         _check_fatal(rt)
         if lead is not None and rt.up(lead):
             inv.final_leader(lead, rt.nodes[lead].core)

@@ -99,7 +99,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     failed = sorted((o for o in outcomes if not o.ok), key=lambda o: o.seed)
     events = sum(o.events for o in outcomes)
     sim_s = sum(o.sim_seconds for o in outcomes)
+    unknown = sum(1 for o in outcomes if o.ok and o.verdict == "unknown")
     print(f"{len(outcomes)} seed(s), {len(failed)} violation(s); wall {wall:.1f} s on {args.workers} worker(s)")
+    if unknown:
+        print(f"  {unknown} seed(s) the checkers could not judge in full (verdict unknown: no complete final "
+              f"read, the cluster did not recover in time); not counted as violations")
     print(f"  {events:,} events, {events / wall:,.0f} events/s, {sim_s / wall:,.1f} sim-s per wall-s, "
           f"{len(outcomes) / wall * 60:,.0f} schedules/min")
     if first_fail_wall is not None:
