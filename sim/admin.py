@@ -184,7 +184,8 @@ class Admin:
             if v is None or v.directory_id == self.rt.nodes[node].disk.directory_id:
                 return DONE
             return RemoveVoterRequest(v.key)
-        self._ask(make, "remove", node, then=lambda: self.add_back(node, "wipe-replace"), slot="wipe-replace")
+        self._ask(make, "remove", node, then=lambda: self.add_back(node, "wipe-replace"), slot="wipe-replace",
+                  patience_ms=None)
 
     def restore(self) -> None:
         """At the end: add back every voter still removed or replaced."""

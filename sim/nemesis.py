@@ -175,7 +175,7 @@ class Nemesis:
                     self.down.discard(t)
                     rt.start(t)
                 if fam == "wipe" and self.kv:
-                    rt.at(rt.now + 2000, lambda t=t: self.admin.replace(t))
+                    self.admin.replace(t)     # at once: the old key must not look like a live voter
         elif fam == "pause":
             for t in targets:
                 rt.resume(t)
