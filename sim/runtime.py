@@ -216,14 +216,6 @@ class Runtime:
         self._carry_out(n, effects)
         self.on_step(n, n.core, effects)
 
-    def call(self, node_id: int, fn_name: str, *args):
-        """Run core method ``fn_name(*args)`` on a live node as one step; returns its result."""
-        n = self.nodes[node_id]
-        result, effects = n.core.call(getattr(n.core, fn_name), *args)
-        self._carry_out(n, effects)
-        self.on_step(n, n.core, effects)
-        return result
-
     def _carry_out(self, n: SimNode, effects: list) -> None:
         disk, life, now = n.disk, n.life, self.now
         for e in effects:

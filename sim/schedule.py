@@ -26,8 +26,8 @@ from .quorum_nodes import quorum_nodes
 from .recording import Recording
 from .runtime import Runtime
 
-#: client ops per virtual second, in all, and client slots (Jepsen processes)
-CLIENT_RATE, CONCURRENCY = 40.0, 5
+#: client slots (Jepsen processes)
+CONCURRENCY = 5
 #: after the faults: how long to wait for a leader and catch-up, then for the final reads (ms)
 SETTLE_MS, FINAL_MS = 15000.0, 6000.0
 
@@ -85,11 +85,10 @@ def plan_for(opts, seed: int) -> Plan:
     rng = random.Random(seed)
     end = opts.sim_seconds * 1000.0
     faults = draw_schedule(rng, end, opts.kraft_version)
-    reads = getattr(opts, "read_fraction", 0.1)
-    if getattr(opts, "brokers", 0) and reads == 0.1:
+    reads = opts.read_fraction
+    if opts.brokers and reads == 0.1:
         reads = 0.5                       # the queue workload's poll fraction
-    ops = draw_client_ops(random.Random(seed + 0x5EED), end, getattr(opts, "client_rate", CLIENT_RATE), CONCURRENCY,
-                          reads)
+    ops = draw_client_ops(random.Random(seed + 0x5EED), end, opts.client_rate, CONCURRENCY, reads)
     return Plan(tuple(faults), tuple(ops), end)
 
 
@@ -125,11 +124,11 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
     inv = QuorumInvariants(lambda: rt.now)
     rt.on_step = inv.after_step
     ids = list(range(1, opts.voters + 1))
-    brokers = getattr(opts, "brokers", 0)
+    brokers = opts.brokers
     workload = "queue" if brokers else "append"
     violation, nemesis = None, None
     try:
-        quorum_nodes(rt, opts.voters, opts.kraft_version, policy, getattr(opts, "fetch_max_records", 2000))
+        quorum_nodes(rt, opts.voters, opts.kraft_version, policy, opts.fetch_max_records)
         nemesis = Nemesis(rt, rec, ids, opts.kraft_version)
         monitor = Monitor(rt, rec, ids)
         if brokers:

@@ -41,20 +41,25 @@ def judge_history(ops: list, nodes: dict, workload: str, config: dict) -> tuple[
 judging.register(judge_history)
 
 
-def repeat_command(opts: SimOptions, seed: int, extra: str = "") -> str:
-    """The command line that repeats seed ``seed`` under ``opts``."""
-    cmd = f"kraft-chaos simulate --seed {seed} --voters {opts.voters} --sim-seconds {opts.sim_seconds:g}"
+def option_flags(opts: SimOptions) -> str:
+    """The command-line flags that give ``opts`` (all but the seeds)."""
+    out = f"--voters {opts.voters} --sim-seconds {opts.sim_seconds:g}"
     if opts.brokers:
-        cmd += f" --brokers {opts.brokers}"
+        out += f" --brokers {opts.brokers}"
     if opts.kraft_version:
-        cmd += f" --kraft-version {opts.kraft_version}"
+        out += f" --kraft-version {opts.kraft_version}"
     if opts.unsafe:
-        cmd += f" --unsafe {','.join(opts.unsafe)}"
+        out += f" --unsafe {','.join(opts.unsafe)}"
     defaults = SimOptions()
     for name in ("client_rate", "read_fraction", "fetch_max_records"):
         if getattr(opts, name) != getattr(defaults, name):
-            cmd += f" --{name.replace('_', '-')} {getattr(opts, name):g}"
-    return cmd + extra
+            out += f" --{name.replace('_', '-')} {getattr(opts, name):g}"
+    return out
+
+
+def repeat_command(opts: SimOptions, seed: int) -> str:
+    """The command line that repeats seed ``seed`` under ``opts``."""
+    return f"kraft-chaos simulate --seed {seed} {option_flags(opts)}"
 
 
 def digest(outcomes: list[SeedOutcome]) -> str:
@@ -78,8 +83,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     seeds = [args.seed] if args.seed is not None else list(range(args.first_seed, args.first_seed + args.seeds))
     deadline = time.monotonic() + args.time_limit if args.time_limit else None
-    print(f"simulating {len(seeds)} seed(s) on {args.workers} worker(s): {repeat_command(opts, 0)[25:].split(' ', 2)[2]}",
-          flush=True)
+    print(f"simulating {len(seeds)} seed(s) on {args.workers} worker(s): {option_flags(opts)}", flush=True)
     t0 = time.perf_counter()
     outcomes: list[SeedOutcome] = []
     first_fail_wall = None
