@@ -4,8 +4,9 @@
 The faults are written as they landed in the simulator, with explicit targets (kind
 ``nodes``; a partition as its ``grudge``) named by role: a ``bind`` step names the real
 cluster's leader ``S1`` and the other nodes ``S2``, ``S3``, ... in id order, as the
-simulator's leader at the first fault and its other nodes were; then ``sleep`` steps between
-the starts and stops. The simulator runs
+simulator's leader at the first fault and its other nodes were; a fault aimed at the leader
+of its moment keeps its real kind (``kill`` ``leader``, ``isolate-leader``, ...); then
+``sleep`` steps between the starts and stops. The simulator runs
 the real quorum timeouts (sim/quorum_nodes.py), so the timing carries over, though a
 real cluster's scheduling jitter may shift it. A clock jump has no real nemesis here: it is
 left out, and named in the file's comment.
@@ -18,6 +19,9 @@ import tomli_w
 
 from .shrink import ShrinkResult
 
+#: the kinds aimed at the leader of the moment, exported as such (the real nemesis waits for a
+#: leader and hits it), not as the node that led in the simulator
+LEADER_KINDS = ("leader", "isolate-leader", "one-way-leader")
 #: how long the replay waits for the first leader (s)
 LEADER_TIMEOUT_S = 60
 
@@ -50,7 +54,11 @@ def fault_steps(applied: list[dict], names: dict[int, str] | None = None) -> tup
             continue
         if not targets:
             continue
-        if fam == "partition":
+        if a["kind"] in LEADER_KINDS and a.get("leader") in targets:
+            value = {"kind": a["kind"]}        # aimed at the leader then: the real nemesis finds it
+            if fam == "power-loss":
+                value["torn"] = bool(params.get("torn"))
+        elif fam == "partition":
             value = {"kind": "nodes", "grudge": {_names([d])[0]: _names(s) for d, s in sorted(a["grudge"].items())}}
         elif fam == "membership":
             value = {"kind": "nodes", "targets": _names(targets), "action": "remove"}
