@@ -8,7 +8,10 @@ The decisions are kraft/partition_election.py's pure functions on the leader's c
 MetadataImage. One write is in flight at a time (kraft/controller.py's lock). Heartbeats
 are not messages here: a broker whose link with the quorum's leader is up (both ways, the
 broker up and not paused) renews its session; one that has not for
-``broker.session.timeout.ms`` (3 s) is fenced, and unfenced once it is back. Brokers learn
+``broker.session.timeout.ms`` (3 s) is fenced, and unfenced once it is back. A restarted
+broker registers again (a new broker epoch, fenced: the partitions it led move to a new
+leader epoch, as kraft/controller.py's BrokerRegistration does) before it hears of any
+partition. Brokers learn
 the committed metadata one link latency after it commits (when connected to the leader).
 """
 from __future__ import annotations
@@ -41,6 +44,7 @@ class SimController:
         self.waiting: dict = {}              # token -> callback(response)
         self.alters: list = []               # (broker, ProposeIsr) waiting for the write lock
         self.delivered: dict[int, tuple] = {}    # broker -> (life, image offset) it has
+        self.registered: dict[int, int] = {}     # broker -> the life (incarnation) it registered in
         self.image = None
         rt.at(TICK_MS, self.tick)
 
@@ -105,6 +109,11 @@ class SimController:
         if len(image.brokers) < len(self.bids) or TOPIC not in image.topics:
             self._write(lead, core, self._bootstrap)
             return
+        for b in self.bids:                  # a restarted broker registers again (a new epoch)
+            n = rt.nodes[b]
+            if n.core is not None and self.registered.get(b) != n.life and self._reachable(b, lead):
+                self._write(lead, core, lambda img, off, b=b, life=n.life: self._register(img, off, b, life))
+                return
         for b in self.bids:
             info = image.brokers.get(b)
             if info is None:
@@ -117,9 +126,26 @@ class SimController:
                     [rec] + partition_changes(img.apply(off, rec)), lambda code: None))
                 return
 
+    def _register(self, image, offset: int, b: int, life: int):
+        """BrokerRegistration of a restarted broker (kraft/controller.py): it is fenced under its
+        new epoch, so the partitions it led elect another leader (a new leader epoch) until a
+        heartbeat unfences it."""
+        rec = {"type": REGISTER_BROKER, "brokerId": b, "brokerEpoch": offset, "host": f"n{b}", "port": 9092,
+               "incarnationId": f"i{b}.{life}"}
+
+        def done(code) -> None:
+            if code == errors.NONE:
+                self.registered[b] = life
+        return [rec] + partition_changes(image.apply(offset, rec)), done
+
     def _bootstrap(self, image, offset: int):
         """Register and unfence every broker, then create the topic (one write)."""
         out, img = [], image
+        lives = {b: self.rt.nodes[b].life for b in self.bids}
+
+        def done(code) -> None:
+            if code == errors.NONE:
+                self.registered.update(lives)
         for b in self.bids:
             if b in img.brokers:
                 continue
@@ -132,14 +158,14 @@ class SimController:
         if TOPIC not in img.topics:
             out += create_topic(img, TOPIC, "topic-t", self.partitions, min(3, len(self.bids)),
                                 {MIN_ISR: self.min_insync})
-        return out, lambda code: None
+        return out, done
 
     def _deliver(self, b: int, image) -> None:
         """Hand broker ``b`` the committed state it has not seen yet (after one latency)."""
         rt = self.rt
         n = rt.nodes[b]
-        if self.delivered.get(b) == (n.life, image.offset):
-            return
+        if self.delivered.get(b) == (n.life, image.offset) or self.registered.get(b) != n.life:
+            return                           # seen, or not registered in this life yet
         self.delivered[b] = (n.life, image.offset)
         at = rt.now + rt.net.latency
         rt.push(at, CORE, b, n.life, ClusterView(True, frozenset(image.unfenced())))

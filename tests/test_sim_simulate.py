@@ -115,3 +115,12 @@ def test_brokers_of_the_correct_build_lose_nothing_and_the_queue_checkers_judge_
     faulted = {t for op in r.ops if op["process"] == "nemesis" and op["type"] == "info"
                for t in (op["value"].get("targets") or [])}
     assert faulted & {"n4", "n5", "n6"}                 # faults reach the brokers too
+
+
+def test_a_restarted_partition_leader_does_not_lead_its_old_epoch_again():
+    """Seed 60 (kraft.version 1): broker n4, leading t-0, lost power and restarted within its
+    session; led the same leader epoch again it re-appended other values at offsets its
+    followers held (what BrokerRegistration's new epoch prevents). The controller now makes a
+    restarted broker register again before it hears of any partition."""
+    r = run_schedule(SimOptions(brokers=3, kraft_version=1), 60, judge=judging.get())
+    assert r.ok, r.first
