@@ -29,6 +29,8 @@ from .runtime import CORE, Runtime
 
 TOPIC = "t"
 SESSION_MS, TICK_MS = 3000.0, 250.0
+#: a write unanswered this long (its leader died) is given up: the lock is free again (ms)
+WRITE_TIMEOUT_MS = 5000.0
 
 
 class SimController:
@@ -74,6 +76,12 @@ class SimController:
             self.busy = False
             done(resp.error_code)
         self.waiting[token] = answered
+
+        def timeout() -> None:              # the leader died with the write: no answer comes
+            if self.waiting.pop(token, None) is not None:
+                self.busy = False
+                done(errors.REQUEST_TIMED_OUT)
+        self.rt.at(self.rt.now + WRITE_TIMEOUT_MS, timeout)
 
     def on_reply(self, token, msg) -> bool:
         cb = self.waiting.pop(token, None)
