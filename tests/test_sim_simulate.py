@@ -124,3 +124,11 @@ def test_a_restarted_partition_leader_does_not_lead_its_old_epoch_again():
     restarted broker register again before it hears of any partition."""
     r = run_schedule(SimOptions(brokers=3, kraft_version=1), 60, judge=judging.get())
     assert r.ok, r.first
+
+
+def test_the_controller_lock_frees_when_its_leader_dies_with_a_write():
+    """Seed 117: the quorum's leader died holding the controller's write; no answer ever came
+    and no broker was ever unfenced again, so the drain stopped below acknowledged records
+    (queue-lost). A write now gives up after 5 s."""
+    r = run_schedule(SimOptions(brokers=3), 117, judge=judging.get())
+    assert r.ok and r.verdict is True, (r.first, r.anomalies)
