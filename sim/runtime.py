@@ -68,6 +68,7 @@ class Runtime:
         self.pending: dict = {}          # token -> [src, src life, to, request, gen]
         self.events = 0
         self.trace: collections.deque = collections.deque(maxlen=TRACE_LEN)
+        self.notes: list = []            # every note (faults, voter changes), whole
         self.on_step: Callable = lambda node, core, effects: None
         self.on_client: Callable = lambda token, msg: None
         self.on_effect: Callable = lambda node, effect: None
@@ -83,8 +84,9 @@ class Runtime:
         self.push(t, ACTION, 0, 0, fn)
 
     def note(self, text: str) -> None:
-        """Put a line in the trace (faults, client ops)."""
+        """Put a line in the trace and in :attr:`notes` (faults, voter changes)."""
         self.trace.append((self.now, 0, text))
+        self.notes.append((self.now, 0, text))
 
     # -- nodes ---------------------------------------------------------------------------
     def add(self, node: SimNode) -> None:

@@ -118,8 +118,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if not failed:
         return EXIT_VALID
     f = failed[0]
-    print(f"\nfirst failing seed {f.seed}: {f.invariant}\n  {f.detail}\n  trace (last {TRACE_TAIL} steps):")
-    for line in f.trace[-TRACE_TAIL:]:
+    checker = (f.invariant or "").startswith("checker:")
+    print(f"\nfirst failing seed {f.seed}: {f.invariant}\n  {f.detail}")
+    print("  trace (the faults, then the last steps):" if checker else f"  trace (last {TRACE_TAIL} steps):")
+    for line in (f.trace if checker else f.trace[-TRACE_TAIL:]):
         print(f"    {line}")
     print(f"repeat with: {repeat_command(opts, f.seed)}")
     if args.shrink or args.export_scenario:
