@@ -47,6 +47,8 @@ unit: venv
 # DB=kafka: Apache Kafka's quorum beside ours (first leader, CreateTopics vs appends, failover).
 # harness.bench.backends: cluster start-up and first leader on docker beside netns.
 # harness.bench.analyze: analyze vs check on a store of BENCH_ANALYZE_RUNS runs (default 200).
+# harness.bench.simulate: kraft-chaos simulate's speed (BENCH_SIM_SEEDS schedules, default 200)
+# beside the bare cores, and the time to detect each --unsafe switch.
 bench: venv engine spark $(if $(filter kafka,$(DB)),maven)
 ifeq ($(DB),kafka)
 	$(PY) -m harness.bench.targets
@@ -57,6 +59,7 @@ else
 	$(PY) -m harness.bench.check_memory
 	$(PY) -m harness.bench.spark
 	$(PY) -m harness.bench.analyze
+	$(PY) -m harness.bench.simulate --switches
 endif
 
 # Every stored run under the store root in ANALYZE_ARGS checked as Spark jobs

@@ -218,9 +218,11 @@ class StaleLeader(_Samples):
 class DisruptiveElection(_Samples):
     """``disruptive-election``: see the module docstring.
 
-    For each epoch E with a leader L, the first answer in a higher epoch from
-    a node that was unharmed and connected to L is when E ended for it (a
-    node cut off or harmed may move on). Harmed means a nemesis fault touched
+    For each epoch E with a leader L, each node's first answer in a higher
+    epoch is when E ended for it (only that one is judged: a later answer in
+    the new epoch is no new departure); if the node was unharmed and
+    connected to L then, it left E without cause (a node cut off or harmed
+    may move on). Harmed means a nemesis fault touched
     it, or it left one of the monitor's samples unanswered in the window (no
     connection, no reply in time: :func:`answered`; a Kafka follower's NOT_LEADER_OR_FOLLOWER
     is a reply) (a node that died on its own is no evidence of a disruptive election; the
@@ -248,9 +250,11 @@ class DisruptiveElection(_Samples):
         anomalies = []
         for epoch, mine in sorted(claims.items()):
             t_first, leader = mine[0]
+            moved: set[str] = set()           # nodes already seen past E: each leaves E once
             for _t0, t, node, e_new, _l, _lead, index in samples:
-                if e_new <= epoch or t <= t_first:
+                if e_new <= epoch or t <= t_first or node in moved:
                     continue
+                moved.add(node)
                 t0 = t - window
                 led = [tc for tc, n in mine if n == leader and t0 <= tc <= t]
                 if not led and t > mine[-1][0]:

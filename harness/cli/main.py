@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from harness.cli import analyze, bisect, bugs, check, matrix, run, scenario, teardown
+from harness.cli import analyze, bisect, bugs, check, matrix, run, scenario, simulate, teardown
 from harness.cli.args import Parser, UsageError
 from harness.cli.exits import EXIT_BAD_INPUT
 from harness.web import serve
@@ -21,7 +21,8 @@ from harness.web import serve
 COMMANDS = {"run": run.cmd_run, "check": check.cmd_check, "teardown": teardown.cmd_teardown,
             "analyze": analyze.cmd_analyze, "export": analyze.cmd_export, "synth": analyze.cmd_synth,
             "bugs": bugs.cmd_bugs, "bisect": bisect.cmd_bisect, "scenario": scenario.cmd_scenario, "shrink": scenario.cmd_shrink,
-            "matrix": matrix.cmd_matrix, "serve": serve.cmd_serve}
+            "matrix": matrix.cmd_matrix, "serve": serve.cmd_serve,
+            "simulate": simulate.cmd_simulate}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     scenario.add_parsers(sub)
     matrix.add_parser(sub)
     serve.add_parser(sub)
+    simulate.add_parser(sub)
     return p
 
 

@@ -1,0 +1,98 @@
+"""``make bench``: the simulator's speed (sim/, ``kraft-chaos simulate``) and how soon it finds
+each ``--unsafe`` switch.
+
+Speed, on the correct build: ``BENCH_SIM_SEEDS`` (default 200) schedules of 30 virtual
+seconds on 2 worker processes; prints simulated seconds per wall second, events (core
+steps) per second, schedules per minute and the wall time 1,000 schedules would take
+(the goal: under 60 s), beside the anchor measured in the same run: the bare cores of one
+3-voter cluster stepping with no faults, invariants, history or judge (events/s), and the
+ratio of the two. Then, with ``--switches`` (``make bench`` passes it), each switch
+(sim/switch_options.py chooses its options) run seed after seed until the first failure or
+60 s: wall time to detect, seeds, and the invariant. Wall times depend on this shared
+machine's load (printed); nothing here is asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+
+import harness.cli.simulate  # noqa: F401 - registers the judge (our checkers)
+from sim.api import SimOptions, simulate
+from sim.switch_options import all_switches, options_for
+
+DETECT_BUDGET_S = 60.0
+
+
+def bare_cores_events_per_s(events: int = 200_000) -> float:
+    """The anchor: a 3-voter cluster of bare quorum cores (kraft/quorum/) in the simulator's
+    runtime, no faults, no invariants, no clients, no judge; events per wall second."""
+    from sim.quorum_nodes import quorum_nodes
+    from sim.runtime import Runtime
+    from kraft.unsafe import SAFE
+    rt = Runtime(1)
+    quorum_nodes(rt, 3, 0, SAFE)
+    t0 = time.perf_counter()
+    while rt.events < events:
+        rt.run_until(rt.now + 1000.0)
+    return rt.events / (time.perf_counter() - t0)
+
+
+def speed(seeds: int, workers: int) -> dict:
+    """Run ``seeds`` schedules of the correct build; the figures."""
+    t0 = time.perf_counter()
+    outs = list(simulate(SimOptions(), range(1, seeds + 1), workers))
+    wall = time.perf_counter() - t0
+    events = sum(o.events for o in outs)
+    sim_s = sum(o.sim_seconds for o in outs)
+    return {"seeds": len(outs), "failed": sum(not o.ok for o in outs), "wall_s": wall, "events": events,
+            "events_per_s": events / wall, "sim_s_per_wall_s": sim_s / wall,
+            "schedules_per_min": len(outs) / wall * 60, "wall_for_1000_s": wall / len(outs) * 1000}
+
+
+def detect(switch: str, workers: int, budget_s: float = DETECT_BUDGET_S) -> dict:
+    """Seeds 1, 2, ... with ``switch`` on until the first failure or ``budget_s``."""
+    opts = options_for((switch,), SimOptions(unsafe=(switch,)))
+    t0 = time.perf_counter()
+    n = 0
+    for o in simulate(opts, range(1, 100_000), workers, deadline=time.monotonic() + budget_s):
+        n += 1
+        if not o.ok:
+            return {"switch": switch, "found": True, "wall_s": time.perf_counter() - t0, "seed": o.seed,
+                    "seeds": n, "invariant": o.invariant, "detail": o.detail}
+    return {"switch": switch, "found": False, "wall_s": time.perf_counter() - t0, "seeds": n}
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m harness.bench.simulate")
+    p.add_argument("--seeds", type=int, default=int(os.environ.get("BENCH_SIM_SEEDS", "200")))
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--switches", action="store_true", help="also time the detection of every switch")
+    args = p.parse_args(argv)
+    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "
+          f"on {os.cpu_count()} cores (a shared machine: wall times are noisy)")
+    anchor = bare_cores_events_per_s()
+    s = speed(args.seeds, args.workers)
+    print(f"simulate, correct build: {s['seeds']} schedules x 30 sim-s on {args.workers} workers in "
+          f"{s['wall_s']:.1f} s ({s['failed']} failed)")
+    print(f"  {s['sim_s_per_wall_s']:,.0f} sim-s per wall-s, {s['events_per_s']:,.0f} events/s, "
+          f"{s['schedules_per_min']:,.0f} schedules/min; 1000 schedules would take {s['wall_for_1000_s']:.0f} s "
+          f"(goal 60 s: {60 / s['wall_for_1000_s']:.2f}x of it)")
+    print(f"  anchor, bare cores on one core: {anchor:,.0f} events/s; the simulator's whole loop on "
+          f"{args.workers} workers: {s['events_per_s'] / anchor:.2f}x of it")
+    if args.switches:
+        print(f"time to detect each switch (first failing seed, at most {DETECT_BUDGET_S:.0f} s of wall time):")
+        for sw in all_switches():
+            d = detect(sw, args.workers)
+            if d["found"]:
+                print(f"  {sw:26} {d['wall_s']:5.1f} s  seed {d['seed']:<4} ({d['seeds']} seeds)  {d['invariant']}")
+            else:
+                print(f"  {sw:26} not found in {d['wall_s']:.0f} s ({d['seeds']} seeds)")
+    return 0
+
+
+if __name__ == "__main__":
+    random.seed(0)
+    sys.exit(main(sys.argv[1:]))

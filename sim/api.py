@@ -1,0 +1,147 @@
+"""The simulator's public API (the contract of /work/notes/SIM_API.md, used by ``kraft-chaos
+simulate`` and ``kraft-chaos hunt``): :class:`SimOptions`, :class:`SeedOutcome`,
+:func:`simulate` and :func:`shrink_and_export`.
+
+Seeds run in worker processes (multiprocessing, ``fork``: the judge registered in the
+parent, sim/judging.py, is the workers' too); each outcome depends on its seed alone.
+"""
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import time
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from kraft.unsafe import SWITCHES
+
+from . import judging
+
+
+@dataclasses.dataclass(frozen=True)
+class SimOptions:
+    """What to simulate: ``voters`` (3 or 5), ``brokers`` (0: the quorum only; else that many
+    of our brokers, the data plane), ``kraft_version`` (0 static voters, 1 KIP-853 with wipes
+    and voter changes), ``unsafe`` (kraft.unsafe switch names), ``sim_seconds`` (virtual
+    seconds of faults and clients per schedule; the heal and final reads come after),
+    ``client_rate`` (ops per virtual second), ``read_fraction`` (of them, reads) and
+    ``fetch_max_records`` (per Fetch response).
+    :meth:`check` raises ValueError naming a bad field."""
+
+    voters: int = 3
+    brokers: int = 0
+    kraft_version: int = 0
+    unsafe: tuple[str, ...] = ()
+    sim_seconds: float = 30.0
+    client_rate: float = 40.0       # client ops per virtual second, in all
+    read_fraction: float = 0.1      # the share of them that are linearizable reads
+    fetch_max_records: int = 2000   # records per Fetch response (small: followers catch up slowly)
+
+    def check(self) -> "SimOptions":
+        if self.voters not in (1, 3, 5, 7):
+            raise ValueError(f"voters must be 1, 3, 5 or 7, got {self.voters!r}")
+        if not 0 <= self.brokers <= 9:
+            raise ValueError(f"brokers must be 0..9, got {self.brokers!r}")
+        if self.kraft_version not in (0, 1):
+            raise ValueError(f"kraft_version must be 0 or 1, got {self.kraft_version!r}")
+        bad = sorted(set(self.unsafe) - SWITCHES.keys())
+        if bad:
+            raise ValueError(f"unknown unsafe switch {', '.join(bad)}: choose from {', '.join(sorted(SWITCHES))}")
+        if not 1.0 <= self.sim_seconds <= 3600.0:
+            raise ValueError(f"sim_seconds must be 1..3600, got {self.sim_seconds!r}")
+        if not 0.0 < self.client_rate <= 1000.0:
+            raise ValueError(f"client_rate must be in (0, 1000] ops/s, got {self.client_rate!r}")
+        if not 0.0 <= self.read_fraction <= 1.0:
+            raise ValueError(f"read_fraction must be 0..1, got {self.read_fraction!r}")
+        if not 1 <= self.fetch_max_records <= 100000:
+            raise ValueError(f"fetch_max_records must be 1..100000, got {self.fetch_max_records!r}")
+        return self
+
+
+@dataclasses.dataclass(frozen=True)
+class SeedOutcome:
+    """One seed's result: ``ok`` (no invariant violated and the checkers' verdict valid),
+    ``invariant`` (the first violated invariant, or ``checker:<anomaly>``; None when ok),
+    ``detail`` (one line: what, at which virtual time), ``events`` (core steps),
+    ``sim_seconds`` (virtual time reached), ``wall_s``; ``trace`` (the last steps before the
+    violation, as lines; empty when ok), ``verdict`` (the judge's: True, False, "unknown" or
+    None when not judged)."""
+
+    seed: int
+    ok: bool
+    invariant: str | None
+    detail: str | None
+    events: int
+    sim_seconds: float
+    wall_s: float
+    trace: tuple[str, ...] = ()
+    verdict: object = None
+
+    def key(self) -> tuple:
+        """What must replay bit for bit (everything but the wall time)."""
+        return (self.seed, self.ok, self.invariant, self.detail, self.events, round(self.sim_seconds, 6),
+                self.trace, self.verdict)
+
+
+def run_seed(opts: SimOptions, seed: int) -> SeedOutcome:
+    """Run one seed in this process (with the registered judge, if any)."""
+    from .schedule import run_schedule
+    try:
+        r = run_schedule(opts, seed, judge=judging.get())
+    except Exception as e:  # noqa: BLE001 - a simulator bug is reported as this seed's failure
+        import traceback
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        return SeedOutcome(seed, False, "sim-error", f"{type(e).__name__}: {e} ({where.filename}:{where.lineno})",
+                           0, 0.0, 0.0, tuple(traceback.format_exc().splitlines()))
+    name, detail = r.first
+    return SeedOutcome(seed, r.ok, name, detail, r.events, r.sim_ms / 1000.0, r.wall_s,
+                       tuple(r.trace) if not r.ok else (), r.verdict)
+
+
+def _work(args) -> SeedOutcome:
+    return run_seed(*args)
+
+
+def simulate(opts: SimOptions, seeds: Iterable[int], workers: int = 2,
+             deadline: float | None = None) -> Iterator[SeedOutcome]:
+    """Run each seed (in ``workers`` processes; 1: in this one), yielding outcomes as they
+    finish (not in seed order); stops starting seeds once ``time.monotonic()`` passes
+    ``deadline``. Raises ValueError for bad options."""
+    opts.check()
+    if workers <= 1:
+        for s in seeds:
+            if deadline is not None and time.monotonic() > deadline:
+                return
+            yield run_seed(opts, s)
+        return
+    ctx = multiprocessing.get_context("fork")
+    seeds = iter(seeds)
+    with ctx.Pool(workers) as pool:
+        inflight = []
+        def top_up():
+            while len(inflight) < workers * 4:
+                if deadline is not None and time.monotonic() > deadline:
+                    return
+                s = next(seeds, None)
+                if s is None:
+                    return
+                inflight.append(pool.apply_async(_work, ((opts, s),)))
+        top_up()
+        while inflight:
+            ready = next((r for r in inflight if r.ready()), None)
+            if ready is None:
+                inflight[0].wait(0.02)
+                continue
+            inflight.remove(ready)
+            yield ready.get()
+            top_up()
+
+
+def shrink_and_export(opts: SimOptions, seed: int, out_dir: Path) -> Path:
+    """Shrink a failing seed's trace (sim/shrink.py) and write its scenario file (the one
+    ``kraft-chaos scenario run FILE`` replays, sim/export.py); returns the file's path.
+    Raises ValueError when the seed does not fail."""
+    from .export import write_scenario
+    from .shrink import shrink_seed
+    result = shrink_seed(opts.check(), seed, judge=judging.get())
+    return write_scenario(opts, seed, result, Path(out_dir))

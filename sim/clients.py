@@ -1,0 +1,130 @@
+"""The simulated append workload's clients (workloads/append.py's ops, DEVELOPERS.md "Client
+ops"): unique appends and linearizable reads of the committed log, sent to the node each
+client believes leads, recorded in a :class:`sim.recording.Recording`.
+
+Each client slot is one Jepsen process at a time: an op whose outcome is unknown ends
+``info`` and the slot takes a fresh process id. Ops are issued when the schedule says
+(:meth:`AppendClients.issue`); a slot still busy then skips that op. A client follows a
+NOT_LEADER_OR_FOLLOWER's leader hint, else tries a random other node.
+"""
+from __future__ import annotations
+
+import random
+
+from kraft import errors
+from kraft.quorum.client_messages import AppendRequest, ReadRequest
+
+from .recording import Recording
+from .runtime import Runtime
+
+#: a client gives up on a request after this long (ms): info "timeout"
+CLIENT_TIMEOUT_MS = 5000.0
+#: reads start this many records below the highest high watermark seen
+READ_WINDOW = 200
+
+
+class AppendClients:
+    """``concurrency`` client slots over quorum nodes ``node_ids``; ``rng`` (the clients'
+    own stream) picks the nodes to try."""
+
+    def __init__(self, rt: Runtime, rec: Recording, rng: random.Random, node_ids: list[int], concurrency: int):
+        self.rt, self.rec, self.rng = rt, rec, rng
+        self.ids = node_ids
+        self.concurrency = concurrency
+        self.process = {s: s for s in range(concurrency)}
+        self.guess = {s: rng.choice(node_ids) for s in range(concurrency)}
+        self.busy: set[int] = set()
+        self.waiting: dict = {}               # token -> (slot, invoke op, kind)
+        self.next_value = 0
+        self.last_hw = 0
+        self.acked = 0
+
+    def issue(self, slot: int, f: str) -> None:
+        """Issue op ``f`` ("append" or "read") from ``slot`` now (skipped while it is busy)."""
+        if slot in self.busy:
+            return
+        node = self.guess[slot]
+        name = f"n{node}"
+        if f == "append":
+            self.next_value += 1
+            value = self.next_value
+            inv = self.rec.invoke(self.process[slot], "append", value, name)
+            msg = AppendRequest(value)
+        else:
+            value = {"from": max(0, self.last_hw - READ_WINDOW), "linearizable": True, "final": False}
+            inv = self.rec.invoke(self.process[slot], "read", value, name)
+            msg = ReadRequest(value["from"])
+        self._send(slot, inv, node, msg, f)
+
+    def _send(self, slot, inv: dict, node: int, msg, kind: str) -> None:
+        token = self.rt.client_request(node, msg)
+        if token is None:
+            self.rec.complete(inv, "fail", inv["value"], error="connection")
+            self._other(slot, node)
+            return
+        self.busy.add(slot)
+        self.waiting[token] = (slot, inv, kind)
+        self.rt.at(self.rt.now + CLIENT_TIMEOUT_MS, lambda: self._timeout(token))
+
+    def _other(self, slot: int, node: int) -> None:
+        others = [i for i in self.ids if i != node] or self.ids
+        self.guess[slot] = self.rng.choice(others)
+
+    def _timeout(self, token) -> None:
+        entry = self.waiting.pop(token, None)
+        if entry is None:
+            return
+        slot, inv, _ = entry
+        self.rec.complete(inv, "info", inv["value"], error="timeout")
+        self._retire(slot)
+
+    def _retire(self, slot: int) -> None:
+        self.busy.discard(slot)
+        if slot >= 0:
+            self.process[slot] += self.concurrency
+            self._other(slot, self.guess[slot])
+
+    def on_reply(self, token, msg) -> bool:
+        """A node answered request ``token`` with ``msg``; False when it is not ours."""
+        entry = self.waiting.pop(token, None)
+        if entry is None:
+            return False
+        slot, inv, kind = entry
+        self.busy.discard(slot)
+        code = msg.error_code
+        if code == errors.NONE:
+            if kind == "append":
+                self.acked += 1
+                self.last_hw = max(self.last_hw, msg.offset + 1)
+                self.rec.complete(inv, "ok", {"value": inv["value"], "offset": msg.offset, "epoch": msg.epoch})
+            else:
+                self.last_hw = max(self.last_hw, msg.high_watermark)
+                self.rec.complete(inv, "ok", dict(inv["value"], high_watermark=msg.high_watermark,
+                                                  records=[r.to_wire() for r in msg.records]))
+            return True
+        err = errors.name(code)
+        if code == errors.NOT_LEADER_OR_FOLLOWER or kind != "append":
+            self.rec.complete(inv, "fail", inv["value"], error=err)
+            if slot < 0:
+                pass
+            elif 0 < msg.leader_id and msg.leader_id != int(inv["node"][1:]):
+                self.guess[slot] = msg.leader_id
+            else:
+                self._other(slot, int(inv["node"][1:]))
+            return True
+        self.rec.complete(inv, "info", inv["value"], error=err)
+        self._retire(slot)
+        return True
+
+    # -- the final reads -------------------------------------------------------------------
+    def final_read(self, node: int, linearizable: bool, process: int) -> None:
+        """The final read of the whole log from ``node`` (linearizable: the leader's; else that
+        node's own committed prefix), recorded ``final: true``."""
+        value = {"from": 0, "linearizable": linearizable, "final": True}
+        inv = self.rec.invoke(process, "read", value, f"n{node}")
+        token = self.rt.client_request(node, ReadRequest(0, None, linearizable))
+        if token is None:
+            self.rec.complete(inv, "fail", value, error="connection")
+            return
+        self.waiting[token] = (-1 - process, inv, "read")
+        self.rt.at(self.rt.now + CLIENT_TIMEOUT_MS, lambda: self._timeout(token))
