@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
+import signal
 import time
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -102,6 +103,14 @@ def _work(args) -> SeedOutcome:
     return run_seed(*args)
 
 
+def _worker_init() -> None:
+    """A worker leaves Ctrl-C to its parent, which ends the pool, and dies quietly when the pool
+    terminates it (a parent's own SIGTERM handler, inherited through fork, would print a
+    traceback in every worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def simulate(opts: SimOptions, seeds: Iterable[int], workers: int = 2,
              deadline: float | None = None) -> Iterator[SeedOutcome]:
     """Run each seed (in ``workers`` processes; 1: in this one), yielding outcomes as they
@@ -116,7 +125,7 @@ def simulate(opts: SimOptions, seeds: Iterable[int], workers: int = 2,
         return
     ctx = multiprocessing.get_context("fork")
     seeds = iter(seeds)
-    with ctx.Pool(workers) as pool:
+    with ctx.Pool(workers, initializer=_worker_init) as pool:
         inflight = []
         def top_up():
             while len(inflight) < workers * 4:
