@@ -17,7 +17,7 @@ from clusters.errors import ClusterError
 from harness.config.run import scenario_config
 from harness.config.scenario import load
 from harness.hunt import portfolio
-from harness.hunt.loop import Hunt
+from harness.hunt.loop import MAX_ERRORS_IN_A_ROW, Hunt
 from harness.hunt.options import HuntOptions
 from harness.hunt.sim_phase import load_api
 from harness.run.runner import Interrupted
@@ -311,6 +311,9 @@ def test_unknowns_and_runs_that_could_not_be_made(tmp_path, run_kw, code):
     clock = Clock()
     doc = hunt(tmp_path, clock, FakeCluster(clock, **run_kw), minutes=4).run()
     assert doc["exit_code"] == code and doc["rows"]
+    if "raises" in run_kw:       # runs that cannot be made take no time: the hunt stops after a few
+        assert [r["verdict"] for r in doc["rows"]] == ["error"] * MAX_ERRORS_IN_A_ROW
+        assert any("3 runs in a row could not be made" in n for n in doc["notes"])
 
 
 def test_a_kafka_hunt_skips_what_its_release_cannot_and_names_known_bugs(tmp_path):

@@ -8,7 +8,7 @@ first failure shrunk to a scenario; the report written as it goes.
    runs once on a real cluster.
 3. **Real runs** (harness/hunt/real_phase.py): the rotation (harness/hunt/portfolio.py), each
    run's time limit capped so that one round of the schedules fits the budget left, until no
-   run fits.
+   run fits (or :data:`MAX_ERRORS_IN_A_ROW` runs in a row could not be made).
 
 The first failure (a violated invariant, or an invalid real run) is recorded with the time
 into the hunt at which it was known, then shrunk: a simulator seed by ``sim.api.shrink_and_export``,
@@ -40,6 +40,8 @@ log = logging.getLogger("kraft_chaos.hunt")
 
 #: load the simulator when asked (:class:`Hunt`'s ``sim_api``)
 LOAD = object()
+#: real runs in a row that could not be made (a broken engine, a host gone) end the hunt
+MAX_ERRORS_IN_A_ROW = 3
 
 
 def row_line(row: dict) -> str:
@@ -182,7 +184,7 @@ class Hunt:
         cap = portfolio.time_cap(self.budget.remaining(), len(self.order), self.runner.overheads.estimate("quorum"))
         self.doc["time_cap_s"] = cap
         period = 2 * len(self.order) * len(self.opts.workloads)     # every (schedule, workload, kv) once
-        misses = 0
+        misses = errors = 0
         for play in portfolio.rotation(self.opts.db, self.opts.workloads, self.opts.seed):
             fields = portfolio.run_fields(play, cap, self.opts.overrides())
             done = self.runner.run(fields, play.seed)
@@ -200,6 +202,10 @@ class Hunt:
             misses = 0
             row, cfg = done
             row = self._add({"phase": "real", "schedule": portfolio.describe(play, fields), **row})
+            errors = errors + 1 if row["verdict"] == "error" else 0
+            if errors >= MAX_ERRORS_IN_A_ROW:
+                self._note(f"{errors} runs in a row could not be made (the last: {row['error']}): the hunt stops")
+                return
             if row["verdict"] == "invalid":
                 if self.doc["first_failure"] is None:
                     self.real_failure(row, cfg)
