@@ -16,13 +16,15 @@ import sys
 from pathlib import Path
 
 from clusters.registry import CHOICES as BACKENDS, needs_hosts
-from harness.cli.args import db_name, hosts_file, ipv4_subnet, kafka_version, number, seed_value, unsafe_switches
+from harness.cli.args import (db_name, hosts_file, ipv4_subnet, kafka_version, number, positive_int, seed_value,
+                              unsafe_switches)
 from harness.cli.console import console_logging, remove_console_logging
 from harness.cli.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED
 from harness.config.run import RunConfig
 from harness.hunt.loop import Hunt
 from harness.hunt.options import HuntOptions
 from harness.hunt.report import format_table
+from harness.hunt.shrink_real import SHRINK_MAX_RUNS
 from history import store
 from targets.errors import TargetError
 from targets.registry import DEFAULT_TARGET
@@ -45,7 +47,7 @@ def options_from(args: argparse.Namespace) -> HuntOptions:
     return HuntOptions(seed=seed, db=args.db, minutes=args.minutes, workloads=_workloads(args.workload),
                        unsafe=tuple(args.unsafe), kafka_version=args.kafka_version, stop_at_first=args.stop_at_first,
                        sim=not args.no_sim, junit=args.junit, cluster=args.cluster, hosts=args.hosts,
-                       subnet=args.subnet, lock=args.lock, store=args.store)
+                       subnet=args.subnet, lock=args.lock, store=args.store, shrink_runs=args.shrink_runs)
 
 
 def cmd_hunt(args: argparse.Namespace) -> int:
@@ -94,6 +96,9 @@ def add_parser(sub) -> None:
     h.add_argument("--stop-at-first", action="store_true",
                    help="stop after the first failure (shrunk into a scenario); default: go on")
     h.add_argument("--no-sim", action="store_true", help="no simulation phase: real runs only")
+    h.add_argument("--shrink-runs", type=positive_int("--shrink-runs", 0), default=SHRINK_MAX_RUNS,
+                   help=f"most replays spent shrinking the first failed real run, within the budget; 0: its "
+                        f"faults written as they happened (default {SHRINK_MAX_RUNS})")
     h.add_argument("--seed", type=seed_value, default=None,
                    help="seed of the rotation and of every run (run n: seed + n); default a random one")
     h.add_argument("--junit", default=None, metavar="FILE", help="also write the JUnit XML report here")

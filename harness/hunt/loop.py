@@ -264,7 +264,7 @@ class Hunt:
 
         try:
             shrink_failure(cfg, Path(row["store"]), set(row["anomalies"]), attempt, self.report.out,
-                           f"failure-{row['n']}", echo=self.echo, progress=progress)
+                           f"failure-{row['n']}", max_runs=self.opts.shrink_runs, echo=self.echo, progress=progress)
         except (OSError, ValueError) as e:
             ff["shrink_error"] = f"{type(e).__name__}: {e}"
             self.echo(f"could not shrink {row['store']}: {ff['shrink_error']}")

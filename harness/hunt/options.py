@@ -7,6 +7,7 @@ import shlex
 
 from harness.config.run import RunConfig
 from harness.hunt import portfolio
+from harness.hunt.shrink_real import SHRINK_MAX_RUNS
 from kraft import unsafe as unsafe_switches
 from targets.registry import target_spec
 
@@ -19,7 +20,9 @@ class HuntOptions:
     rotation's and every run's), ``sim`` (False: no simulation phase, ``--no-sim``),
     ``junit`` (an extra path for the JUnit XML), ``cluster``, ``hosts``, ``subnet`` (None: the
     run's default), ``lock`` (a file to ``flock`` per real run and per simulation batch) and
-    ``store`` (the store root; the report goes to ``STORE/hunt/<timestamp>/``)."""
+    ``store`` (the store root; the report goes to ``STORE/hunt/<timestamp>/``); ``shrink_runs``:
+    most replays spent shrinking a failed real run (0: its faults are written as they happened,
+    unshrunk)."""
 
     seed: int
     db: str = "kraft"
@@ -35,6 +38,7 @@ class HuntOptions:
     subnet: str | None = None
     lock: str | None = None
     store: str = "store"
+    shrink_runs: int = SHRINK_MAX_RUNS
 
     def check(self) -> None:
         """Check against the registries and fill in ``workloads``: the target is known, each
@@ -44,6 +48,8 @@ class HuntOptions:
         spec = target_spec(self.db)                 # ValueError naming the choices
         if not self.minutes > 0:
             raise ValueError(f"--minutes must be > 0, got {self.minutes!r}")
+        if self.shrink_runs < 0:
+            raise ValueError(f"--shrink-runs must be >= 0, got {self.shrink_runs!r}")
         self.workloads = portfolio.check_workloads(self.db, self.workloads or portfolio.default_workloads(self.db))
         for flag, field, value in (("--unsafe", "unsafe", self.unsafe), ("--kafka-version", "kafka_version",
                                                                          self.kafka_version)):
@@ -77,6 +83,8 @@ class HuntOptions:
             args.append("--stop-at-first")
         if not self.sim:
             args.append("--no-sim")
+        if self.shrink_runs != SHRINK_MAX_RUNS:
+            args += ["--shrink-runs", str(self.shrink_runs)]
         if self.cluster != RunConfig.cluster:
             args += ["--cluster", self.cluster]
         for flag, value in (("--hosts", self.hosts), ("--subnet", self.subnet), ("--lock", self.lock),
