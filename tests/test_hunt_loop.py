@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import signal
 import types
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -302,6 +304,23 @@ def test_ctrl_c_ends_the_hunt_with_the_report_of_what_ran(tmp_path, at):
     saved = json.loads((tmp_path / "report" / "hunt.json").read_text())
     assert saved["interrupted"] and saved["finished"] and len(saved["rows"]) == 3
     assert "(interrupted)" in (tmp_path / "report" / "hunt.txt").read_text()
+
+
+def test_sigterm_ends_the_hunt_as_ctrl_c_does_and_its_handler_is_restored(tmp_path):
+    clock = Clock()
+    run = FakeCluster(clock)
+    real = run.__call__
+
+    def terminated_at_the_third(cfg, run_dir):
+        if len(run.calls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)      # a CI job's time-out, between runs
+        return real(cfg, run_dir)
+
+    before = signal.getsignal(signal.SIGTERM)
+    doc = hunt(tmp_path, clock, terminated_at_the_third).run()
+    assert doc["interrupted"] and doc["exit_code"] == 130 and len(doc["rows"]) == 3
+    assert doc["rows"][-1]["verdict"] == "interrupted"
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 @pytest.mark.parametrize("run_kw, code", [({"verdict": "unknown"}, 2),

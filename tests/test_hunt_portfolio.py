@@ -158,6 +158,15 @@ def test_the_lock_is_waited_for_only_until_the_deadline(tmp_path):
         assert 3 <= clock.t - start <= 4
     with lock_until(None, deadline=0.0) as held:
         assert held
+    # the budget counts the wait
+    b = Budget(600.0, clock, sleep=clock.sleep)
+    with open(path) as other:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with b.lock(str(path), latest=clock.t + 5) as held:
+            assert held is False
+    with b.lock(str(path), latest=clock.t + 5) as held:
+        assert held
+    assert 5 <= b.waited_s <= 6
 
 
 def test_options_are_checked_against_the_registries_and_repeat():

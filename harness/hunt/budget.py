@@ -25,15 +25,19 @@ LOCK_POLL_S = 0.5
 
 class Budget:
     """A time budget of ``seconds`` (s) from its creation, on ``clock`` (a monotonic clock in
-    s, injectable for tests). Raises ``ValueError`` for a budget that is not positive."""
+    s) with ``sleep`` (s), both injectable for tests. Raises ``ValueError`` for a budget that
+    is not positive."""
 
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep):
         if not seconds > 0:
             raise ValueError(f"a hunt's budget must be > 0 s, got {seconds!r}")
-        self.clock = clock
+        self.clock, self.sleep = clock, sleep
         self.seconds = float(seconds)
         self.start = clock()
         self.deadline = self.start + self.seconds
+        #: seconds spent waiting for the cluster lock (:meth:`lock`)
+        self.waited_s = 0.0
 
     def elapsed(self) -> float:
         """Seconds since the budget began."""
@@ -49,6 +53,15 @@ class Budget:
         """Whether something expected to take ``expected_s`` seconds, started now, ends before
         the deadline (and before ``by``, when given)."""
         return expected_s <= self.remaining(by)
+
+    @contextlib.contextmanager
+    def lock(self, path: str | None, latest: float) -> Iterator[bool]:
+        """:func:`lock_until` ``path`` on this budget's clock, waiting at most until ``latest``;
+        the wait is added to :attr:`waited_s`. Yields whether the lock is held."""
+        t0 = self.clock()
+        with lock_until(path, latest, clock=self.clock, sleep=self.sleep) as held:
+            self.waited_s += self.clock() - t0
+            yield held
 
 
 class Overheads:

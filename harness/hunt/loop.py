@@ -14,11 +14,13 @@ The first failure (a violated invariant, or an invalid real run) is recorded wit
 into the hunt at which it was known, then shrunk: a simulator seed by ``sim.api.shrink_and_export``,
 a real run by harness/hunt/shrink_real.py (with the rest of the budget under ``--stop-at-first``,
 else with at most half of it). Then the hunt stops (``--stop-at-first``) or goes on. Ctrl-C
-tears the current run down (the runner does) and ends the hunt with its report.
+(and SIGTERM) tears the current run down (the runner does) and ends the hunt with its report.
 """
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 import time
 from pathlib import Path
 from types import ModuleType
@@ -26,7 +28,7 @@ from typing import Callable
 
 from harness.config.scenario import ScenarioError, load, retarget
 from harness.hunt import portfolio
-from harness.hunt.budget import Budget, lock_until
+from harness.hunt.budget import Budget
 from harness.hunt.options import HuntOptions
 from harness.hunt.real_phase import RealRunner, RunFn
 from harness.hunt.report import HuntReport
@@ -42,6 +44,20 @@ log = logging.getLogger("kraft_chaos.hunt")
 LOAD = object()
 #: real runs in a row that could not be made (a broken engine, a host gone) end the hunt
 MAX_ERRORS_IN_A_ROW = 3
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def arm_sigterm() -> object | None:
+    """On the main thread, make SIGTERM end the hunt as Ctrl-C does (a CI job's time-out still
+    gets the report); returns the handler it replaced (None off the main thread). The runner
+    sets its own handlers for the length of a run and leaves SIGTERM's default after it, so
+    the hunt arms this again after every run."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _interrupt)
 
 
 def row_line(row: dict) -> str:
@@ -88,6 +104,7 @@ class Hunt:
         self.echo(f"hunt: --db {self.opts.db}, {self.opts.minutes:g} min, seed {self.opts.seed}; "
                   f"report in {self.report.out}")
         self.echo(f"repeat with: {self.opts.repeat_command()}")
+        before = arm_sigterm()
         try:
             scenario = self.sim_phase()
             if not self.stopped:
@@ -102,10 +119,15 @@ class Hunt:
             self.echo("interrupted: the current run was torn down; writing the report of what ran")
         finally:
             self.doc["finished"] = store.timestamp()
+            self.doc["lock_wait_s"] = round(self.budget.waited_s, 1)
             self.report.save(wall_s=self.budget.elapsed())
+            if before is not None:
+                signal.signal(signal.SIGTERM, before)
         return self.doc
 
     def _add(self, row: dict) -> dict:
+        arm_sigterm()
+        self.doc["lock_wait_s"] = round(self.budget.waited_s, 1)
         row = self.report.add(row)
         self.echo(row_line(row))
         return row
@@ -136,7 +158,7 @@ class Hunt:
         share = portfolio.SIM_SHARE * self.budget.seconds
         for i, cfg in enumerate(portfolio.SIM_CONFIGS):
             by = self.budget.start + share * (i + 1) / len(portfolio.SIM_CONFIGS)
-            with lock_until(self.opts.lock, by, clock=self.budget.clock) as held:
+            with self.budget.lock(self.opts.lock, by) as held:
                 if not held:
                     self._note(f"simulation {cfg.label()} kv{cfg.kraft_version}: not run, the lock was not "
                                f"free before its share of the budget ended")
@@ -154,6 +176,7 @@ class Hunt:
     def sim_failure(self, cfg: portfolio.SimConfig, row: dict, first: dict) -> Path | None:
         """Record the simulator's first failure and export its shrunk scenario; returns its path."""
         ff = {"row": row["n"], "phase": "sim", "elapsed_s": first["elapsed_s"], "detect_s": None,
+              "lock_wait_s": round(self.budget.waited_s, 1),
               "what": f"simulation {cfg.label()}, kraft.version {cfg.kraft_version}, seed {first['seed']}: "
                       f"{first['invariant']}: {first['detail']}",
               "repeat": sim_command(cfg, self.opts.unsafe, first["seed"], 1), "scenario": None}
@@ -242,6 +265,7 @@ class Hunt:
     def real_failure(self, row: dict, cfg) -> None:
         """Record the first failed real run and shrink it into a scenario within the budget."""
         ff = {"row": row["n"], "phase": row["phase"], "elapsed_s": round(self.budget.elapsed(), 1),
+              "lock_wait_s": round(self.budget.waited_s, 1),
               "detect_s": row.get("detect_s"), "store": row.get("store"), "repeat": row.get("repeat"),
               "what": f"{row['phase']} run {row['n']}: {row['schedule']}, {row['workload']}, kraft.version "
                       f"{row['kraft_version']}, seed {row['seed']}: "

@@ -21,7 +21,7 @@ from harness.catalogue.kafka_bugs import known_kinds
 from harness.cli.matrix import run_cell
 from harness.cli.matrix_file import Cell
 from harness.config.run import RunConfig
-from harness.hunt.budget import Budget, Overheads, lock_until
+from harness.hunt.budget import Budget, Overheads
 from harness.hunt.options import HuntOptions
 from harness.hunt.portfolio import fit, limit_s, run_kind, shortest_s
 from harness.run import runner
@@ -82,7 +82,9 @@ class RealRunner:
         if fit(fields, self.budget.remaining(by), overhead) is None:
             return None
         end = self.budget.deadline if by is None else min(self.budget.deadline, by)
-        with lock_until(self.opts.lock, end - shortest_s(fields) - overhead, clock=self.budget.clock) as held:
+        waited = self.budget.waited_s
+        with self.budget.lock(self.opts.lock, end - shortest_s(fields) - overhead) as held:
+            waited = self.budget.waited_s - waited
             fitted = fit(fields, self.budget.remaining(by), overhead) if held else None   # the wait took time
             if fitted is None:
                 if not held:
@@ -90,6 +92,7 @@ class RealRunner:
                 return None
             cfg = self.config(fitted, seed)
             row = self._run(cfg, fitted)
+            row["lock_wait_s"] = round(waited, 1)
         if row["verdict"] in ("valid", "invalid", "unknown"):
             self.overheads.observe(kind, row["wall_s"], row["time_limit"])
         return row, cfg

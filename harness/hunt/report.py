@@ -5,12 +5,12 @@ hunt leaves the report of what ran.
 ``hunt.json``::
 
     {"command", "db", "seed", "minutes", "workloads", "unsafe", "stop_at_first",
-     "started", "finished", "wall_s", "interrupted",
+     "started", "finished", "wall_s", "lock_wait_s", "interrupted",
      "sim": {"status": "ran" | "off" | "unavailable" | "not-for-target", "reason"},
      "rows": [{"n", "phase": "sim" | "real" | "replay", "schedule", "workload",
                "kraft_version", "seed", "verdict", "anomalies": {kind: n}, "detect_s",
-               "started_s", "wall_s", "store", "repeat", "error", "error_kind", ...}],
-     "first_failure": {"row", "phase", "elapsed_s", "detect_s", "what", "scenario",
+               "started_s", "wall_s", "lock_wait_s", "store", "repeat", "error", "error_kind", ...}],
+     "first_failure": {"row", "phase", "elapsed_s", "lock_wait_s", "detect_s", "what", "scenario",
                        "scenario_full", "shrink", "replay"} | null,
      "notes": [...], "counts": {verdict: n}, "exit_code"}
 
@@ -67,7 +67,8 @@ def format_table(doc: dict) -> str:
     ff = doc.get("first_failure")
     if ff:
         at = f"; its first anomalous op {ff['detect_s']:.1f} s into the run" if ff.get("detect_s") is not None else ""
-        lines.append(f"first failure: {ff['elapsed_s']:.0f} s into the hunt: {ff['what']}{at}")
+        waited = f" (of which {ff['lock_wait_s']:.0f} s waiting for the lock)" if ff.get("lock_wait_s") else ""
+        lines.append(f"first failure: {ff['elapsed_s']:.0f} s into the hunt{waited}: {ff['what']}{at}")
         shrink = ff.get("shrink") or {}
         if shrink.get("faults_before") is not None:
             lines.append(f"shrunk: {shrink['faults_before']} fault(s) -> {shrink['faults_after']} in "
@@ -80,7 +81,8 @@ def format_table(doc: dict) -> str:
     counts = doc.get("counts") or {}
     lines.append(f"{len(doc['rows'])} row(s): " + ", ".join(f"{counts[v]} {v}" for v in ROW_VERDICTS if counts.get(v))
                  + (" (interrupted)" if doc.get("interrupted") else "")
-                 + f"; {doc.get('wall_s', 0):.0f} s of {doc['minutes'] * 60:.0f}")
+                 + f"; {doc.get('wall_s', 0):.0f} s of {doc['minutes'] * 60:.0f}"
+                 + (f", {doc['lock_wait_s']:.0f} s of it waiting for the lock" if doc.get("lock_wait_s") else ""))
     lines.append(f"repeat with: {doc['command']}")
     return "\n".join(lines)
 
