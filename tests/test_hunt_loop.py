@@ -301,6 +301,8 @@ def test_ctrl_c_ends_the_hunt_with_the_report_of_what_ran(tmp_path, at):
     doc = hunt(tmp_path, clock, run).run()
     assert doc["interrupted"] and doc["exit_code"] == 130
     assert [r["verdict"] for r in doc["rows"]] == ["valid", "valid", "interrupted"]
+    h = hunt(tmp_path / "again", Clock(), FakeCluster(Clock()))
+    assert doc["rows"][2]["phase"] == "real" and doc["rows"][2]["schedule"].split()[0] == h.order[2][0]
     saved = json.loads((tmp_path / "report" / "hunt.json").read_text())
     assert saved["interrupted"] and saved["finished"] and len(saved["rows"]) == 3
     assert "(interrupted)" in (tmp_path / "report" / "hunt.txt").read_text()

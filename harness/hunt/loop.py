@@ -112,8 +112,6 @@ class Hunt:
         except (Interrupted, KeyboardInterrupt) as e:
             row = getattr(e, "row", None)
             if row is not None:
-                row.setdefault("phase", "real")
-                row.setdefault("schedule", "-")
                 self._add(row)
             self.doc["interrupted"] = True
             self.echo("interrupted: the current run was torn down; writing the report of what ran")
@@ -210,7 +208,7 @@ class Hunt:
         misses = errors = 0
         for play in portfolio.rotation(self.opts.db, self.opts.workloads, self.opts.seed):
             fields = portfolio.run_fields(play, cap, self.opts.overrides())
-            done = self.runner.run(fields, play.seed)
+            done = self.runner.run(fields, play.seed, tags={"phase": "real", "schedule": portfolio.describe(play, fields)})
             what = f"{portfolio.describe(play, fields)}, {play.workload}, kraft.version {play.kraft_version}"
             if done is None or done[0]["verdict"] == "skipped":
                 if done is not None:
@@ -224,7 +222,7 @@ class Hunt:
                 continue
             misses = 0
             row, cfg = done
-            row = self._add({"phase": "real", "schedule": portfolio.describe(play, fields), **row})
+            row = self._add(row)
             errors = errors + 1 if row["verdict"] == "error" else 0
             if errors >= MAX_ERRORS_IN_A_ROW:
                 self._note(f"{errors} runs in a row could not be made (the last: {row['error']}): the hunt stops")
@@ -249,12 +247,12 @@ class Hunt:
         fields = {k: v for k, v in run.items() if k not in PLACEMENT}
         fields.setdefault("workload", target_spec(self.opts.db).default_workload)
         fields.update(self.opts.overrides(), nemesis=[], scenario=doc["steps"], scenario_file=str(path))
-        done = self.runner.run(fields, seed)
+        done = self.runner.run(fields, seed, tags={"phase": "replay", "schedule": f"scenario {path.name}"})
         if done is None or done[0]["verdict"] == "skipped":
             self._note(f"the simulator's scenario {path} was not replayed: "
                        f"{done[0]['reason'] if done else 'no time left in the budget'}")
             return False
-        row = self._add({"phase": "replay", "schedule": f"scenario {path.name}", **done[0]})
+        row = self._add(done[0])
         ff = self.doc["first_failure"]
         if row["verdict"] == "invalid":
             ff["reproduced"] = row["n"]
@@ -276,7 +274,7 @@ class Hunt:
         by = None if self.opts.stop_at_first else self.budget.clock() + self.budget.remaining() / 2
 
         def attempt(fields: dict, seed: int) -> dict | None:
-            done = self.runner.run(fields, seed, by=by)
+            done = self.runner.run(fields, seed, by=by, tags={"phase": "shrink", "schedule": f"failure-{row['n']}"})
             return done[0] if done is not None and done[0]["verdict"] != "skipped" else None
 
         def progress(doc: dict) -> None:

@@ -64,17 +64,20 @@ class RealRunner:
         cfg.check()
         return cfg
 
-    def run(self, fields: dict[str, Any], seed: int, by: float | None = None) -> tuple[dict, RunConfig | None] | None:
+    def run(self, fields: dict[str, Any], seed: int, by: float | None = None,
+            tags: dict[str, Any] | None = None) -> tuple[dict, RunConfig | None] | None:
         """Run ``fields`` (RunConfig fields without placement) with ``seed`` if it fits before
-        the deadline (and ``by``, on the budget's clock); returns ``(row, config)`` or None
-        when it was not started (no time left, or the lock not free in time). A config the
-        target refuses (e.g. a kraft.version its release lacks) is a row with verdict
-        ``skipped`` and its ``reason``, config None. Raises ``Interrupted`` or
-        ``KeyboardInterrupt`` on Ctrl-C (``row`` attached)."""
+        the deadline (and ``by``, on the budget's clock); returns ``(row, config)``, the row
+        starting with ``tags`` (e.g. its ``phase`` and ``schedule``), or None when it was not
+        started (no time left, or the lock not free in time). A config the target refuses (e.g.
+        a kraft.version its release lacks) is a row with verdict ``skipped`` and its
+        ``reason``, config None. Raises ``Interrupted`` or ``KeyboardInterrupt`` on Ctrl-C
+        (``row`` attached)."""
+        tags = tags or {}
         try:
             self.config(fields, seed)
         except (ValueError, TypeError, TargetError) as e:
-            return {"verdict": "skipped", "reason": str(e), "seed": seed, "workload": fields.get("workload"),
+            return {**tags, "verdict": "skipped", "reason": str(e), "seed": seed, "workload": fields.get("workload"),
                     "kraft_version": fields.get("kraft_version")}, None
         kind = run_kind(fields)
         overhead = self.overheads.estimate(kind)
@@ -91,13 +94,13 @@ class RealRunner:
                     self.last_miss = f"the lock {self.opts.lock} was not free in time"
                 return None
             cfg = self.config(fitted, seed)
-            row = self._run(cfg, fitted)
+            row = self._run(cfg, fitted, tags)
             row["lock_wait_s"] = round(waited, 1)
         if row["verdict"] in ("valid", "invalid", "unknown"):
             self.overheads.observe(kind, row["wall_s"], row["time_limit"])
         return row, cfg
 
-    def _run(self, cfg: RunConfig, fields: dict[str, Any]) -> dict:
+    def _run(self, cfg: RunConfig, fields: dict[str, Any], tags: dict[str, Any]) -> dict:
         seen: dict = {}
 
         def run(config: RunConfig, run_dir: Path) -> tuple[dict, Path]:
@@ -109,11 +112,13 @@ class RealRunner:
         try:
             rec = run_cell(cell, run)
         except (runner.Interrupted, KeyboardInterrupt) as e:
-            e.row = self._row(cfg, fields, getattr(e, "record", None) or {"verdict": "interrupted"}, started, None)
+            e.row = self._row(cfg, fields, getattr(e, "record", None) or {"verdict": "interrupted"}, started, None,
+                              tags)
             raise
-        return self._row(cfg, fields, rec, started, seen.get("results"))
+        return self._row(cfg, fields, rec, started, seen.get("results"), tags)
 
-    def _row(self, cfg: RunConfig, fields: dict, rec: dict, started: float, results: dict | None) -> dict:
+    def _row(self, cfg: RunConfig, fields: dict, rec: dict, started: float, results: dict | None,
+             tags: dict[str, Any]) -> dict:
         detect = None
         if results is not None and rec.get("verdict") == "invalid" and rec.get("store"):
             try:
@@ -121,7 +126,7 @@ class RealRunner:
             except (OSError, ValueError) as e:
                 log.warning("time to detect of %s: %s", rec["store"], e)
         anomalies = rec.get("anomalies") or {}
-        row = {"workload": cfg.workload, "kraft_version": cfg.kraft_version, "seed": cfg.seed,
+        row = {**tags, "workload": cfg.workload, "kraft_version": cfg.kraft_version, "seed": cfg.seed,
                "time_limit": limit_s(fields), "verdict": rec.get("verdict", "interrupted"), "valid": rec.get("valid"),
                "anomalies": anomalies, "detect_s": None if detect is None else round(detect, 1),
                "started_s": round(started, 1), "wall_s": rec.get("wall_s"), "store": rec.get("store"),
