@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import threading
 import time
 from typing import Callable, Iterator
 
@@ -25,14 +26,12 @@ LOCK_POLL_S = 0.5
 
 class Budget:
     """A time budget of ``seconds`` (s) from its creation, on ``clock`` (a monotonic clock in
-    s) with ``sleep`` (s), both injectable for tests. Raises ``ValueError`` for a budget that
-    is not positive."""
+    s, injectable for tests). Raises ``ValueError`` for a budget that is not positive."""
 
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic):
         if not seconds > 0:
             raise ValueError(f"a hunt's budget must be > 0 s, got {seconds!r}")
-        self.clock, self.sleep = clock, sleep
+        self.clock = clock
         self.seconds = float(seconds)
         self.start = clock()
         self.deadline = self.start + self.seconds
@@ -59,7 +58,7 @@ class Budget:
         """:func:`lock_until` ``path`` on this budget's clock, waiting at most until ``latest``;
         the wait is added to :attr:`waited_s`. Yields whether the lock is held."""
         t0 = self.clock()
-        with lock_until(path, latest, clock=self.clock, sleep=self.sleep) as held:
+        with lock_until(path, latest, clock=self.clock) as held:
             self.waited_s += self.clock() - t0
             yield held
 
@@ -80,27 +79,64 @@ class Overheads:
         self.seen[kind] = max(self.estimate(kind), wall_s - limit_s)
 
 
+class _Waiter(threading.Thread):
+    """A blocking ``flock`` on its own open file of ``path``, in a daemon thread, so that the
+    hunt waits in the kernel's queue beside others' blocking ``flock`` (a poll with
+    ``LOCK_NB`` would lose every hand-over to them) and may still give up at a deadline."""
+
+    def __init__(self, path: str):
+        super().__init__(daemon=True, name="hunt-lock-waiter")
+        self.fh = open(path, "a+")
+        self.got = threading.Event()
+        self._mu = threading.Lock()
+        self._abandoned = False
+
+    def run(self) -> None:
+        fcntl.flock(self.fh, fcntl.LOCK_EX)
+        with self._mu:
+            if not self._abandoned:
+                self.got.set()
+                return
+        self.release()
+
+    def abandon(self) -> bool:
+        """Stop waiting: True when the lock was not taken (the thread drops it when it comes),
+        False when it was taken meanwhile (the caller holds it and must :meth:`release` it)."""
+        with self._mu:
+            if self.got.is_set():
+                return False
+            self._abandoned = True
+            return True
+
+    def release(self) -> None:
+        fcntl.flock(self.fh, fcntl.LOCK_UN)
+        self.fh.close()
+
+
 @contextlib.contextmanager
-def lock_until(path: str | None, deadline: float, clock: Callable[[], float] = time.monotonic,
-               sleep: Callable[[float], None] = time.sleep) -> Iterator[bool]:
+def lock_until(path: str | None, deadline: float, clock: Callable[[], float] = time.monotonic) -> Iterator[bool]:
     """Hold an exclusive ``flock`` on ``path`` (created if missing) for the block, waiting for
-    it at most until ``deadline`` (on ``clock``, s). Yields True when held (or when ``path`` is
-    None: no lock), False when the deadline came first (the block should then start nothing).
-    Raises ``OSError`` when ``path`` cannot be opened."""
+    it at most until ``deadline`` (on ``clock``, s; checked every :data:`LOCK_POLL_S` s).
+    Yields True when held (or when ``path`` is None: no lock), False when the deadline came
+    first (the block should then start nothing). Raises ``OSError`` when ``path`` cannot be
+    opened."""
     if not path:
         yield True
         return
-    with open(path, "a+") as fh:
-        while True:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    waiter = _Waiter(path)
+    waiter.start()
+    try:
+        while not waiter.got.wait(timeout=LOCK_POLL_S):
+            if clock() >= deadline and waiter.abandon():
                 break
-            except BlockingIOError:
-                if clock() >= deadline:
-                    yield False
-                    return
-                sleep(LOCK_POLL_S)
-        try:
-            yield True
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    except BaseException:          # Ctrl-C while waiting
+        if not waiter.abandon():
+            waiter.release()
+        raise
+    if not waiter.got.is_set():
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        waiter.release()
