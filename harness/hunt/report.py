@@ -79,7 +79,8 @@ def format_table(doc: dict) -> str:
     else:
         lines.append("first failure: none")
     counts = doc.get("counts") or {}
-    lines.append(f"{len(doc['rows'])} row(s): " + ", ".join(f"{counts[v]} {v}" for v in ROW_VERDICTS if counts.get(v))
+    tally = ", ".join(f"{counts[v]} {v}" for v in ROW_VERDICTS if counts.get(v))
+    lines.append(f"{len(doc['rows'])} row(s)" + (f": {tally}" if tally else "")
                  + (" (interrupted)" if doc.get("interrupted") else "")
                  + f"; {doc.get('wall_s', 0):.0f} s of {doc['minutes'] * 60:.0f}"
                  + (f", {doc['lock_wait_s']:.0f} s of it waiting for the lock" if doc.get("lock_wait_s") else ""))
