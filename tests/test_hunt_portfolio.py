@@ -92,6 +92,9 @@ def test_run_fields_cap_add_kip853_faults_at_kraft_version_1_and_take_overrides(
     assert kv1["nemesis"] == ["crash", "kill", "membership", "wipe"] and kv1["time_limit"] == 40.0
     assert pf.describe(pf.Play(1, "crash", "append", 1, 9), kv1) == "crash +membership,wipe"
     assert pf.describe(pf.Play(0, "default", "kv", 0, 9), kv0) == "default"
+    # faults that reach the brokers get no wipes or voter changes (a wiped broker is no voter to replace)
+    for play in (pf.Play(4, "crash", "queue", 1, 9), pf.Play(5, "queue-crash", "queue", 1, 9)):
+        assert not set(pf.KV1_FAULTS) & set(pf.run_fields(play, 60.0)["nemesis"])
     scen = pf.run_fields(pf.Play(2, "isr-shrink", "queue", 1, 9), 30.0)
     assert scen["nemesis"] == [] and scen["scenario"] and pf.limit_s(scen) > 30.0    # a scenario is never cut
     assert pf.run_kind(scen) == "brokers" and pf.run_kind(kv0) == "quorum"

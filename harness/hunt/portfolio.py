@@ -16,7 +16,7 @@ rotation has seed ``seed + n``. A schedule written for the target's default work
 of the hunt's workloads (the queue workload gets brokers and faults on them too,
 ``WorkloadSpec.nemesis_targets``); one written for another workload, or a scenario, runs its
 own. At kraft.version 1 a schedule's faults gain :data:`KV1_FAULTS` (voter changes and wipes,
-KIP-853's paths) unless it is a scenario or fixes its kraft.version.
+KIP-853's paths) unless it is a scenario, fixes its kraft.version, or faults the brokers too.
 """
 from __future__ import annotations
 
@@ -159,7 +159,9 @@ def time_cap(real_budget_s: float, schedules: int, overhead_s: float) -> float:
 def run_fields(play: Play, cap_s: float, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """The :class:`harness.config.run.RunConfig` fields (no seed, store, subnet or cluster) of
     ``play``: its schedule's, with its workload and kraft.version, :data:`KV1_FAULTS` added at
-    kraft.version 1, the time limit cut to ``cap_s`` (not a scenario's), and ``overrides``
+    kraft.version 1 when its faults touch the quorum alone (with brokers among the fault
+    targets a wiped broker would be "replaced" as a voter: nemesis/windows.py's replacement takes
+    every wiped node), the time limit cut to ``cap_s`` (not a scenario's), and ``overrides``
     (e.g. ``unsafe``, ``kafka_version``) over all. Raises ``ScenarioError`` for a malformed
     built-in scenario."""
     sched = SCHEDULES[play.schedule]
@@ -167,7 +169,8 @@ def run_fields(play: Play, cap_s: float, overrides: dict[str, Any] | None = None
     fields.update(workload=play.workload, kraft_version=play.kraft_version)
     if sched.scenario is None:
         fields["time_limit"] = min(float(fields["time_limit"]), cap_s)
-        if play.kraft_version == 1 and fixed_kraft_version(play.schedule) is None:
+        targets = fields.get("nemesis_targets") or workload_spec(play.workload).nemesis_targets
+        if play.kraft_version == 1 and fixed_kraft_version(play.schedule) is None and targets == "quorum":
             fields["nemesis"] = [*fields["nemesis"], *(f for f in KV1_FAULTS if f not in fields["nemesis"])]
     fields.update(overrides or {})
     return fields
