@@ -1,9 +1,10 @@
 """One short real hunt (``kraft-chaos hunt``) on Docker: ``--unsafe no-check-quorum`` with the
-simulation phase off and ``--stop-at-first``, 3 minutes, the append workload. The real runs must
-find the bug, shrink the failure into a scenario file the registries accept, write the report
-(hunt.json, hunt.txt, the JUnit XML) and leave nothing of their clusters behind. Slow (about
-3 minutes) and not in the default suite: ``make test-slow``. Run it alone under the shared
-lock: ``flock /work/.cluster.lock pytest tests/integration/test_hunt_run.py``; its subnet comes
+simulation phase off and ``--stop-at-first``, 3 minutes, the append and kv workloads; seed 2's
+rotation runs the default schedule, then ``isolate`` (kv, kraft.version 0), whose cut-off leaders
+show the bug within seconds. The real runs must find the bug, shrink the failure into a
+scenario file the registries accept, write the report (hunt.json, hunt.txt, the JUnit XML) and
+leave nothing of their clusters behind. Slow (about 3 minutes) and not in the default suite:
+``make test-slow``. Run it alone under the shared lock: ``flock /work/.cluster.lock pytest tests/integration/test_hunt_run.py``; its subnet comes
 from ``KRAFT_CHAOS_HUNT_SUBNET`` (default 10.131.0.0/24).
 """
 from __future__ import annotations
@@ -31,7 +32,7 @@ def test_a_short_hunt_finds_a_real_run_only_bug_and_shrinks_it(engine, tmp_path)
     junit = tmp_path / "hunt-junit.xml"
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "hunt", "--minutes", "3", "--stop-at-first", "--no-sim",
-         "--unsafe", "no-check-quorum", "--workload", "append", "--shrink-runs", "1", "--seed", "5",
+         "--unsafe", "no-check-quorum", "--workload", "append,kv", "--shrink-runs", "1", "--seed", "2",
          "--cluster", "docker", "--subnet", SUBNET, "--store", str(store), "--junit", str(junit)],
         capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
@@ -41,8 +42,8 @@ def test_a_short_hunt_finds_a_real_run_only_bug_and_shrinks_it(engine, tmp_path)
     assert doc["exit_code"] == 1 and doc["sim"]["status"] == "off"
     rows = doc["rows"]
     assert rows[-1]["verdict"] == "invalid" and rows[-1]["anomalies"], out
-    assert all(r["phase"] == "real" and r["workload"] == "append" for r in rows)
-    assert [r["seed"] for r in rows] == [5 + i for i in range(len(rows))]
+    assert all(r["phase"] == "real" and r["workload"] in ("append", "kv") for r in rows)
+    assert [r["seed"] for r in rows] == [2 + i for i in range(len(rows))]
     ff = doc["first_failure"]
     assert ff["row"] == rows[-1]["n"] and ff["elapsed_s"] > 0 and "first failure:" in out
     # the failure's faults are a scenario file the registries accept (shrunk, or as they happened)
