@@ -349,3 +349,24 @@ def test_a_kafka_hunt_skips_what_its_release_cannot_and_names_known_bugs(tmp_pat
     assert failed and all(r["known"] == {"lost-write": ["KAFKA-14077"]} for r in failed)   # a static quorum's
     assert "lost-write 1 (known: KAFKA-14077)" in (tmp_path / "report" / "hunt.txt").read_text()
     assert all(c.kafka_version == "3.7.2" and c.db == "kafka" for c in run.calls)
+
+
+def test_a_batch_that_ran_no_seed_is_skipped_and_a_violation_stands_if_the_simulator_then_fails():
+    from harness.hunt.sim_phase import run_batch
+    clock = Clock()
+    sim = fake_sim(clock)
+    cfg = portfolio.SIM_CONFIGS[0]
+    row, first = run_batch(sim, cfg, (), 1, 50, deadline=clock.t - 1, stop_at_first=False, elapsed=lambda: 0.0,
+                           echo=lambda m: None)
+    assert (row["verdict"], row["seeds"], first) == ("skipped", 0, None) and "no seed ran" in row["reason"]
+
+    def broken_after_a_violation(opts, seeds, workers=2, deadline=None):
+        yield SeedOutcome(1, False, "hw-monotonic", "n2's high watermark went from 9 to 7", 10, 30.0, 0.1)
+        raise RuntimeError("worker died")
+
+    sim.simulate = broken_after_a_violation
+    row, first = run_batch(sim, cfg, (), 1, 50, deadline=clock.t + 100, stop_at_first=False, elapsed=lambda: 3.0,
+                           echo=lambda m: None)
+    assert row["verdict"] == "invalid" and row["error"] == "RuntimeError: worker died"
+    assert first == {"seed": 1, "invariant": "hw-monotonic", "detail": "n2's high watermark went from 9 to 7",
+                     "elapsed_s": 3.0}

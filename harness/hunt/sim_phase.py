@@ -61,7 +61,8 @@ def run_batch(api: ModuleType, cfg: SimConfig, unsafe: tuple[str, ...], seed: in
               echo: Callable[[str], None] = print) -> tuple[dict, dict | None]:
     """Run up to ``seeds`` seeds of ``cfg`` from ``seed`` until ``deadline`` (``time.monotonic``
     s); returns ``(row, first failure)``: the row (module docstring; ``verdict`` ``valid``,
-    ``invalid``, ``error`` when the simulator raised, or ``skipped`` when no seed ran) and
+    ``invalid`` (also when the simulator raised after a violation), ``error`` when it raised
+    otherwise, or ``skipped`` when no seed ran) and
     ``{"seed", "invariant", "detail", "elapsed_s"}`` of its first failing seed (``elapsed()``
     when it came), or None. ``stop_at_first``: no seed is awaited after the first failure.
     Raises ``KeyboardInterrupt`` with the row so far attached as ``row``."""
@@ -102,11 +103,10 @@ def run_batch(api: ModuleType, cfg: SimConfig, unsafe: tuple[str, ...], seed: in
         if close is not None:
             close()
     row["wall_s"] = round(time.monotonic() - t0, 1)
-    if row["verdict"] == "valid":
-        if row["anomalies"]:
-            row["verdict"] = "invalid"
-        elif not row["seeds"]:
-            row.update(verdict="skipped", reason="no seed ran before the simulation's share of the budget ended")
+    if row["anomalies"]:               # a violation found stands, even if the simulator failed after it
+        row["verdict"] = "invalid"
+    elif row["verdict"] == "valid" and not row["seeds"]:
+        row.update(verdict="skipped", reason="no seed ran before the simulation's share of the budget ended")
     row["seed"] = f"{seed}..{seed + max(row['seeds'], 1) - 1}"
     row["repeat"] = sim_command(cfg, unsafe, seed, max(row["seeds"], 1))
     return row, first
