@@ -3,7 +3,7 @@
 ``run`` (harness/cli/run.py), ``check`` (harness/cli/check.py), ``teardown``
 (harness/cli/teardown.py), ``analyze``, ``export`` and ``synth`` (harness/cli/analyze.py),
 ``bugs`` (harness/cli/bugs.py), ``bisect`` (harness/cli/bisect.py), ``scenario`` and ``shrink`` (harness/cli/scenario.py),
-``matrix`` (harness/cli/matrix.py) and ``serve`` (harness/web/serve.py). Exit codes:
+``matrix`` (harness/cli/matrix.py), ``hunt`` (harness/cli/hunt.py) and ``serve`` (harness/web/serve.py). Exit codes:
 harness/cli/exits.py.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from harness.cli import analyze, bisect, bugs, check, matrix, run, scenario, simulate, teardown
+from harness.cli import analyze, bisect, bugs, check, hunt, matrix, run, scenario, simulate, teardown
 from harness.cli.args import Parser, UsageError
 from harness.cli.exits import EXIT_BAD_INPUT
 from harness.web import serve
@@ -21,7 +21,7 @@ from harness.web import serve
 COMMANDS = {"run": run.cmd_run, "check": check.cmd_check, "teardown": teardown.cmd_teardown,
             "analyze": analyze.cmd_analyze, "export": analyze.cmd_export, "synth": analyze.cmd_synth,
             "bugs": bugs.cmd_bugs, "bisect": bisect.cmd_bisect, "scenario": scenario.cmd_scenario, "shrink": scenario.cmd_shrink,
-            "matrix": matrix.cmd_matrix, "serve": serve.cmd_serve,
+            "matrix": matrix.cmd_matrix, "hunt": hunt.cmd_hunt, "serve": serve.cmd_serve,
             "simulate": simulate.cmd_simulate}
 
 
@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     bisect.add_parser(sub)
     scenario.add_parsers(sub)
     matrix.add_parser(sub)
+    hunt.add_parser(sub)
     serve.add_parser(sub)
     simulate.add_parser(sub)
     return p

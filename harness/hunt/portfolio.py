@@ -1,0 +1,219 @@
+"""The hunt's portfolio: which simulator configurations and which real-cluster runs a hunt
+spends its budget on, in which order, and how long each real run may be.
+
+Pure (no I/O, no clock): the same ``--seed``, target and workloads give the same rotation.
+
+**Simulation** (our quorum only): :data:`SIM_CONFIGS`, quorum-only and with brokers, each at
+kraft.version 0 and 1, up to :data:`SIM_SEEDS` seeds each, within :data:`SIM_SHARE` of the
+budget.
+
+**Real runs**: :func:`rotation` cycles through :func:`hunt_schedules` (the target's default
+schedule first, then the schedules its bug catalogues name, in an order drawn from the seed),
+and through the workloads and kraft.version 0 and 1: schedule ``j`` of round ``r`` gets
+``k = j + r`` and runs workload ``k mod W`` of those it can run and kraft.version
+``(k div W) mod 2``, so over ``2W`` rounds every schedule meets every pair. Run ``n`` of the
+rotation has seed ``seed + n``. A schedule written for the target's default workload runs any
+of the hunt's workloads (the queue workload gets brokers and faults on them too,
+``WorkloadSpec.nemesis_targets``); one written for another workload, or a scenario, runs its
+own. At kraft.version 1 a schedule's faults gain :data:`KV1_FAULTS` (voter changes and wipes,
+KIP-853's paths) unless it is a scenario, fixes its kraft.version, or faults the brokers too.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any, Iterable, Iterator
+
+from harness.catalogue.bugs import CATALOGUE
+from harness.catalogue.kafka_bugs import KAFKA_CATALOGUE
+from harness.config.schedules import SCHEDULES
+from harness.run.scenario_steps import budget_s
+from targets.registry import target_spec
+from workloads.registry import WORKLOAD_SPECS, workload_spec
+
+#: at most this share of the budget goes to the simulator
+SIM_SHARE = 0.25
+#: seeds per simulator configuration, at most
+SIM_SEEDS = 1000
+#: a real run's time limit is at most this (s), so that the rotation covers many schedules
+RUN_CAP_S = 90.0
+#: ... and never cut below this (s): shorter runs see too few faults
+MIN_RUN_S = 30.0
+#: faults a kraft.version 1 run adds to its schedule's: KIP-853 voter changes and wipes
+KV1_FAULTS = ("membership", "wipe")
+
+
+@dataclasses.dataclass(frozen=True)
+class SimConfig:
+    """One simulator configuration: ``brokers`` (0: the quorum only) and ``kraft_version``."""
+
+    brokers: int
+    kraft_version: int
+
+    def label(self) -> str:
+        """``quorum`` or ``quorum+3 brokers``."""
+        return "quorum" + (f"+{self.brokers} brokers" if self.brokers else "")
+
+
+#: what the simulation phase runs, in order
+SIM_CONFIGS = (SimConfig(0, 0), SimConfig(0, 1), SimConfig(3, 0), SimConfig(3, 1))
+
+
+@dataclasses.dataclass(frozen=True)
+class Play:
+    """One real-cluster run of the rotation: ``n`` (its place, from 0), ``schedule`` (a
+    :data:`SCHEDULES` name), ``workload``, ``kraft_version`` (0 or 1) and ``seed``."""
+
+    n: int
+    schedule: str
+    workload: str
+    kraft_version: int
+    seed: int
+
+
+def default_workloads(db: str) -> tuple[str, ...]:
+    """Every workload that runs on target ``db`` (workloads/registry.py), in registry order."""
+    return tuple(name for name, spec in WORKLOAD_SPECS.items() if db in spec.dbs)
+
+
+def check_workloads(db: str, workloads: Iterable[str]) -> tuple[str, ...]:
+    """``workloads`` (each once, in order) after checking each runs on ``db``; raises
+    ``ValueError`` naming one that does not (or an unknown one)."""
+    out = tuple(dict.fromkeys(workloads))
+    for name in out:
+        spec = workload_spec(name)
+        if db not in spec.dbs:
+            raise ValueError(f"workload {name!r} does not run on --db {db}: it supports {', '.join(spec.dbs)}")
+    return out
+
+
+def default_schedule(db: str) -> str:
+    """Target ``db``'s default schedule: the first :data:`SCHEDULES` entry written for it
+    (``default``, what ``make run`` runs; ``kafka-default``, ``make run DB=kafka``'s).
+    Raises ``ValueError`` when there is none."""
+    for name, sched in SCHEDULES.items():
+        if sched.db == db:
+            return name
+    raise ValueError(f"no schedule is written for --db {db}")
+
+
+def hunt_schedules(db: str, seed: int) -> list[str]:
+    """The schedules a hunt on ``db`` rotates through: the default first, then every schedule
+    a bug catalogue names for ``db`` (harness/catalogue/bugs.py, kafka_bugs.py), each once, in
+    an order drawn from ``seed``."""
+    first = default_schedule(db)
+    named = dict.fromkeys(b.schedule for b in (*CATALOGUE, *KAFKA_CATALOGUE))
+    rest = [s for s in named if SCHEDULES[s].db == db and s != first]
+    random.Random(f"{seed}:hunt:schedules").shuffle(rest)
+    return [first, *rest]
+
+
+def schedule_workloads(name: str, workloads: tuple[str, ...]) -> list[str]:
+    """The hunt's ``workloads`` that schedule ``name`` runs: any of them when it is written for
+    its target's default workload and is no scenario, else only its own (possibly none)."""
+    sched = SCHEDULES[name]
+    own = sched.run_config().get("workload") or target_spec(sched.db).default_workload
+    if sched.scenario is None and own == target_spec(sched.db).default_workload:
+        return list(workloads)
+    return [own] if own in workloads else []
+
+
+def fixed_kraft_version(name: str) -> int | None:
+    """The kraft.version schedule ``name`` fixes (a scenario's ``[run]`` table), or None."""
+    return SCHEDULES[name].run_config().get("kraft_version")
+
+
+def rotation_order(db: str, workloads: tuple[str, ...], seed: int) -> list[tuple[str, list[str]]]:
+    """One round of the rotation: ``[(schedule, the workloads it runs)]``, the schedules that
+    run any of ``workloads`` in :func:`hunt_schedules` order. Raises ``ValueError`` when none
+    does."""
+    order = [(s, schedule_workloads(s, workloads)) for s in hunt_schedules(db, seed)]
+    order = [(s, wls) for s, wls in order if wls]
+    if not order:
+        raise ValueError(f"no schedule of --db {db} runs the workloads {', '.join(workloads)}")
+    return order
+
+
+def rotation(db: str, workloads: tuple[str, ...], seed: int) -> Iterator[Play]:
+    """The real runs of a hunt on ``db`` over ``workloads``, forever (module docstring).
+    Raises ``ValueError`` when no schedule runs any of ``workloads``."""
+    order = rotation_order(db, workloads, seed)
+    n = r = 0
+    while True:
+        for j, (name, wls) in enumerate(order):
+            k = j + r
+            fixed = fixed_kraft_version(name)
+            kv = fixed if fixed is not None else (k // len(wls)) % 2
+            yield Play(n, name, wls[k % len(wls)], kv, (seed + n) % 2 ** 63)
+            n += 1
+        r += 1
+
+
+def time_cap(real_budget_s: float, schedules: int, overhead_s: float) -> float:
+    """A real run's time limit (s) so that one round of ``schedules`` fits ``real_budget_s``
+    with ``overhead_s`` each: between :data:`MIN_RUN_S` and :data:`RUN_CAP_S`."""
+    share = real_budget_s / max(1, schedules) - overhead_s
+    return max(MIN_RUN_S, min(RUN_CAP_S, share))
+
+
+def run_fields(play: Play, cap_s: float, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The :class:`harness.config.run.RunConfig` fields (no seed, store, subnet or cluster) of
+    ``play``: its schedule's, with its workload and kraft.version, :data:`KV1_FAULTS` added at
+    kraft.version 1 when its faults touch the quorum alone (with brokers among the fault
+    targets a wiped broker would be "replaced" as a voter: nemesis/windows.py's replacement takes
+    every wiped node), the time limit cut to ``cap_s`` (not a scenario's), and ``overrides``
+    (e.g. ``unsafe``, ``kafka_version``) over all. Raises ``ScenarioError`` for a malformed
+    built-in scenario."""
+    sched = SCHEDULES[play.schedule]
+    fields = sched.run_config()
+    fields.update(workload=play.workload, kraft_version=play.kraft_version)
+    if sched.scenario is None:
+        fields["time_limit"] = min(float(fields["time_limit"]), cap_s)
+        targets = fields.get("nemesis_targets") or workload_spec(play.workload).nemesis_targets
+        if play.kraft_version == 1 and fixed_kraft_version(play.schedule) is None and targets == "quorum":
+            fields["nemesis"] = [*fields["nemesis"], *(f for f in KV1_FAULTS if f not in fields["nemesis"])]
+    fields.update(overrides or {})
+    return fields
+
+
+def limit_s(fields: dict[str, Any]) -> float:
+    """How long a run of ``fields`` runs its clients and faults (s): a scenario's budget
+    (harness/run/scenario_steps.py), else its time limit."""
+    if fields.get("scenario") is not None:
+        return budget_s(fields["scenario"])
+    return float(fields["time_limit"])
+
+
+def run_kind(fields: dict[str, Any]) -> str:
+    """``brokers`` when a run of ``fields`` has broker nodes (given, or its workload's
+    default), else ``quorum``: the :class:`harness.hunt.budget.Overheads` kind."""
+    brokers = fields.get("brokers")
+    if brokers is None:
+        brokers = workload_spec(fields["workload"]).brokers
+    return "brokers" if brokers else "quorum"
+
+
+def describe(play: Play, fields: dict[str, Any]) -> str:
+    """A play's schedule for tables: ``default``, ``isolate +membership,wipe`` (faults added)."""
+    added = [f for f in KV1_FAULTS if f in fields.get("nemesis", ()) and f not in SCHEDULES[play.schedule].nemesis]
+    return play.schedule + (f" +{','.join(added)}" if added else "")
+
+
+def shortest_s(fields: dict[str, Any]) -> float:
+    """The shortest a run of ``fields`` may be cut to (s): :data:`MIN_RUN_S` (or its own time
+    limit, when shorter), or a scenario's whole budget (a scenario is never cut)."""
+    if fields.get("scenario") is not None:
+        return limit_s(fields)
+    return min(MIN_RUN_S, limit_s(fields))
+
+
+def fit(fields: dict[str, Any], remaining_s: float, overhead_s: float) -> dict[str, Any] | None:
+    """``fields`` as they fit in ``remaining_s`` with ``overhead_s`` (s): unchanged when they
+    fit, with the time limit cut (to whole seconds, not below :func:`shortest_s`) when that
+    makes them fit, else None (a run that would not finish in time is never started)."""
+    if limit_s(fields) + overhead_s <= remaining_s:
+        return fields
+    cut = float(int(remaining_s - overhead_s))
+    if fields.get("scenario") is not None or cut < shortest_s(fields):
+        return None
+    return {**fields, "time_limit": cut}

@@ -1,0 +1,372 @@
+"""``kraft-chaos hunt``'s loop (harness/hunt/loop.py) with a stand-in for real runs and a fake
+simulator: the budget is never overrun, the rotation's coverage, the first failure shrunk into a
+scenario (real and simulated), the replay of the simulator's scenario, stop or go on, Ctrl-C,
+errors and the exit codes. Time is a fake clock that each run or seed advances: no timing
+assertion, only what the hunt decides."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import types
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from clusters.errors import ClusterError
+from harness.config.run import scenario_config
+from harness.config.scenario import load
+from harness.hunt import portfolio
+from harness.hunt.loop import MAX_ERRORS_IN_A_ROW, Hunt
+from harness.hunt.options import HuntOptions
+from harness.hunt.sim_phase import load_api
+from harness.run.runner import Interrupted
+from nemesis.faults import KINDS
+
+#: what a stand-in run takes besides its time limit (virtual s)
+FAKE_OVERHEAD_S = 20.0
+
+
+class Clock:
+    """A fake monotonic clock (s)."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def run_faults(cfg) -> list[tuple[str, dict]]:
+    """The faults a stand-in run plays: ``(family, done value)``, from a scenario's steps or
+    ``--nemesis`` (its families; the targeted faults, which play as other families, left out)."""
+    if cfg.scenario is not None:
+        return [(s["nemesis"].split("-", 1)[1], {**s.get("value", {})}) for s in cfg.scenario
+                if s.get("nemesis", "").startswith("start-")]
+    families = [name.split(":")[0] for name in cfg.nemesis]
+    return [(f, {"kind": KINDS[f][0], "targets": [f"n{i % 3 + 1}"]}) for i, f in enumerate(families) if f in KINDS]
+
+
+class FakeCluster:
+    """A ``run(config, run_dir)`` stand-in: takes the run's time limit (a scenario's budget) plus
+    :data:`FAKE_OVERHEAD_S` of the clock; writes a history whose faults are the run's; is
+    invalid (lost-write, naming the start of a kill, else the first op) when ``fails(families)``
+    says so; ``raises``:
+    an exception to raise at a call (1-based) instead."""
+
+    def __init__(self, clock: Clock, fails=lambda families: False, verdict=None, raises: dict | None = None):
+        self.clock, self.fails, self.verdict, self.raises = clock, fails, verdict, raises or {}
+        self.calls: list = []          # (config, start, end) on the clock
+
+    def __call__(self, cfg, run_dir: Path):
+        self.calls.append(cfg)
+        if len(self.calls) in self.raises:
+            raise self.raises[len(self.calls)]
+        start = self.clock.t
+        self.clock.t += portfolio.limit_s(dataclasses.asdict(cfg)) + FAKE_OVERHEAD_S
+        cfg.ended = self.clock.t
+        cfg.started = start
+        faults = run_faults(cfg)
+        ops = [{"process": 0, "type": "invoke", "f": "append", "value": 1, "t": 0.0},
+               {"process": 0, "type": "ok", "f": "append", "value": {"value": 1, "offset": 0, "epoch": 1}, "t": 0.5}]
+        for i, (family, value) in enumerate(faults):
+            t = 2.0 + 3 * i
+            kind = {"kind": value["kind"]}
+            ops += [{"process": "nemesis", "type": "invoke", "f": f"start-{family}", "value": kind, "t": t},
+                    {"process": "nemesis", "type": "info", "f": f"start-{family}", "value": value, "t": t + 0.1},
+                    {"process": "nemesis", "type": "invoke", "f": f"stop-{family}", "value": kind, "t": t + 2},
+                    {"process": "nemesis", "type": "info", "f": f"stop-{family}", "value": {}, "t": t + 2.1}]
+        named = next((i for i, op in enumerate(ops) if op["f"] == "start-kill" and op["type"] == "info"), 1)
+        with open(run_dir / "history.jsonl", "w") as fh:
+            for i, op in enumerate(ops):
+                t = op.pop("t")
+                fh.write(json.dumps({"index": i, "time": int(t * 1e9), **op}) + "\n")
+        if self.verdict is not None:
+            return {"valid": self.verdict, "anomalies": {}}, run_dir
+        bad = self.fails([f for f, _ in faults])
+        return ({"valid": not bad, "anomalies": {"lost-write": int(bad), "phantom": 0},
+                 "checkers": {"lost-write": {"anomalies": [{"op": named}] if bad else []}}}, run_dir)
+
+
+def kill_fails(families) -> bool:
+    return "kill" in families
+
+
+@dataclasses.dataclass(frozen=True)
+class SimOptions:
+    voters: int = 3
+    brokers: int = 0
+    kraft_version: int = 0
+    unsafe: tuple = ()
+    sim_seconds: float = 30.0
+
+
+@dataclasses.dataclass(frozen=True)
+class SeedOutcome:
+    seed: int
+    ok: bool
+    invariant: str | None
+    detail: str | None
+    events: int
+    sim_seconds: float
+    wall_s: float
+
+
+def fake_sim(clock: Clock, bad: dict | None = None, per_seed_s: float = 0.5, raises: Exception | None = None):
+    """A ``sim.api`` stand-in: each seed takes ``per_seed_s`` of the clock; the seeds in
+    ``bad[(brokers, kraft_version)]`` violate ``at-most-one-leader``; a failing seed exports a
+    scenario with one kill."""
+    api = types.SimpleNamespace(SimOptions=SimOptions, calls=[], exported=[])
+
+    def simulate(opts, seeds, workers=2, deadline=None):
+        api.calls.append((opts, workers, deadline))
+        if raises is not None:
+            raise raises
+        for s in seeds:
+            if deadline is not None and clock.t >= deadline:
+                return
+            clock.t += per_seed_s
+            hit = s in (bad or {}).get((opts.brokers, opts.kraft_version), ())
+            yield SeedOutcome(s, not hit, "at-most-one-leader" if hit else None,
+                              "two leaders in epoch 4 at 12.5 s" if hit else None, 900, 30.0, per_seed_s)
+
+    def shrink_and_export(opts, seed, out_dir):
+        path = Path(out_dir) / f"seed-{seed}.toml"
+        path.write_text('[run]\nseed = %d\nnodes = 3\n\n[[step]]\nnemesis = "start-kill"\nvalue = { kind = "leader" }\n\n'
+                        '[[step]]\nsleep = 2\n\n[[step]]\nnemesis = "stop-kill"\nvalue = { kind = "leader" }\n' % seed)
+        api.exported.append((opts, seed, path))
+        return path
+
+    api.simulate, api.shrink_and_export = simulate, shrink_and_export
+    return api
+
+
+def hunt(tmp_path, clock, run, sim=None, **opts) -> Hunt:
+    o = HuntOptions(**{"seed": 11, "store": str(tmp_path / "store"), **opts})
+    return Hunt(o, tmp_path / "report", run=run, sim_api=sim, echo=lambda m: None, clock=clock)
+
+
+def test_a_clean_hunt_covers_the_rotation_and_never_runs_past_its_budget(tmp_path):
+    clock = Clock()
+    run = FakeCluster(clock)
+    h = hunt(tmp_path, clock, run)
+    doc = h.run()
+    deadline = h.budget.deadline
+    assert doc["exit_code"] == 0 and doc["first_failure"] is None and not doc["interrupted"]
+    assert all(c.ended <= deadline for c in run.calls)
+    assert deadline - clock.t < portfolio.MIN_RUN_S + 30.0       # the budget was spent, not left over
+    rows = doc["rows"]
+    assert [r["phase"] for r in rows] == ["real"] * len(rows) and {r["verdict"] for r in rows} == {"valid"}
+    assert rows[0]["schedule"] == "default"
+    assert {r["schedule"].split(" ")[0] for r in rows} == {s for s, _ in h.order}    # every schedule once at least
+    assert [r["seed"] for r in rows] == [11 + i for i in range(len(rows))]
+    assert {r["workload"] for r in rows} == {"append", "kv", "queue"} and {r["kraft_version"] for r in rows} == {0, 1}
+    assert all(r["time_limit"] <= portfolio.RUN_CAP_S for r in rows if not r["schedule"].startswith("isr-shrink"))
+    assert doc["sim"] == {"status": "unavailable", "reason": "no simulator given"}
+    out = tmp_path / "report"
+    assert json.loads((out / "hunt.json").read_text())["rows"] == rows
+    text = (out / "hunt.txt").read_text()
+    assert "simulation: unavailable" in text and "first failure: none" in text and "repeat with: kraft-chaos hunt" in text
+    suite = ET.parse(out / "hunt.xml").getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == (str(len(rows)), "0", "0")
+    assert suite.find("testcase").get("classname") == "kraft-chaos.matrix.hunt-real.append"
+
+
+def test_stop_at_first_shrinks_the_failed_run_into_a_scenario_that_still_fails(tmp_path):
+    clock = Clock()
+    run = FakeCluster(clock, fails=kill_fails)
+    h = hunt(tmp_path, clock, run, stop_at_first=True, junit=str(tmp_path / "ci" / "hunt.xml"))
+    doc = h.run()
+    assert doc["exit_code"] == 1
+    (row,) = doc["rows"]                       # the first run (default: every fault) fails; no further run
+    assert row["verdict"] == "invalid" and row["anomalies"] == {"lost-write": 1}
+    ff = doc["first_failure"]
+    assert ff["row"] == 1 and ff["phase"] == "real" and ff["elapsed_s"] == run.calls[0].ended - 1000.0
+    assert ff["detect_s"] == 5.1 and "lost-write 1" in ff["what"]    # the op the anomaly names: kill's start
+    full, shrunk = load(ff["scenario_full"]), load(ff["scenario"])
+    starts = lambda d: [s["nemesis"] for s in d["steps"] if s.get("nemesis", "").startswith("start-")]  # noqa: E731
+    assert starts(full) == [f"start-{n}" for n in ("partition", "kill", "pause", "crash", "flap")]
+    assert starts(shrunk) == ["start-kill"]
+    assert ff["shrink"]["faults_before"] == 5 and ff["shrink"]["faults_after"] == 1
+    attempts = ff["shrink"]["runs"]
+    assert len(attempts) == len(run.calls) - 1 and attempts[-1]["fails"]
+    assert all(c.scenario is not None and c.seed == 11 and c.ended <= h.budget.deadline for c in run.calls[1:])
+    cfg = scenario_config(shrunk, Path(ff["scenario"]))        # the scenario file is a run the registries accept
+    cfg.check()
+    assert cfg.seed == 11 and cfg.workload == row["workload"]
+    text = (tmp_path / "report" / "hunt.txt").read_text()
+    assert f"first failure: {ff['elapsed_s']:.0f} s into the hunt" in text and "shrunk: 5 fault(s) -> 1" in text
+    assert f"replay with: kraft-chaos scenario run {ff['scenario']}" in text
+    suite = ET.parse(tmp_path / "ci" / "hunt.xml").getroot().find("testsuite")     # --junit's copy
+    assert (suite.get("tests"), suite.get("failures")) == ("1", "1")
+
+
+def test_without_stop_it_goes_on_and_shrinks_only_the_first_failure_with_half_of_what_is_left(tmp_path):
+    clock = Clock()
+    run = FakeCluster(clock, fails=kill_fails)
+    h = hunt(tmp_path, clock, run, minutes=40)
+    doc = h.run()
+    rows = doc["rows"]
+    assert doc["exit_code"] == 1 and len(rows) > 3
+    assert sum(r["verdict"] == "invalid" for r in rows) > 1 and doc["first_failure"]["row"] == 1
+    first_end = run.calls[0].ended
+    shrink_by = first_end + (h.budget.deadline - first_end) / 2
+    attempts = [c for c in run.calls[1:] if c.scenario is not None and c.seed == 11]    # the first run's replays
+    assert attempts and all(c.ended <= shrink_by for c in attempts)
+    assert len([p for p in (tmp_path / "report").glob("failure-*.toml")]) == 2   # full and shrunk, of the first only
+    assert all(c.ended <= h.budget.deadline for c in run.calls)
+
+
+def test_simulation_seeds_first_within_their_share_then_real_runs(tmp_path):
+    clock = Clock()
+    sim = fake_sim(clock)
+    run = FakeCluster(clock)
+    h = hunt(tmp_path, clock, run, sim=sim, unsafe=("no-check-quorum",), minutes=8)
+    doc = h.run()
+    assert doc["exit_code"] == 0 and doc["sim"]["status"] == "ran"
+    sims = [r for r in doc["rows"] if r["phase"] == "sim"]
+    assert [(r["schedule"], r["kraft_version"]) for r in sims] == [
+        ("quorum", 0), ("quorum", 1), ("quorum+3 brokers", 0), ("quorum+3 brokers", 1)]
+    assert doc["rows"][:4] == sims and all(r["phase"] == "real" for r in doc["rows"][4:]) and len(doc["rows"]) > 4
+    assert [o.unsafe for o, _, _ in sim.calls] == [("no-check-quorum",)] * 4
+    share = portfolio.SIM_SHARE * h.budget.seconds
+    assert [d for _, _, d in sim.calls] == [h.budget.start + share * (i + 1) / 4 for i in range(4)]
+    assert run.calls[0].started <= h.budget.start + share + 0.5          # the real runs begin after the share
+    assert all(r["seeds"] > 0 and r["verdict"] == "valid" for r in sims)
+    assert sims[0]["seed"] == f"11..{10 + sims[0]['seeds']}"
+    assert sims[2]["repeat"] == (f"kraft-chaos simulate --seeds {sims[2]['seeds']} --seed 11 --voters 3 --brokers 3 "
+                                 f"--kraft-version 0 --unsafe no-check-quorum")
+
+
+def test_a_simulated_failure_is_exported_replayed_on_a_real_cluster_and_the_hunt_goes_on(tmp_path):
+    clock = Clock()
+    sim = fake_sim(clock, bad={(0, 1): {14, 20}})
+    run = FakeCluster(clock, fails=kill_fails)
+    doc = hunt(tmp_path, clock, run, sim=sim).run()
+    sims = [r for r in doc["rows"] if r["phase"] == "sim"]
+    assert [r["verdict"] for r in sims] == ["valid", "invalid", "valid", "valid"]
+    assert sims[1]["anomalies"] == {"at-most-one-leader": 2} and sims[1]["failing_seeds"] == [14, 20]
+    ff = doc["first_failure"]
+    assert ff["phase"] == "sim" and ff["row"] == 2 and "seed 14: at-most-one-leader" in ff["what"]
+    assert "--seeds 1 --seed 14 " in ff["repeat"]
+    ((opts, seed, path),) = sim.exported            # only the first failure is shrunk
+    assert (opts.kraft_version, opts.brokers, seed) == (1, 0, 14) and ff["scenario"] == str(path)
+    replay = doc["rows"][4]
+    assert replay["phase"] == "replay" and replay["verdict"] == "invalid" and ff["reproduced"] == replay["n"]
+    assert run.calls[0].scenario == load(path)["steps"] and run.calls[0].seed == 14 and run.calls[0].nodes == 3
+    assert [r["phase"] for r in doc["rows"][5:]] == ["real"] * (len(doc["rows"]) - 5)
+    assert doc["exit_code"] == 1
+
+
+def test_a_simulated_failure_with_stop_at_first_ends_the_hunt(tmp_path):
+    clock = Clock()
+    sim = fake_sim(clock, bad={(3, 0): {12}})
+    run = FakeCluster(clock)
+    doc = hunt(tmp_path, clock, run, sim=sim, stop_at_first=True).run()
+    assert [r["verdict"] for r in doc["rows"]] == ["valid", "valid", "invalid"]
+    assert doc["rows"][2]["seeds"] == 2             # no seed awaited after the failing one
+    assert run.calls == [] and doc["exit_code"] == 1 and doc["first_failure"]["scenario"].endswith("seed-12.toml")
+
+
+def test_without_a_simulator_or_with_a_broken_one_the_hunt_still_runs_and_says_so(tmp_path):
+    api, why = load_api("no_such_simulator.api")
+    assert api is None and "not importable" in why
+    api, why = load_api("json")           # a module that lacks the contract
+    assert api is None and "lacks SimOptions, simulate, shrink_and_export" in why
+    clock = Clock()
+    doc = hunt(tmp_path, clock, FakeCluster(clock), sim=fake_sim(clock, raises=RuntimeError("core dumped")),
+               minutes=6).run()
+    sims = [r for r in doc["rows"] if r["phase"] == "sim"]
+    assert len(sims) == 4 and {r["verdict"] for r in sims} == {"error"} and "core dumped" in sims[0]["error"]
+    assert any(r["phase"] == "real" and r["verdict"] == "valid" for r in doc["rows"])
+    assert doc["exit_code"] == 5
+
+
+def test_no_sim_and_another_target_skip_the_simulator(tmp_path):
+    clock = Clock()
+    sim = fake_sim(clock)
+    doc = Hunt(HuntOptions(seed=3, store=str(tmp_path / "s"), minutes=3, sim=False), tmp_path / "r",
+               run=FakeCluster(clock), sim_api=sim, echo=lambda m: None, clock=clock).run()
+    assert doc["sim"] == {"status": "off", "reason": "--no-sim"} and sim.calls == []
+    assert "simulation: off: --no-sim" in (tmp_path / "r" / "hunt.txt").read_text()
+
+
+@pytest.mark.parametrize("at", [runner_exc for runner_exc in (Interrupted("SIGINT"), KeyboardInterrupt())],
+                         ids=["during-a-run", "between-runs"])
+def test_ctrl_c_ends_the_hunt_with_the_report_of_what_ran(tmp_path, at):
+    clock = Clock()
+    run = FakeCluster(clock, raises={3: at})
+    doc = hunt(tmp_path, clock, run).run()
+    assert doc["interrupted"] and doc["exit_code"] == 130
+    assert [r["verdict"] for r in doc["rows"]] == ["valid", "valid", "interrupted"]
+    h = hunt(tmp_path / "again", Clock(), FakeCluster(Clock()))
+    assert doc["rows"][2]["phase"] == "real" and doc["rows"][2]["schedule"].split()[0] == h.order[2][0]
+    saved = json.loads((tmp_path / "report" / "hunt.json").read_text())
+    assert saved["interrupted"] and saved["finished"] and len(saved["rows"]) == 3
+    assert "(interrupted)" in (tmp_path / "report" / "hunt.txt").read_text()
+
+
+def test_sigterm_ends_the_hunt_as_ctrl_c_does_and_its_handler_is_restored(tmp_path):
+    clock = Clock()
+    run = FakeCluster(clock)
+    real = run.__call__
+
+    def terminated_at_the_third(cfg, run_dir):
+        if len(run.calls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)      # a CI job's time-out, between runs
+        return real(cfg, run_dir)
+
+    before = signal.getsignal(signal.SIGTERM)
+    doc = hunt(tmp_path, clock, terminated_at_the_third).run()
+    assert doc["interrupted"] and doc["exit_code"] == 130 and len(doc["rows"]) == 3
+    assert doc["rows"][-1]["verdict"] == "interrupted"
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.mark.parametrize("run_kw, code", [({"verdict": "unknown"}, 2),
+                                          ({"raises": {i: ClusterError("no engine") for i in range(1, 99)}}, 4),
+                                          ({"raises": {i: RuntimeError("bug") for i in range(1, 99)}}, 5)])
+def test_unknowns_and_runs_that_could_not_be_made(tmp_path, run_kw, code):
+    clock = Clock()
+    doc = hunt(tmp_path, clock, FakeCluster(clock, **run_kw), minutes=4).run()
+    assert doc["exit_code"] == code and doc["rows"]
+    if "raises" in run_kw:       # runs that cannot be made take no time: the hunt stops after a few
+        assert [r["verdict"] for r in doc["rows"]] == ["error"] * MAX_ERRORS_IN_A_ROW
+        assert any("3 runs in a row could not be made" in n for n in doc["notes"])
+
+
+def test_a_kafka_hunt_skips_what_its_release_cannot_and_names_known_bugs(tmp_path):
+    clock = Clock()
+    run = FakeCluster(clock, fails=lambda families: "partition" in families)
+    doc = hunt(tmp_path, clock, run, db="kafka", kafka_version="3.7.2", minutes=30).run()
+    rows = doc["rows"]
+    assert doc["sim"]["status"] == "not-for-target" and {r["kraft_version"] for r in rows} == {0}
+    assert all(r["kafka_version"] == "3.7.2" and r["schedule"].startswith("kafka-") for r in rows)
+    assert any("kafka-remove-partitioned" in n and "not run" in n for n in doc["notes"])
+    failed = [r for r in rows if r["verdict"] == "invalid"]
+    assert failed and all(r["known"] == {"lost-write": ["KAFKA-14077"]} for r in failed)   # a static quorum's
+    assert "lost-write 1 (known: KAFKA-14077)" in (tmp_path / "report" / "hunt.txt").read_text()
+    assert all(c.kafka_version == "3.7.2" and c.db == "kafka" for c in run.calls)
+
+
+def test_a_batch_that_ran_no_seed_is_skipped_and_a_violation_stands_if_the_simulator_then_fails():
+    from harness.hunt.sim_phase import run_batch
+    clock = Clock()
+    sim = fake_sim(clock)
+    cfg = portfolio.SIM_CONFIGS[0]
+    row, first = run_batch(sim, cfg, (), 1, 50, deadline=clock.t - 1, stop_at_first=False, elapsed=lambda: 0.0,
+                           echo=lambda m: None)
+    assert (row["verdict"], row["seeds"], first) == ("skipped", 0, None) and "no seed ran" in row["reason"]
+
+    def broken_after_a_violation(opts, seeds, workers=2, deadline=None):
+        yield SeedOutcome(1, False, "hw-monotonic", "n2's high watermark went from 9 to 7", 10, 30.0, 0.1)
+        raise RuntimeError("worker died")
+
+    sim.simulate = broken_after_a_violation
+    row, first = run_batch(sim, cfg, (), 1, 50, deadline=clock.t + 100, stop_at_first=False, elapsed=lambda: 3.0,
+                           echo=lambda m: None)
+    assert row["verdict"] == "invalid" and row["error"] == "RuntimeError: worker died"
+    assert first == {"seed": 1, "invariant": "hw-monotonic", "detail": "n2's high watermark went from 9 to 7",
+                     "elapsed_s": 3.0}
