@@ -159,9 +159,9 @@ def time_cap(real_budget_s: float, schedules: int, overhead_s: float) -> float:
 def run_fields(play: Play, cap_s: float, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """The :class:`harness.config.run.RunConfig` fields (no seed, store, subnet or cluster) of
     ``play``: its schedule's, with its workload and kraft.version, :data:`KV1_FAULTS` added at
-    kraft.version 1 when its faults touch the quorum alone (with brokers among the fault
-    targets a wiped broker would be "replaced" as a voter: nemesis/windows.py's replacement takes
-    every wiped node), the time limit cut to ``cap_s`` (not a scenario's), and ``overrides``
+    kraft.version 1 when its faults touch the quorum alone (a workload that faults the brokers
+    too, the queue's, reads no final committed quorum log, so its voter changes could not be
+    judged: such a run ends UNKNOWN, "membership ops but no final committed log"), the time limit cut to ``cap_s`` (not a scenario's), and ``overrides``
     (e.g. ``unsafe``, ``kafka_version``) over all. Raises ``ScenarioError`` for a malformed
     built-in scenario."""
     sched = SCHEDULES[play.schedule]
