@@ -3,6 +3,7 @@ simulator: the budget is never overrun, the rotation's coverage, the first failu
 scenario (real and simulated), the replay of the simulator's scenario, stop or go on, Ctrl-C,
 errors and the exit codes. Time is a fake clock that each run or seed advances: no timing
 assertion, only what the hunt decides."""
+import shlex
 from __future__ import annotations
 
 import dataclasses
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from clusters.errors import ClusterError
+from harness.cli.main import build_parser
 from harness.config.run import scenario_config
 from harness.config.scenario import load
 from harness.hunt import portfolio
@@ -236,7 +238,7 @@ def test_simulation_seeds_first_within_their_share_then_real_runs(tmp_path):
     assert run.calls[0].started <= h.budget.start + share + 0.5          # the real runs begin after the share
     assert all(r["seeds"] > 0 and r["verdict"] == "valid" for r in sims)
     assert sims[0]["seed"] == f"11..{10 + sims[0]['seeds']}"
-    assert sims[2]["repeat"] == (f"kraft-chaos simulate --seeds {sims[2]['seeds']} --seed 11 --voters 3 --brokers 3 "
+    assert sims[2]["repeat"] == (f"kraft-chaos simulate --seeds {sims[2]['seeds']} --first-seed 11 --voters 3 --brokers 3 "
                                  f"--kraft-version 0 --unsafe no-check-quorum")
 
 
@@ -250,7 +252,10 @@ def test_a_simulated_failure_is_exported_replayed_on_a_real_cluster_and_the_hunt
     assert sims[1]["anomalies"] == {"at-most-one-leader": 2} and sims[1]["failing_seeds"] == [14, 20]
     ff = doc["first_failure"]
     assert ff["phase"] == "sim" and ff["row"] == 2 and "seed 14: at-most-one-leader" in ff["what"]
-    assert "--seeds 1 --seed 14 " in ff["repeat"]
+    assert "simulate --seed 14 " in ff["repeat"]
+    # the repeat command is one `kraft-chaos simulate` takes
+    args = build_parser().parse_args(shlex.split(ff["repeat"])[1:])
+    assert (args.seed, args.kraft_version) == (14, 1)
     ((opts, seed, path),) = sim.exported            # only the first failure is shrunk
     assert (opts.kraft_version, opts.brokers, seed) == (1, 0, 14) and ff["scenario"] == str(path)
     replay = doc["rows"][4]

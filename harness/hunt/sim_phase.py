@@ -42,14 +42,25 @@ def load_api(name: str = "sim.api") -> tuple[ModuleType | None, str | None]:
 
 
 def sim_options(api: ModuleType, cfg: SimConfig, unsafe: tuple[str, ...]):
-    """The ``SimOptions`` of ``cfg`` with the hunt's ``unsafe`` switches."""
-    return api.SimOptions(voters=SIM_VOTERS, brokers=cfg.brokers, kraft_version=cfg.kraft_version,
+    """The ``SimOptions`` of ``cfg`` with the hunt's ``unsafe`` switches and, but for ``brokers``
+    (the configuration's), the options ``kraft-chaos simulate`` gives those switches
+    (``sim.switch_options``, when there is one): so that :func:`sim_command` repeats a seed exactly."""
+    opts = api.SimOptions(voters=SIM_VOTERS, brokers=cfg.brokers, kraft_version=cfg.kraft_version,
                           unsafe=tuple(unsafe))
+    package = getattr(api, "__name__", "").rpartition(".")[0]     # a stand-in API has none
+    try:
+        presets = importlib.import_module(package + ".switch_options") if package else None
+    except ImportError:
+        presets = None
+    if presets is None:
+        return opts
+    return presets.options_for(opts.unsafe, opts, frozenset({"brokers"}))
 
 
 def sim_command(cfg: SimConfig, unsafe: tuple[str, ...], seed: int, seeds: int) -> str:
     """The ``kraft-chaos simulate`` command that runs ``seeds`` seeds of ``cfg`` from ``seed``."""
-    args = ["kraft-chaos", "simulate", "--seeds", str(seeds), "--seed", str(seed), "--voters", str(SIM_VOTERS),
+    which = ["--seed", str(seed)] if seeds == 1 else ["--seeds", str(seeds), "--first-seed", str(seed)]
+    args = ["kraft-chaos", "simulate", *which, "--voters", str(SIM_VOTERS),
             "--brokers", str(cfg.brokers), "--kraft-version", str(cfg.kraft_version)]
     if unsafe:
         args += ["--unsafe", ",".join(unsafe)]
