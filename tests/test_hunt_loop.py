@@ -3,12 +3,12 @@ simulator: the budget is never overrun, the rotation's coverage, the first failu
 scenario (real and simulated), the replay of the simulator's scenario, stop or go on, Ctrl-C,
 errors and the exit codes. Time is a fake clock that each run or seed advances: no timing
 assertion, only what the hunt decides."""
-import shlex
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
+import shlex
 import signal
 import types
 import xml.etree.ElementTree as ET
