@@ -158,6 +158,7 @@ def test_a_log_cleaned_up_to_a_snapshot_is_read_from_its_start_not_from_0(tmp_pa
     ops = _acks_then_final(tmp_path, {"c1": RECORDS, "c2": cleaned, "c3": cleaned}, [4, 9])
     reads = {(o["node"], o["value"]["linearizable"]): o["value"] for o in ops if o["f"] == "read" and o["type"] == "ok"}
     assert reads[("c2", True)]["from"] == 3 and reads[("c1", False)]["from"] == 0
+    assert reads[("c2", False)]["from"] == 3
     res = check_lost_write(ops)
     assert res["valid"] is True and not res["anomalies"] and res["unjudged"] == 2
     # from 0 the checker still judges, and still finds a creation that no log holds
@@ -165,3 +166,8 @@ def test_a_log_cleaned_up_to_a_snapshot_is_read_from_its_start_not_from_0(tmp_pa
     ops = _acks_then_final(tmp_path / "b", {"c1": RECORDS, "c2": RECORDS, "c3": RECORDS}, [4, 9, 7])
     res = check_lost_write(ops)
     assert res["valid"] is False and [a["value"] for a in res["anomalies"]] == [7]
+    # a leader whose whole log below the high watermark is in its snapshot covers nothing
+    (tmp_path / "c").mkdir()
+    ops = _acks_then_final(tmp_path / "c", {"c1": RECORDS, "c2": [], "c3": RECORDS}, [4])
+    assert [o["value"]["from"] for o in ops if o["f"] == "read" and o["type"] == "ok"][0] == BODY["HighWatermark"]
+    assert check_lost_write(ops)["valid"] is True

@@ -266,8 +266,11 @@ async def metadata_final_reads(wl: MetadataWorkload, leader: str | None, body: d
     hw = body.get("HighWatermark") if body else None
 
     def start(records: list) -> int:
-        """The log's first offset (its start, past 0 once cleaned up to a snapshot); 0 when empty."""
-        return records[0][0] if records and isinstance(records[0][0], int) else 0
+        """The log's first offset (its start, past 0 once cleaned up to a snapshot); an empty log
+        covers nothing below the high watermark (all of it is in a snapshot), so it starts there."""
+        if records and isinstance(records[0][0], int):
+            return records[0][0]
+        return hw if isinstance(hw, int) else 0
     pid = wl.pids.next()
     op = wl.history.invoke(pid, "read", value, node=leader)
     if leader is None or not isinstance(hw, int) or logs.get(leader) is None:
