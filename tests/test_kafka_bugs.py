@@ -195,3 +195,19 @@ def test_every_kafka_schedule_runs_on_kafka_and_fits_the_budget():
         assert cfg.db == "kafka" and cfg.workload == "metadata", name
         assert sched.time_limit + bugs.OVERHEAD_S <= bugs.DEFAULT_BUDGET_S, name
     assert all(s.db == "kraft" for n, s in SCHEDULES.items() if not n.startswith("kafka-"))
+
+
+def test_no_kafka_schedule_makes_metadata_segments_smaller_than_a_fetch():
+    """A Kafka follower appends a whole Fetch response (up to KafkaRaftClient's 8 MiB) at once and
+    Kafka refuses an append larger than ``metadata.log.segment.bytes``: kafka-power once set 16 KiB
+    segments, and every release's controllers died of RecordBatchTooLargeException while catching
+    up after a power loss, a crash the catalogue counted for KAFKA-15312. Cleaning to the latest
+    snapshot needs rolled segments: kafka-power rolls them by time."""
+    from harness.config.schedules import KRAFT_MAX_FETCH_BYTES
+    for name, sched in SCHEDULES.items():
+        props = dict(sched.run_config().get("kafka_props") or {})
+        for key in ("metadata.log.segment.bytes", "metadata.log.segment.min.bytes"):
+            assert int(props.get(key, KRAFT_MAX_FETCH_BYTES)) >= KRAFT_MAX_FETCH_BYTES, (name, key)
+    power = dict(SCHEDULES["kafka-power"].run_config()["kafka_props"])
+    assert int(power["metadata.log.segment.ms"]) <= 5000 and power["metadata.max.retention.bytes"] == "1"
+    assert int(power["metadata.log.max.snapshot.interval.ms"]) <= 5000

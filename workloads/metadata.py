@@ -15,6 +15,10 @@ After healing, :func:`metadata_final_reads` records each controller's committed
 metadata log as final reads, with ``TopicRecord`` s of our topics as data records
 ``[offset, epoch, "data", V]``: one ``linearizable: true`` read of the leader's log up
 to its high watermark, and one ``linearizable: false`` read per caught-up controller.
+Each read's ``from`` is the first offset of the log it read: a controller whose log was
+cleaned up to a snapshot (``metadata.max.retention.bytes``) holds the records before it
+only as state in that snapshot, so its read covers ``[log start, high watermark)``, and what
+was committed before is not judged from it.
 """
 from __future__ import annotations
 
@@ -260,16 +264,24 @@ async def metadata_final_reads(wl: MetadataWorkload, leader: str | None, body: d
     recorded as ``fail`` with the reason."""
     value = {"from": 0, "linearizable": True, "final": True}
     hw = body.get("HighWatermark") if body else None
+
+    def start(records: list) -> int:
+        """The log's first offset (its start, past 0 once cleaned up to a snapshot); an empty log
+        covers nothing below the high watermark (all of it is in a snapshot), so it starts there."""
+        if records and isinstance(records[0][0], int):
+            return records[0][0]
+        return hw if isinstance(hw, int) else 0
     pid = wl.pids.next()
     op = wl.history.invoke(pid, "read", value, node=leader)
     if leader is None or not isinstance(hw, int) or logs.get(leader) is None:
         wl.history.complete(op, "fail", value, error="no leader, or its log could not be read")
         return
-    wl.history.complete(op, "ok", {**value, "high_watermark": hw,
+    wl.history.complete(op, "ok", {**value, "from": start(logs[leader]), "high_watermark": hw,
                                    "records": as_final_records(logs[leader], hw)})
     for node in caught_up_nodes(body, wl.topology):
         if logs.get(node) is None:
             continue
         v = {"from": 0, "linearizable": False, "final": True}
         op = wl.history.invoke(wl.pids.next(), "read", v, node=node)
-        wl.history.complete(op, "ok", {**v, "high_watermark": hw, "records": as_final_records(logs[node], hw)})
+        wl.history.complete(op, "ok", {**v, "from": start(logs[node]), "high_watermark": hw,
+                                       "records": as_final_records(logs[node], hw)})

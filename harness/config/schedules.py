@@ -79,15 +79,23 @@ class Schedule:
 #: (3 JVMs start in about 15 s; 5 controllers and 3 brokers take twice as long on 2 cores)
 _KAFKA = (("kafka_topology", "combined"),)
 #: frequent KRaft snapshots (every 2 s, or every 4 KiB of new records on 3.3, whose only knob
-#: that is) and a metadata log that is cleaned up to its latest snapshot (16 KiB segments, a
-#: retention of 1 byte: the cleaner, every 60 s of a controller's life, deletes every older
-#: snapshot and the segments before the latest), so that a controller's log starts past 0 and
-#: a restart must read its latest snapshot: what recovery from a snapshot needs
+#: that is) and a metadata log that is cleaned up to its latest snapshot (a segment rolled
+#: every 2 s of appends, a retention of 1 byte: the cleaner, every 60 s of a controller's life,
+#: deletes every older snapshot and the segments before the latest), so that a controller's log
+#: starts past 0 and a restart must read its latest snapshot: what recovery from a snapshot
+#: needs. Segments roll by time, never by a small size: Kafka refuses an append larger than
+#: ``metadata.log.segment.bytes``, and a follower catching up appends a whole Fetch response
+#: (up to 8 MiB, KafkaRaftClient's fetch limit) at once, so segments below 8 MiB (the
+#: testing-only ``metadata.log.segment.min.bytes`` lowered) end controllers with
+#: RecordBatchTooLargeException on every release, which is no Kafka bug
 _SNAPSHOTS = ("kafka_props", (("metadata.log.max.snapshot.interval.ms", "2000"),
                               ("metadata.log.max.record.bytes.between.snapshots", "4096"),
-                              ("metadata.log.segment.min.bytes", "4096"),
-                              ("metadata.log.segment.bytes", "16384"),
+                              ("metadata.log.segment.ms", "2000"),
                               ("metadata.max.retention.bytes", "1")))
+#: the largest Fetch response a KRaft follower appends at once (bytes): KafkaRaftClient's
+#: ``MAX_FETCH_SIZE_BYTES`` (= ``MAX_BATCH_SIZE_BYTES``, 8 MiB); no schedule may set
+#: ``metadata.log.segment.bytes`` below it
+KRAFT_MAX_FETCH_BYTES = 8 * 1024 * 1024
 
 
 SCHEDULES: dict[str, Schedule] = {
