@@ -144,6 +144,9 @@ class WorkloadSpec:
     #: the nodes faults touch when ``--nemesis-targets`` is not given (``targets.base.DB.
     #: fault_nodes``): ``quorum`` (the voters), ``clients`` or ``all``
     nemesis_targets: str = "quorum"
+    #: True when its final phase records the committed quorum log as final reads: the
+    #: membership checker judges voter changes by it (without, a run with them is unknown)
+    final_log: bool = False
 
 
 WORKLOAD_SPECS: dict[str, WorkloadSpec] = {
@@ -152,7 +155,7 @@ WORKLOAD_SPECS: dict[str, WorkloadSpec] = {
         AppendWorkload,
         ("lost-write", "phantom", "duplicate", "inconsistent-offsets", *QUORUM_CHECKERS,
          "nonmonotonic-read"),
-        final=append_final_phase),
+        final=append_final_phase, final_log=True),
     "kv": WorkloadSpec(
         "kv", "read/write/cas on 5 keys; linearizability by key",
         KvWorkload,
@@ -162,7 +165,7 @@ WORKLOAD_SPECS: dict[str, WorkloadSpec] = {
         "metadata logs read from their data dirs; the log-safety checkers",
         MetadataWorkload,
         ("lost-write", "phantom", "duplicate", *QUORUM_CHECKERS),
-        final=metadata_final_phase, dbs=("kafka",)),
+        final=metadata_final_phase, dbs=("kafka",), final_log=True),
     "queue": WorkloadSpec(
         "queue", "Jepsen's Kafka queue: unique sends to K partitions, polls from committed "
         "positions, a final drain; lost, duplicate, reordered, phantom records",

@@ -16,7 +16,8 @@ rotation has seed ``seed + n``. A schedule written for the target's default work
 of the hunt's workloads (the queue workload gets brokers and faults on them too,
 ``WorkloadSpec.nemesis_targets``); one written for another workload, or a scenario, runs its
 own. At kraft.version 1 a schedule's faults gain :data:`KV1_FAULTS` (voter changes and wipes,
-KIP-853's paths) unless it is a scenario, fixes its kraft.version, or faults the brokers too.
+KIP-853's paths) unless it is a scenario, fixes its kraft.version, faults the brokers too, or
+its workload records no final committed quorum log (``WorkloadSpec.final_log``).
 """
 from __future__ import annotations
 
@@ -159,9 +160,10 @@ def time_cap(real_budget_s: float, schedules: int, overhead_s: float) -> float:
 def run_fields(play: Play, cap_s: float, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """The :class:`harness.config.run.RunConfig` fields (no seed, store, subnet or cluster) of
     ``play``: its schedule's, with its workload and kraft.version, :data:`KV1_FAULTS` added at
-    kraft.version 1 when its faults touch the quorum alone (a workload that faults the brokers
-    too, the queue's, reads no final committed quorum log, so its voter changes could not be
-    judged: such a run ends UNKNOWN, "membership ops but no final committed log"), the time limit cut to ``cap_s`` (not a scenario's), and ``overrides``
+    kraft.version 1 when its faults touch the quorum alone and its workload records the final
+    committed quorum log (``WorkloadSpec.final_log``: append; the membership checker judges
+    voter changes by it, so a kv or queue run with them ends UNKNOWN, "membership ops but no
+    final committed log", as a real hunt's kv run did), the time limit cut to ``cap_s`` (not a scenario's), and ``overrides``
     (e.g. ``unsafe``, ``kafka_version``) over all. Raises ``ScenarioError`` for a malformed
     built-in scenario."""
     sched = SCHEDULES[play.schedule]
@@ -169,8 +171,10 @@ def run_fields(play: Play, cap_s: float, overrides: dict[str, Any] | None = None
     fields.update(workload=play.workload, kraft_version=play.kraft_version)
     if sched.scenario is None:
         fields["time_limit"] = min(float(fields["time_limit"]), cap_s)
-        targets = fields.get("nemesis_targets") or workload_spec(play.workload).nemesis_targets
-        if play.kraft_version == 1 and fixed_kraft_version(play.schedule) is None and targets == "quorum":
+        spec = workload_spec(play.workload)
+        targets = fields.get("nemesis_targets") or spec.nemesis_targets
+        if (play.kraft_version == 1 and fixed_kraft_version(play.schedule) is None and targets == "quorum"
+                and spec.final_log):
             fields["nemesis"] = [*fields["nemesis"], *(f for f in KV1_FAULTS if f not in fields["nemesis"])]
     fields.update(overrides or {})
     return fields
