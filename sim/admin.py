@@ -20,7 +20,7 @@ from kraft.voter_set import ReplicaKey
 
 from .quorum_nodes import voter_node
 from .recording import Recording
-from .runtime import Runtime
+from .runtime import AwaitsReplies, Runtime
 
 LEADER = StateKind.LEADER
 #: give up on a voter change after this long (ms), retrying every RETRY_MS
@@ -40,23 +40,15 @@ def leader_of(rt: Runtime, ids) -> int | None:
     return best
 
 
-class Admin:
+class Admin(AwaitsReplies):
     """Voter changes on quorum nodes ``ids``; the replies come through :meth:`on_reply`."""
 
     def __init__(self, rt: Runtime, rec: Recording, ids: list[int]):
+        super().__init__()
         self.rt, self.rec, self.ids = rt, rec, ids
-        self.waiting: dict = {}
         self.removed: set[int] = set()        # voters removed by a fault, to add back
         self.in_flight = 0                    # voter changes asked and not finished
         self.busy: set[int] = set()           # nodes with a voter change under way
-
-    def on_reply(self, token, msg) -> bool:
-        """Take the reply to an admin request; False when ``token`` is not ours."""
-        cb = self.waiting.pop(token, None)
-        if cb is None:
-            return False
-        cb(msg)
-        return True
 
     def _ask(self, make: Callable, what: str, node: int, then: Callable | None = None, phase: str = "start",
              slot: str | None = None, patience_ms: float | None = CHANGE_PATIENCE_MS) -> None:

@@ -25,7 +25,7 @@ from kraft.records import METADATA
 from kraft.replication.messages import ClusterView, IsrAnswer, LeaderAndIsr
 
 from .admin import leader_of
-from .runtime import CORE, Runtime
+from .runtime import CORE, AwaitsReplies, Runtime
 
 TOPIC = "t"
 SESSION_MS, TICK_MS = 3000.0, 250.0
@@ -33,17 +33,17 @@ SESSION_MS, TICK_MS = 3000.0, 250.0
 WRITE_TIMEOUT_MS = 5000.0
 
 
-class SimController:
+class SimController(AwaitsReplies):
     """Controller of brokers ``broker_ids`` over quorum nodes ``quorum_ids``; topic ``t`` with
     ``partitions`` partitions, replication min(3, brokers), ``min_insync``."""
 
     def __init__(self, rt: Runtime, quorum_ids: list[int], broker_ids: list[int], partitions: int = 2,
                  min_insync: int = 2):
+        super().__init__()                   # waiting: token -> callback(response)
         self.rt, self.qids, self.bids = rt, quorum_ids, broker_ids
         self.partitions, self.min_insync = partitions, min(min_insync, len(broker_ids))
         self.last_seen = {b: 0.0 for b in broker_ids}
         self.busy = False
-        self.waiting: dict = {}              # token -> callback(response)
         self.alters: list = []               # (broker, ProposeIsr) waiting for the write lock
         self.delivered: dict[int, tuple] = {}    # broker -> (life, image offset) it has
         self.registered: dict[int, int] = {}     # broker -> the life (incarnation) it registered in
@@ -82,13 +82,6 @@ class SimController:
                 self.busy = False
                 done(errors.REQUEST_TIMED_OUT)
         self.rt.at(self.rt.now + WRITE_TIMEOUT_MS, timeout)
-
-    def on_reply(self, token, msg) -> bool:
-        cb = self.waiting.pop(token, None)
-        if cb is None:
-            return False
-        cb(msg)
-        return True
 
     def _reachable(self, b: int, lead: int) -> bool:
         rt = self.rt

@@ -275,3 +275,19 @@ class Runtime:
 
     def _client_reply(self, token, msg) -> Callable[[], None]:
         return lambda: self.on_client(token, msg)
+
+
+class AwaitsReplies:
+    """A simulated requester (the admin, the controller): ``waiting`` maps the token of each
+    request it sent to the callback that takes its reply."""
+
+    def __init__(self) -> None:
+        self.waiting: dict = {}
+
+    def on_reply(self, token, msg) -> bool:
+        """Take the reply to one of its requests; False when ``token`` is not its own."""
+        cb = self.waiting.pop(token, None)
+        if cb is None:
+            return False
+        cb(msg)
+        return True
