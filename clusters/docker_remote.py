@@ -99,7 +99,8 @@ class DockerRemote(Remote):
 
         ``local_path`` becomes the copy: its parents are created and an existing
         file or directory at ``local_path`` is replaced. Symlinks are kept as
-        links. Raises :class:`RemoteError` when the remote path does not exist.
+        links. Raises :class:`RemoteError` when the remote path does not exist, or the copy
+        failed or was cut short (a file of a live directory vanished while it was read).
         """
         local_path = Path(local_path)
         remote_path = remote_path.rstrip("/") or "/"
@@ -128,3 +129,7 @@ class DockerRemote(Remote):
             raise RemoteError(node, f"get {remote_path}", "remote path does not exist") from None
         except docker.errors.DockerException as e:
             raise RemoteError(node, f"get {remote_path}", f"copy failed: {e}") from e
+        except tarfile.TarError as e:
+            # the engine cuts its archive short when a file vanishes while it is read
+            raise RemoteError(node, f"get {remote_path}", f"copy failed: the archive was cut short ({e}); "
+                              "a file changed or vanished while it was copied") from e

@@ -211,3 +211,24 @@ def test_no_kafka_schedule_makes_metadata_segments_smaller_than_a_fetch():
     power = dict(SCHEDULES["kafka-power"].run_config()["kafka_props"])
     assert int(power["metadata.log.segment.ms"]) <= 5000 and power["metadata.max.retention.bytes"] == "1"
     assert int(power["metadata.log.max.snapshot.interval.ms"]) <= 5000
+
+
+def test_kafka_snapshot_power_loses_a_followers_power_after_its_first_cleaning_keeping_renames():
+    """KAFKA-15312 needs a restart that must load a snapshot whose data was never fsynced: the
+    log cleaned up to that snapshot (Kafka's cleaner first runs 60 s into a controller's life),
+    then a power loss that keeps the rename and the deleted segments (directory operations) and
+    drops the unsynced file data. kafka-power's coin-flipped lost renames and 20 s spacing
+    never did both on a cleaned node (0/1 on 3.5.1)."""
+    from harness.config import scenario
+    sched = SCHEDULES["kafka-snapshot-power"]
+    doc = scenario.load(scenario.builtin_scenarios()[sched.scenario])
+    steps = doc["steps"]
+    at = next(i for i, s in enumerate(steps) if s.get("nemesis") == "start-power-loss")
+    assert sum(s.get("sleep", 0) for s in steps[:at]) >= 60 + 5
+    value = steps[at]["value"]
+    assert value["torn"] is False and value["lost_renames"] is False
+    assert value["kind"] == "nodes" and value["targets"] == ["S2"]
+    assert any(s.get("nemesis") == "stop-power-loss" for s in steps[at:])
+    props = dict(sched.run_config()["kafka_props"])
+    assert props["metadata.max.retention.bytes"] == "1" and int(props["metadata.log.segment.ms"]) <= 5000
+    assert kafka_bug_named("KAFKA-15312").schedule == "kafka-snapshot-power"

@@ -348,3 +348,63 @@ def test_combined_cluster_elects_survives_kill9_and_tears_down():
     finally:
         cluster.teardown()
     assert engine.containers.list(all=True, filters={"label": f"kraft-chaos.run={run_id}"}) == []
+
+
+class _CutShort(FakeRemote):
+    """A remote whose first ``failures`` copies are cut short (as the docker engine's archive is
+    when Kafka deletes a segment while it is read), then copies an empty metadata dir."""
+
+    def __init__(self, failures: int, message: str = "copy failed: the archive was cut short"):
+        super().__init__()
+        self.failures, self.message, self.gets = failures, message, 0
+
+    def get(self, node, remote_path, local_path):
+        self.gets += 1
+        if self.gets <= self.failures:
+            raise RemoteError(node, f"get {remote_path}", self.message)
+        Path(local_path).mkdir(parents=True)
+
+
+def _read_log_db(monkeypatch, remote):
+    import targets.kafka.db as kdb
+    import targets.kafka.metadata_log as ml
+    monkeypatch.setattr(kdb, "READ_LOG_RETRY_S", 0.0)
+    entry = types.SimpleNamespace(offset=7, epoch=2, type="TopicRecord", payload={"name": "t"})
+    monkeypatch.setattr(ml, "read_metadata_dir", lambda path, strict: types.SimpleNamespace(entries=[entry]))
+    return KafkaDB(FakeCluster(3, remote), "CID", 1, topology="combined")
+
+
+def test_read_log_copies_a_live_metadata_dir_again_when_a_copy_is_cut_short(monkeypatch):
+    """The final read of the leader's log copies a directory Kafka's cleaner is deleting from:
+    a 3.5.2 run's only final read failed with a cut-short archive, leaving every acknowledged
+    creation unjudged. A cut-short copy is made again; a missing dir is not."""
+    remote = _CutShort(failures=2)
+    assert _read_log_db(monkeypatch, remote).read_log("n1") == [(7, 2, "TopicRecord", {"name": "t"})]
+    assert remote.gets == 3
+    always = _CutShort(failures=99)
+    with pytest.raises(RemoteError, match="cut short"):
+        _read_log_db(monkeypatch, always).read_log("n1")
+    assert always.gets == 3
+    missing = _CutShort(failures=99, message="remote path does not exist")
+    with pytest.raises(RemoteError, match="does not exist"):
+        _read_log_db(monkeypatch, missing).read_log("n1")
+    assert missing.gets == 1
+
+
+def test_docker_get_names_an_archive_cut_short_instead_of_a_bare_tar_error(tmp_path):
+    """The engine ends its archive early when a file vanishes while it is read; the copy fails
+    with a RemoteError naming the node and the path, not a bare tarfile.ReadError."""
+    import io
+    import tarfile
+    from clusters.docker_remote import DockerRemote
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        data = b"x" * 5000
+        info = tarfile.TarInfo("metadata/00000000000000000000.log")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    cut = buf.getvalue()[:2048]                                   # the header and part of the data
+    container = types.SimpleNamespace(get_archive=lambda path: (iter([cut]), {"name": "metadata"}))
+    client = types.SimpleNamespace(containers=types.SimpleNamespace(get=lambda name: container))
+    with pytest.raises(RemoteError, match=r"n1: copy failed: the archive was cut short .*vanished"):
+        DockerRemote(client, {"n1": "c1"}).get("n1", "/var/lib/kafka/metadata", tmp_path / "m")

@@ -104,7 +104,7 @@ KAFKA_CATALOGUE: tuple[KafkaBug, ...] = (
     KafkaBug("KAFKA-15312", "disk loss and recovery",
              "a snapshot is renamed into place without an fsync of its data: after a power loss the "
              "controller finds an empty or torn snapshot and exits at every start",
-             "3.3.0", ("3.5.2", "3.6.0"), Side("3.5.1", 0), Side("3.5.2", 0), "kafka-power", ("crashed-node",),
+             "3.3.0", ("3.5.2", "3.6.0"), Side("3.5.1", 0), Side("3.5.2", 0), "kafka-snapshot-power", ("crashed-node",),
              note="FileRawSnapshotWriter.freeze() closed the channel and moved the file without "
                   "channel.force(true); fixed on 3.5 and from 3.6.0 (3.3 and 3.4 have no later patch). "
                   "Not yet reproduced by running: kafka-power's earlier crashes were its own 16 KiB "

@@ -181,6 +181,12 @@ SCHEDULES: dict[str, Schedule] = {
     "kafka-power": Schedule(("power-loss:one+leader",), mode="serial", interval=20.0, duration=5.0,
                             workload="metadata", nodes=3, time_limit=110.0, rate=100.0, db="kafka",
                             options=(*_KAFKA, _SNAPSHOTS)),
+    # durability: one follower loses power after its metadata log was cleaned up to a snapshot
+    # (scenario kafka-power-after-cleaning), its disk keeping every rename and delete and losing
+    # the data it never fsynced, so that its restart must load a snapshot that lives only on
+    # what the release synced
+    "kafka-snapshot-power": Schedule((), scenario="kafka-power-after-cleaning", time_limit=120.0,
+                                     db="kafka", options=(("workload", "metadata"), *_KAFKA, _SNAPSHOTS)),
     # disk loss: KIP-996's timeline d (a voter's disk wiped, the leader crashed, a laggard left
     # with the empty voter), on Kafka's combined nodes
     "kafka-wiped-voter": Schedule((), scenario="disk-loss-timeline-d", time_limit=60.0, db="kafka",

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from clusters.parallel import NodeErrors, on_nodes
-from clusters.remote import Cluster
+from clusters.remote import Cluster, RemoteError
 from targets.base import DB, QuorumClientFactory
 from targets.errors import TargetError
 from targets.kafka import process_scripts as ps
@@ -37,6 +37,11 @@ from targets.kafka.releases import DEFAULT_VERSION, release
 from targets.kafka.server_config import KafkaPaths
 
 log = logging.getLogger("kraft_chaos.targets.kafka")
+
+#: copies of a live metadata dir :meth:`KafkaDB.read_log` makes before it gives up, and the
+#: pause between them (s)
+READ_LOG_TRIES = 3
+READ_LOG_RETRY_S = 0.5
 
 TOPOLOGIES = ("dedicated", "combined")
 #: the KRaft metadata log's partition directory, under ``metadata.log.dir``
@@ -417,12 +422,25 @@ class KafkaDB(DB):
         """The node's ``__cluster_metadata`` log as found now, ``[(offset, epoch, type,
         payload)]`` in offset order (copied, then read with
         :func:`targets.kafka.metadata_log.read_metadata_dir`, up to a torn tail).
-        Raises ``RemoteError`` when the node or its metadata dir cannot be reached."""
+
+        The directory is live: Kafka rolls segments and deletes old segments and snapshots while
+        it is copied, which can cut a copy short; a failed copy is tried again, up to
+        :data:`READ_LOG_TRIES` copies :data:`READ_LOG_RETRY_S` apart. Raises ``RemoteError``
+        when the node or its metadata dir cannot be reached, or every copy failed."""
         from targets.kafka.metadata_log import read_metadata_dir
-        with tempfile.TemporaryDirectory(prefix="kafka-meta-") as tmp:
-            self.remote.get(node, self.paths.metadata_dir, Path(tmp) / "metadata")
-            parsed = read_metadata_dir(Path(tmp) / "metadata", strict=False)
-        return [(e.offset, e.epoch, e.type, e.payload) for e in parsed.entries]
+        for attempt in range(1, READ_LOG_TRIES + 1):
+            with tempfile.TemporaryDirectory(prefix="kafka-meta-") as tmp:
+                try:
+                    self.remote.get(node, self.paths.metadata_dir, Path(tmp) / "metadata")
+                except RemoteError as e:
+                    # a missing dir or a stopped node stays so; a copy cut short may not
+                    if attempt == READ_LOG_TRIES or "does not exist" in str(e) or "not running" in str(e):
+                        raise
+                    log.warning("%s: copy %d of its metadata log failed, trying again: %s", node, attempt, e)
+                    time.sleep(READ_LOG_RETRY_S)
+                    continue
+                parsed = read_metadata_dir(Path(tmp) / "metadata", strict=False)
+                return [(e.offset, e.epoch, e.type, e.payload) for e in parsed.entries]
 
     def _voter_change(self, op: str, node: str, directory_id: str) -> dict:
         """AddRaftVoter / RemoveRaftVoter with Kafka's own ``kafka-metadata-quorum``
