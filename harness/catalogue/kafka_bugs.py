@@ -107,8 +107,9 @@ KAFKA_CATALOGUE: tuple[KafkaBug, ...] = (
              "3.3.0", ("3.5.2", "3.6.0"), Side("3.5.1", 0), Side("3.5.2", 0), "kafka-snapshot-power", ("crashed-node",),
              note="FileRawSnapshotWriter.freeze() closed the channel and moved the file without "
                   "channel.force(true); fixed on 3.5 and from 3.6.0 (3.3 and 3.4 have no later patch). "
-                  "Not yet reproduced by running: kafka-power's earlier crashes were its own 16 KiB "
-                  "segments (docs/kafka-bugs.md, Results)"),
+                  "On 3.5.1 the restarted controller's MetadataLoader fails on the empty snapshot "
+                  "(NoSuchElementException in RecordsSnapshotReader.lastContainedLogTimestamp) and "
+                  "the fault handler ends the process at every start"),
     KafkaBug("KAFKA-15489", "leader fencing and check quorum",
              "no check quorum: a leader cut off from the majority never resigns and answers as leader "
              "of its old epoch beside the new one",
