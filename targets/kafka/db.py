@@ -31,7 +31,7 @@ from typing import Callable, Mapping, Sequence
 
 from clusters.parallel import NodeErrors, on_nodes
 from clusters.remote import Cluster, RemoteError
-from targets.base import DB, QuorumClientFactory
+from targets.base import DB
 from targets.errors import TargetError
 from targets.kafka import process_scripts as ps
 from targets.kafka import server_config as sc
