@@ -21,11 +21,9 @@ duplicating would need the payload and a raw socket to send copies, so
 
 Standard library only: it runs inside the node containers (Debian's
 python3), needs CAP_NET_ADMIN and a kernel with
-CONFIG_NETFILTER_NETLINK_QUEUE and the NFQUEUE target. The netlink messages
-(linux/netlink.h, linux/netfilter/nfnetlink.h and
-linux/netfilter/nfnetlink_queue.h) are :mod:`nemesis.nfqueue_netlink`'s, copied
-beside it (run as a program, it imports that module from its own directory).
-The queue is bound in copy mode META (no
+CONFIG_NETFILTER_NETLINK_QUEUE and the NFQUEUE target. The netlink encoding
+follows linux/netlink.h, linux/netfilter/nfnetlink.h and
+linux/netfilter/nfnetlink_queue.h. The queue is bound in copy mode META (no
 payload is copied), with ``NFQA_CFG_F_FAIL_OPEN`` (a full queue accepts rather
 than drops) and ``NFQA_CFG_F_GSO`` (a GSO packet is held whole, as netem
 holds it). A receive overrun (ENOBUFS: the kernel dropped queue messages, so
@@ -52,16 +50,155 @@ import random
 import select
 import signal
 import socket
+import struct
 import sys
 import time
 
-if __package__:     # imported from the project (nemesis.nfqueue_shaper)
-    from nemesis import nfqueue_netlink as nl
-else:               # run as a program (on a node: nemesis.packet.SHAPER_PATH, the module beside it)
-    import nfqueue_netlink as nl
+# -- linux/netlink.h --------------------------------------------------------
+AF_NETLINK = 16
+NETLINK_NETFILTER = 12
+NLM_F_REQUEST = 0x1
+NLM_F_ACK = 0x4
+NLMSG_NOOP = 1
+NLMSG_ERROR = 2
+NLMSG_DONE = 3
+NLMSG_OVERRUN = 4
+NLA_TYPE_MASK = 0x3FFF          # ~(NLA_F_NESTED | NLA_F_NET_BYTEORDER)
+NLMSG_HDR = struct.Struct("=IHHII")     # nlmsg_len, nlmsg_type, nlmsg_flags, nlmsg_seq, nlmsg_pid
+NLA_HDR = struct.Struct("=HH")          # nla_len, nla_type
+SO_RCVBUFFORCE = 33
 
+# -- linux/netfilter/nfnetlink.h --------------------------------------------
+NFNETLINK_V0 = 0
+NFNL_SUBSYS_QUEUE = 3
+NFGENMSG = struct.Struct(">BBH")        # nfgen_family, version, res_id (big-endian: the queue)
+
+# -- linux/netfilter/nfnetlink_queue.h --------------------------------------
+NFQNL_MSG_PACKET = 0
+NFQNL_MSG_VERDICT = 1
+NFQNL_MSG_CONFIG = 2
+NFQNL_MSG_VERDICT_BATCH = 3
+# enum nfqnl_attr_type
+NFQA_PACKET_HDR = 1             # struct nfqnl_msg_packet_hdr {__be32 packet_id; __be16 hw_protocol; __u8 hook;} packed
+NFQA_VERDICT_HDR = 2            # struct nfqnl_msg_verdict_hdr {__be32 verdict; __be32 id;}
+NFQA_PAYLOAD = 10
+PACKET_HDR = struct.Struct(">IHB")
+VERDICT_HDR = struct.Struct(">II")
+# enum nfqnl_attr_config
+NFQA_CFG_CMD = 1                # struct nfqnl_msg_config_cmd {__u8 command; __u8 _pad; __be16 pf;}
+NFQA_CFG_PARAMS = 2             # struct nfqnl_msg_config_params {__be32 copy_range; __u8 copy_mode;} packed
+NFQA_CFG_QUEUE_MAXLEN = 3       # __be32
+NFQA_CFG_MASK = 4               # __be32: which flags to change
+NFQA_CFG_FLAGS = 5              # __be32
+CONFIG_CMD = struct.Struct(">BBH")
+CONFIG_PARAMS = struct.Struct(">IB")
+BE32 = struct.Struct(">I")
+# enum nfqnl_msg_config_cmds
+NFQNL_CFG_CMD_BIND = 1
+NFQNL_CFG_CMD_UNBIND = 2
+# enum nfqnl_config_mode
+NFQNL_COPY_NONE = 0
+NFQNL_COPY_META = 1
+NFQNL_COPY_PACKET = 2
+# config flags
+NFQA_CFG_F_FAIL_OPEN = 1 << 0
+NFQA_CFG_F_GSO = 1 << 2
+# linux/netfilter.h verdicts
+NF_DROP = 0
+NF_ACCEPT = 1
+
+MSG_PACKET = (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET
+MSG_VERDICT = (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_VERDICT
+MSG_CONFIG = (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_CONFIG
+MSG_VERDICT_BATCH = (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_VERDICT_BATCH
 #: the longest a blocked wait lasts with nothing held (seconds)
 IDLE_WAIT_S = 1.0
+
+
+def align4(n: int) -> int:
+    """``n`` rounded up to a multiple of 4 (NLMSG_ALIGN, NLA_ALIGN)."""
+    return (n + 3) & ~3
+
+
+def nla(attr_type: int, payload: bytes) -> bytes:
+    """One netlink attribute: header, payload, zero padding to 4 bytes."""
+    length = NLA_HDR.size + len(payload)
+    return NLA_HDR.pack(length, attr_type) + payload + b"\0" * (align4(length) - length)
+
+
+def nfnl_message(msg_type: int, flags: int, seq: int, queue: int, attrs: bytes,
+                 family: int = socket.AF_UNSPEC) -> bytes:
+    """An nfnetlink message: nlmsghdr (pid 0: to the kernel), nfgenmsg (``res_id`` = the
+    queue number, big-endian), then the encoded ``attrs``."""
+    body = NFGENMSG.pack(family, NFNETLINK_V0, queue) + attrs
+    return NLMSG_HDR.pack(NLMSG_HDR.size + len(body), msg_type, flags, seq, 0) + body
+
+
+def config_bind(queue: int, seq: int = 1, command: int = NFQNL_CFG_CMD_BIND,
+                pf: int = socket.AF_INET) -> bytes:
+    """NFQNL_MSG_CONFIG with an NFQA_CFG_CMD (bind, or unbind), asking for an ACK."""
+    return nfnl_message(MSG_CONFIG, NLM_F_REQUEST | NLM_F_ACK, seq, queue,
+                        nla(NFQA_CFG_CMD, CONFIG_CMD.pack(command, 0, pf)))
+
+
+def config_params(queue: int, seq: int = 2, copy_mode: int = NFQNL_COPY_META, copy_range: int = 0,
+                  maxlen: int | None = None, flags: int | None = None) -> bytes:
+    """NFQNL_MSG_CONFIG setting the copy mode (and the queue length and flags), with an ACK."""
+    attrs = nla(NFQA_CFG_PARAMS, CONFIG_PARAMS.pack(copy_range, copy_mode))
+    if maxlen is not None:
+        attrs += nla(NFQA_CFG_QUEUE_MAXLEN, BE32.pack(maxlen))
+    if flags is not None:
+        attrs += nla(NFQA_CFG_MASK, BE32.pack(flags)) + nla(NFQA_CFG_FLAGS, BE32.pack(flags))
+    return nfnl_message(MSG_CONFIG, NLM_F_REQUEST | NLM_F_ACK, seq, queue, attrs)
+
+
+def verdict_message(queue: int, packet_id: int, verdict: int, seq: int = 0, batch: bool = False) -> bytes:
+    """NFQNL_MSG_VERDICT (or _BATCH: every queued id up to ``packet_id``) without an ACK."""
+    return nfnl_message(MSG_VERDICT_BATCH if batch else MSG_VERDICT, NLM_F_REQUEST, seq, queue,
+                        nla(NFQA_VERDICT_HDR, VERDICT_HDR.pack(verdict, packet_id)))
+
+
+def parse_attrs(data: bytes, offset: int, end: int) -> dict[int, bytes]:
+    """``{attribute type: payload}`` of the attributes in ``data[offset:end]``."""
+    attrs: dict[int, bytes] = {}
+    while offset + NLA_HDR.size <= end:
+        length, attr_type = NLA_HDR.unpack_from(data, offset)
+        if length < NLA_HDR.size or offset + length > end:
+            break
+        attrs[attr_type & NLA_TYPE_MASK] = bytes(data[offset + NLA_HDR.size:offset + length])
+        offset += align4(length)
+    return attrs
+
+
+def parse_messages(data: bytes) -> list[tuple]:
+    """The netlink messages in one datagram, each as a tuple:
+
+    ``("packet", queue, packet_id, attrs)`` for an NFQNL_MSG_PACKET,
+    ``("error", errno_value, seq)`` for an NLMSG_ERROR (0: an ACK; the error is
+    positive, e.g. errno.EBUSY), ``("other", type, seq)`` for anything else.
+    A truncated trailing message is ignored.
+    """
+    out: list[tuple] = []
+    offset = 0
+    while offset + NLMSG_HDR.size <= len(data):
+        length, msg_type, _flags, seq, _pid = NLMSG_HDR.unpack_from(data, offset)
+        if length < NLMSG_HDR.size or offset + length > len(data):
+            break
+        body = offset + NLMSG_HDR.size
+        if msg_type == NLMSG_ERROR and length >= NLMSG_HDR.size + 4:
+            (err,) = struct.unpack_from("=i", data, body)
+            orig_seq = NLMSG_HDR.unpack_from(data, body + 4)[3] if length >= NLMSG_HDR.size + 4 + 16 else seq
+            out.append(("error", -err, orig_seq))
+        elif msg_type == MSG_PACKET and length >= NLMSG_HDR.size + NFGENMSG.size:
+            _family, _version, queue = NFGENMSG.unpack_from(data, body)
+            attrs = parse_attrs(data, body + NFGENMSG.size, offset + length)
+            hdr = attrs.get(NFQA_PACKET_HDR)
+            if hdr is not None and len(hdr) >= PACKET_HDR.size:
+                out.append(("packet", queue, PACKET_HDR.unpack_from(hdr)[0], attrs))
+        else:
+            out.append(("other", msg_type, seq))
+        offset += align4(length)
+    return out
 
 
 class Schedule:
@@ -90,16 +227,16 @@ class Schedule:
         self.counts["packets"] += 1
         if self.loss_pct and self.rng.random() * 100.0 < self.loss_pct:
             self.counts["dropped"] += 1
-            return nl.NF_DROP
+            return NF_DROP
         if self.reorder_pct and self.rng.random() * 100.0 < self.reorder_pct:
             self.counts["accepted"] += 1
-            return nl.NF_ACCEPT
+            return NF_ACCEPT
         delay = self.delay_ms
         if self.jitter_ms:
             delay += self.rng.uniform(-self.jitter_ms, self.jitter_ms)
         if delay <= 0:
             self.counts["accepted"] += 1
-            return nl.NF_ACCEPT
+            return NF_ACCEPT
         self._arrivals += 1
         heapq.heappush(self._heap, (now + delay / 1000.0, self._arrivals, packet_id))
         self.counts["delayed"] += 1
@@ -156,13 +293,13 @@ class Shaper:
     def open(self) -> None:
         """Open the socket, bind the queue, set copy mode META; raises QueueError."""
         try:
-            sock = socket.socket(nl.AF_NETLINK, socket.SOCK_RAW, nl.NETLINK_NETFILTER)
+            sock = socket.socket(AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
         except OSError as err:
             raise QueueError(f"cannot open a NETLINK_NETFILTER socket: {err}") from err
         self.sock = sock
         try:
             sock.bind((0, 0))
-            for opt in (nl.SO_RCVBUFFORCE, socket.SO_RCVBUF):
+            for opt in (SO_RCVBUFFORCE, socket.SO_RCVBUF):
                 try:
                     sock.setsockopt(socket.SOL_SOCKET, opt, 8 << 20)
                     break
@@ -170,18 +307,18 @@ class Shaper:
                     continue
         except OSError as err:
             raise QueueError(f"cannot bind the netlink socket: {err}") from err
-        self._request(nl.config_bind(self.queue, seq=1), "bind queue")
-        self._request(nl.config_params(self.queue, seq=2, copy_mode=nl.NFQNL_COPY_META, maxlen=self.maxlen,
-                                       flags=nl.NFQA_CFG_F_FAIL_OPEN | nl.NFQA_CFG_F_GSO), "configure queue")
+        self._request(config_bind(self.queue, seq=1), "bind queue")
+        self._request(config_params(self.queue, seq=2, copy_mode=NFQNL_COPY_META, maxlen=self.maxlen,
+                                    flags=NFQA_CFG_F_FAIL_OPEN | NFQA_CFG_F_GSO), "configure queue")
 
     def _request(self, msg: bytes, what: str) -> None:
-        seq = nl.NLMSG_HDR.unpack_from(msg)[3]
+        seq = NLMSG_HDR.unpack_from(msg)[3]
         try:
             self.sock.send(msg)
             deadline = time.monotonic() + 5.0
             while True:
                 self.sock.settimeout(max(0.01, deadline - time.monotonic()))
-                for m in nl.parse_messages(self.sock.recv(65536)):
+                for m in parse_messages(self.sock.recv(65536)):
                     if m[0] == "error" and m[2] == seq:
                         if m[1]:
                             raise QueueError(f"{what} (queue {self.queue}): {os.strerror(m[1])}")
@@ -198,17 +335,17 @@ class Shaper:
         if self.sock is None:
             return
         for pid in self.schedule.drain():
-            self._verdict(pid, nl.NF_ACCEPT)
+            self._verdict(pid, NF_ACCEPT)
         try:
             self._read(drain=True)                   # whatever arrived meanwhile: accept it
         except OSError:
             self.stats["errors"] += 1
         for pid in self.schedule.drain():
-            self._verdict(pid, nl.NF_ACCEPT)
+            self._verdict(pid, NF_ACCEPT)
         if self._max_id is not None:
-            self._send(nl.verdict_message(self.queue, self._max_id, nl.NF_ACCEPT, batch=True))
+            self._send(verdict_message(self.queue, self._max_id, NF_ACCEPT, batch=True))
         try:
-            self.sock.send(nl.config_bind(self.queue, seq=3, command=nl.NFQNL_CFG_CMD_UNBIND))
+            self.sock.send(config_bind(self.queue, seq=3, command=NFQNL_CFG_CMD_UNBIND))
         except OSError:
             pass
         self.sock.close()
@@ -223,7 +360,7 @@ class Shaper:
             self.stats["errors"] += 1
 
     def _verdict(self, packet_id: int, verdict: int) -> None:
-        self._send(nl.verdict_message(self.queue, packet_id, verdict))
+        self._send(verdict_message(self.queue, packet_id, verdict))
 
     def _read(self, drain: bool = False) -> None:
         """Read every message waiting on the socket (without blocking) and act on it;
@@ -240,7 +377,7 @@ class Shaper:
                     continue
                 raise
             now = self.clock()
-            for m in nl.parse_messages(data):
+            for m in parse_messages(data):
                 if m[0] == "error":
                     if m[1]:
                         self.stats["errors"] += 1
@@ -251,10 +388,10 @@ class Shaper:
                 if self._overrun:                  # accept everything up to here, seen or not
                     self._overrun = False
                     if pid > 0:
-                        self._send(nl.verdict_message(self.queue, pid - 1, nl.NF_ACCEPT, batch=True))
+                        self._send(verdict_message(self.queue, pid - 1, NF_ACCEPT, batch=True))
                         self.stats["batch_released"] += len(self.schedule.release_upto(pid - 1))
                 self._max_id = pid if self._max_id is None else max(self._max_id, pid)
-                v = nl.NF_ACCEPT if drain else self.schedule.admit(pid, now)
+                v = NF_ACCEPT if drain else self.schedule.admit(pid, now)
                 if v is not None:
                     self._verdict(pid, v)
 
@@ -272,7 +409,7 @@ class Shaper:
             if self.sock in ready:
                 self._read()
             for pid in self.schedule.due(self.clock()):
-                self._verdict(pid, nl.NF_ACCEPT)
+                self._verdict(pid, NF_ACCEPT)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,8 +8,7 @@ deletes the root qdisc. The kernel must have ``sch_netem`` and ``sch_htb``;
 
 Where netem is missing (the fault's history value says ``"netem": false``),
 a userspace shaper does it instead: :mod:`nemesis.nfqueue_shaper` is copied
-to each sender (:data:`SHAPER_PATH`, with :mod:`nemesis.nfqueue_netlink` beside it,
-:data:`NETLINK_PATH`) and run there on an nfnetlink_queue of
+to each sender (:data:`SHAPER_PATH`) and run there on an nfnetlink_queue of
 the fault's slot; rules in the sender's OUTPUT chain of the slot
 (``KC-<slot>-o``) send the packets for each destination to that queue
 (``-j NFQUEUE --queue-num N --queue-bypass``: traffic flows if the shaper is
@@ -121,10 +120,6 @@ def loss_match(p: dict) -> str:
 SHAPER_SOURCE = Path(__file__).with_name("nfqueue_shaper.py")
 #: where it is copied on each sender
 SHAPER_PATH = "/tmp/kc-shaper.py"
-#: the netlink messages the shaper speaks (nemesis/nfqueue_netlink.py), and where they are
-#: copied on each sender: beside the program, under the module name it imports
-NETLINK_SOURCE = Path(__file__).with_name("nfqueue_netlink.py")
-NETLINK_PATH = "/tmp/nfqueue_netlink.py"
 #: the first nfnetlink_queue number of ours; each active packet slot holds one
 QUEUE_BASE = 4200
 #: how long a start waits for the shaper to bind its queue (tenths of a second)

@@ -75,9 +75,9 @@ class PacketFaults:
         return out
 
     def _start_shapers(self, slot: str, senders: list[str], p: dict) -> str | None:
-        """Copy the shaper (and its netlink module) to every sender and start it there on a
-        queue of the slot's own; None when it runs everywhere, else the error (the shapers
-        that did start are stopped again)."""
+        """Copy the shaper to every sender and start it there on a queue of the slot's own;
+        None when it runs everywhere, else the error (the shapers that did start are
+        stopped again)."""
         with self._lock:
             used = {q for q, _n in self._shapers.values()}
             queue = next(q for q in range(packet.QUEUE_BASE, packet.QUEUE_BASE + 1000) if q not in used)
@@ -85,7 +85,6 @@ class PacketFaults:
         seeds = {n: self.rng.getrandbits(32) for n in senders}
 
         def start(n: str) -> None:
-            self.cluster.remote.put(n, packet.NETLINK_SOURCE, packet.NETLINK_PATH)
             self.cluster.remote.put(n, packet.SHAPER_SOURCE, packet.SHAPER_PATH)
             self.cluster.remote.exec(n, packet.shaper_start_command(slot, queue, p, seeds[n]), check=True)
 

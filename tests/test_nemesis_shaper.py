@@ -1,11 +1,8 @@
-"""The nfqueue shaper (nemesis/nfqueue_shaper.py): netlink encoding (nemesis/nfqueue_netlink.py),
-its schedule on a fake clock, and its loop on a socket pair standing in for the kernel."""
-import ast
+"""The nfqueue shaper (nemesis/nfqueue_shaper.py): netlink encoding, its schedule on a fake
+clock, and its loop on a socket pair standing in for the kernel."""
 import errno
 import os
-import posixpath
 import random
-import shutil
 import socket
 import struct
 import subprocess
@@ -15,9 +12,7 @@ import time
 
 import pytest
 
-from nemesis import nfqueue_netlink as nl
 from nemesis import nfqueue_shaper as nq
-from nemesis import packet
 
 little_endian = pytest.mark.skipif(sys.byteorder != "little", reason="netlink headers are host-endian")
 
@@ -41,71 +36,71 @@ def ack_message(seq: int, error: int = 0) -> bytes:
 
 @little_endian
 def test_verdict_message_bytes_exact():
-    msg = nl.verdict_message(4200, 77, nl.NF_ACCEPT)
+    msg = nq.verdict_message(4200, 77, nq.NF_ACCEPT)
     assert msg == bytes.fromhex(
         "20000000" "0103" "0100" "00000000" "00000000"     # nlmsghdr: len 32, type 0x0301, NLM_F_REQUEST
         "00" "00" "1068"                                   # nfgenmsg: AF_UNSPEC, v0, res_id 4200 big-endian
         "0c00" "0200" "00000001" "0000004d")               # NFQA_VERDICT_HDR: NF_ACCEPT, id 77
-    drop = nl.verdict_message(1, 0x01020304, nl.NF_DROP, seq=9)
+    drop = nq.verdict_message(1, 0x01020304, nq.NF_DROP, seq=9)
     assert drop[4:6] == b"\x01\x03" and drop[8:12] == b"\x09\0\0\0" and drop[18:20] == b"\x00\x01"
     assert drop[-8:] == bytes.fromhex("00000000" "01020304")
-    batch = nl.verdict_message(5, 10, nl.NF_ACCEPT, batch=True)
+    batch = nq.verdict_message(5, 10, nq.NF_ACCEPT, batch=True)
     assert batch[4:6] == b"\x03\x03" and len(batch) == 32     # NFQNL_MSG_VERDICT_BATCH
 
 
 @little_endian
 def test_config_bind_bytes_exact():
-    assert nl.config_bind(4200, seq=1) == bytes.fromhex(
+    assert nq.config_bind(4200, seq=1) == bytes.fromhex(
         "1c000000" "0203" "0500" "01000000" "00000000"     # len 28, NFQNL_MSG_CONFIG, REQUEST|ACK, seq 1
         "00" "00" "1068"
         "0800" "0100" "01" "00" "0002")                    # NFQA_CFG_CMD: BIND, pad, pf AF_INET big-endian
-    unbind = nl.config_bind(7, seq=3, command=nl.NFQNL_CFG_CMD_UNBIND)
+    unbind = nq.config_bind(7, seq=3, command=nq.NFQNL_CFG_CMD_UNBIND)
     assert unbind[-4:] == b"\x02\x00\x00\x02" and unbind[18:20] == b"\x00\x07"
 
 
 def test_config_params_attributes():
-    msg = nl.config_params(4201, seq=2, maxlen=10000, flags=nl.NFQA_CFG_F_FAIL_OPEN | nl.NFQA_CFG_F_GSO)
+    msg = nq.config_params(4201, seq=2, maxlen=10000, flags=nq.NFQA_CFG_F_FAIL_OPEN | nq.NFQA_CFG_F_GSO)
     length, mtype, flags, seq, pid = struct.unpack_from("=IHHII", msg)
-    assert (length, mtype, flags, seq, pid) == (len(msg), 0x0302, nl.NLM_F_REQUEST | nl.NLM_F_ACK, 2, 0)
+    assert (length, mtype, flags, seq, pid) == (len(msg), 0x0302, nq.NLM_F_REQUEST | nq.NLM_F_ACK, 2, 0)
     assert struct.unpack_from(">BBH", msg, 16) == (0, 0, 4201)
     assert len(msg) % 4 == 0
     # NFQA_CFG_PARAMS is a packed 5-byte struct: nla_len 9, padded to 12
-    assert struct.unpack_from("=HH", msg, 20) == (9, nl.NFQA_CFG_PARAMS) and msg[29:32] == b"\0\0\0"
-    attrs = nl.parse_attrs(msg, 20, len(msg))
-    assert attrs == {nl.NFQA_CFG_PARAMS: struct.pack(">IB", 0, nl.NFQNL_COPY_META),
-                     nl.NFQA_CFG_QUEUE_MAXLEN: struct.pack(">I", 10000),
-                     nl.NFQA_CFG_MASK: struct.pack(">I", 5), nl.NFQA_CFG_FLAGS: struct.pack(">I", 5)}
-    assert set(nl.parse_attrs(nl.config_params(1), 20, 32)) == {nl.NFQA_CFG_PARAMS}
+    assert struct.unpack_from("=HH", msg, 20) == (9, nq.NFQA_CFG_PARAMS) and msg[29:32] == b"\0\0\0"
+    attrs = nq.parse_attrs(msg, 20, len(msg))
+    assert attrs == {nq.NFQA_CFG_PARAMS: struct.pack(">IB", 0, nq.NFQNL_COPY_META),
+                     nq.NFQA_CFG_QUEUE_MAXLEN: struct.pack(">I", 10000),
+                     nq.NFQA_CFG_MASK: struct.pack(">I", 5), nq.NFQA_CFG_FLAGS: struct.pack(">I", 5)}
+    assert set(nq.parse_attrs(nq.config_params(1), 20, 32)) == {nq.NFQA_CFG_PARAMS}
 
 
 def test_nla_pads_to_four_bytes():
-    assert nl.nla(7, b"abc") == struct.pack("=HH", 7, 7) + b"abc" + b"\0"
-    assert nl.nla(7, b"abcd") == struct.pack("=HH", 8, 7) + b"abcd"
-    assert nl.nla(7, b"") == struct.pack("=HH", 4, 7)
+    assert nq.nla(7, b"abc") == struct.pack("=HH", 7, 7) + b"abc" + b"\0"
+    assert nq.nla(7, b"abcd") == struct.pack("=HH", 8, 7) + b"abcd"
+    assert nq.nla(7, b"") == struct.pack("=HH", 4, 7)
 
 
 def test_parse_packet_messages_built_by_hand():
-    payload = struct.pack("=HH", 4 + 5, nl.NFQA_PAYLOAD) + b"\x45abcd" + b"\0\0\0"
+    payload = struct.pack("=HH", 4 + 5, nq.NFQA_PAYLOAD) + b"\x45abcd" + b"\0\0\0"
     data = packet_message(4200, 41) + packet_message(4200, 42, extra=payload) + ack_message(2, -16) + ack_message(3)
-    msgs = nl.parse_messages(data)
+    msgs = nq.parse_messages(data)
     assert [m[:3] for m in msgs] == [("packet", 4200, 41), ("packet", 4200, 42),
                                      ("error", errno.EBUSY, 2), ("error", 0, 3)]
     attrs = msgs[0][3]
-    assert attrs[nl.NFQA_PACKET_HDR] == struct.pack(">IHB", 41, 0x0800, 3)
+    assert attrs[nq.NFQA_PACKET_HDR] == struct.pack(">IHB", 41, 0x0800, 3)
     assert 11 in attrs                                   # NLA_F_NESTED masked off the type
     assert struct.unpack(">I", attrs[6]) == (17,)
-    assert msgs[1][3][nl.NFQA_PAYLOAD] == b"\x45abcd"
+    assert msgs[1][3][nq.NFQA_PAYLOAD] == b"\x45abcd"
 
 
 def test_parse_ignores_truncated_and_unknown_messages():
     whole = packet_message(1, 5)
-    assert nl.parse_messages(whole[:-3]) == []           # nlmsg_len beyond the datagram
-    assert nl.parse_messages(whole + b"\x01\x02") == nl.parse_messages(whole)
-    done = struct.pack("=IHHII", 16, nl.NLMSG_DONE, 0, 8, 0)
-    assert nl.parse_messages(done + whole)[0] == ("other", nl.NLMSG_DONE, 8)
+    assert nq.parse_messages(whole[:-3]) == []           # nlmsg_len beyond the datagram
+    assert nq.parse_messages(whole + b"\x01\x02") == nq.parse_messages(whole)
+    done = struct.pack("=IHHII", 16, nq.NLMSG_DONE, 0, 8, 0)
+    assert nq.parse_messages(done + whole)[0] == ("other", nq.NLMSG_DONE, 8)
     no_hdr = struct.pack("=IHHII", 20, 0x0300, 0, 0, 0) + struct.pack(">BBH", 2, 0, 1)
-    assert nl.parse_messages(no_hdr) == []               # a packet message without NFQA_PACKET_HDR
-    assert nl.parse_messages(b"") == []
+    assert nq.parse_messages(no_hdr) == []               # a packet message without NFQA_PACKET_HDR
+    assert nq.parse_messages(b"") == []
 
 
 # -- the schedule, on a fake clock ---------------------------------------------------
@@ -146,7 +141,7 @@ def test_jitter_bounds_reorders_and_is_seeded():
 def test_jitter_larger_than_delay_releases_some_at_once():
     s = nq.Schedule(delay_ms=10, jitter_ms=50, rng=random.Random(1))
     verdicts = [s.admit(i, 0.0) for i in range(100)]
-    assert 10 < verdicts.count(nl.NF_ACCEPT) < 90 and nl.NF_DROP not in verdicts
+    assert 10 < verdicts.count(nq.NF_ACCEPT) < 90 and nq.NF_DROP not in verdicts
     assert len(s) == verdicts.count(None)
     assert all(t <= 0.060 for t in [s.next_release()])
 
@@ -157,7 +152,7 @@ def test_loss_is_seeded_and_about_the_asked_share():
         return [s.admit(i, 0.0) for i in range(5000)], s
     v, s = run(7)
     assert v == run(7)[0]
-    drops = v.count(nl.NF_DROP)
+    drops = v.count(nq.NF_DROP)
     assert 900 < drops < 1100 and s.counts["dropped"] == drops
     assert v.count(None) == 5000 - drops == len(s)      # the rest is held for the delay
     assert sorted(s.drain()) == [i for i, x in enumerate(v) if x is None]
@@ -166,10 +161,10 @@ def test_loss_is_seeded_and_about_the_asked_share():
 def test_loss_only_and_reorder_accept_at_once():
     s = nq.Schedule(loss_pct=50, rng=random.Random(2))
     v = [s.admit(i, 0.0) for i in range(1000)]
-    assert set(v) == {nl.NF_DROP, nl.NF_ACCEPT} and len(s) == 0
+    assert set(v) == {nq.NF_DROP, nq.NF_ACCEPT} and len(s) == 0
     r = nq.Schedule(delay_ms=40, reorder_pct=30, rng=random.Random(2))
     v = [r.admit(i, 0.0) for i in range(1000)]
-    assert 250 < v.count(nl.NF_ACCEPT) < 350 and v.count(None) == len(r) and nl.NF_DROP not in v
+    assert 250 < v.count(nq.NF_ACCEPT) < 350 and v.count(None) == len(r) and nq.NF_DROP not in v
     assert r.next_release() == pytest.approx(0.040)
 
 
@@ -215,9 +210,9 @@ def verdicts_from(kernel) -> list[tuple[int, int, int]]:
         while True:
             data = kernel.recv(65536)
             mtype = struct.unpack_from("=IHHII", data)[1]
-            attrs = nl.parse_attrs(data, 20, len(data))
-            if nl.NFQA_VERDICT_HDR in attrs:
-                out.append((mtype, *struct.unpack(">II", attrs[nl.NFQA_VERDICT_HDR])))
+            attrs = nq.parse_attrs(data, 20, len(data))
+            if nq.NFQA_VERDICT_HDR in attrs:
+                out.append((mtype, *struct.unpack(">II", attrs[nq.NFQA_VERDICT_HDR])))
             else:
                 out.append((mtype, -1, -1))
     except BlockingIOError:
@@ -252,8 +247,8 @@ def test_loop_survives_a_burst_and_answers_each_packet_once():
     t.join(5)
     assert not t.is_alive() and time.monotonic() - t0 < 5
     assert sorted(pid for _m, _v, pid in got) == list(range(1, 1001))
-    assert {m for m, _v, _p in got} == {nl.MSG_VERDICT}
-    dropped = sum(1 for _m, v, _p in got if v == nl.NF_DROP)
+    assert {m for m, _v, _p in got} == {nq.MSG_VERDICT}
+    dropped = sum(1 for _m, v, _p in got if v == nq.NF_DROP)
     assert dropped == sched.counts["dropped"] and 50 < dropped < 150
     assert sched.counts["packets"] == 1000 and len(sched) == 0
     shaper.close()
@@ -274,9 +269,9 @@ def test_close_accepts_every_held_packet_then_batches_and_unbinds():
     kernel.send(packet_message(3, 51))       # arrived during the shutdown: accepted at once
     shaper.close()
     got = verdicts_from(kernel)
-    assert [p for m, v, p in got if m == nl.MSG_VERDICT and v == nl.NF_ACCEPT] == list(range(1, 52))
-    assert got[-2] == (nl.MSG_VERDICT_BATCH, nl.NF_ACCEPT, 51)
-    assert got[-1][0] == nl.MSG_CONFIG                # the unbind
+    assert [p for m, v, p in got if m == nq.MSG_VERDICT and v == nq.NF_ACCEPT] == list(range(1, 52))
+    assert got[-2] == (nq.MSG_VERDICT_BATCH, nq.NF_ACCEPT, 51)
+    assert got[-1][0] == nq.MSG_CONFIG                # the unbind
     assert shaper.sock is None
 
 
@@ -297,27 +292,16 @@ def test_an_overrun_accepts_everything_up_to_the_next_packet():
     os.write(w, b"x")
     t.join(5)
     got = verdicts_from(kernel)
-    assert got == [(nl.MSG_VERDICT_BATCH, nl.NF_ACCEPT, 6)]
+    assert got == [(nq.MSG_VERDICT_BATCH, nq.NF_ACCEPT, 6)]
     assert shaper.stats["overruns"] == 1 and shaper.stats["batch_released"] == 3 and len(sched) == 1
     shaper.close()
 
 
-def test_the_program_is_standalone_and_documents_no_duplication(tmp_path):
-    """The program and its netlink module import the standard library and each other only,
-    and run as copied to a node: the two files side by side, nothing of this project."""
-    stdlib = {"__future__", "argparse", "errno", "heapq", "json", "os", "random", "select",
-              "signal", "socket", "struct", "sys", "time"}
-    for mod, sibling in ((nq, {"nemesis", "nfqueue_netlink"}), (nl, set())):
-        tree = ast.parse(open(mod.__file__).read())
-        imports = {(a.name if isinstance(n, ast.Import) else n.module).split(".")[0]
-                   for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
-        assert imports <= stdlib | sibling, mod.__name__
+def test_the_program_is_standalone_and_documents_no_duplication():
+    src = open(nq.__file__).read()
+    imports = {ln.split()[1].split(".")[0] for ln in src.splitlines() if ln.startswith(("import ", "from "))}
+    assert imports <= {"__future__", "argparse", "errno", "heapq", "json", "os", "random", "select",
+                       "signal", "socket", "struct", "sys", "time"}
     assert "Duplication cannot be done" in nq.__doc__
     out = subprocess.run([sys.executable, nq.__file__, "--help"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0 and "--queue" in out.stdout and "--jitter-ms" in out.stdout
-    shutil.copy(packet.SHAPER_SOURCE, tmp_path / posixpath.basename(packet.SHAPER_PATH))
-    shutil.copy(packet.NETLINK_SOURCE, tmp_path / posixpath.basename(packet.NETLINK_PATH))
-    assert posixpath.dirname(packet.SHAPER_PATH) == posixpath.dirname(packet.NETLINK_PATH)
-    node = subprocess.run([sys.executable, "-S", str(tmp_path / posixpath.basename(packet.SHAPER_PATH)), "--help"],
-                          capture_output=True, text=True, timeout=30, cwd=tmp_path, env={"PATH": os.environ["PATH"]})
-    assert node.returncode == 0 and "--queue" in node.stdout, node.stderr
