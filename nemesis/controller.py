@@ -20,11 +20,13 @@ from nemesis.faults import EXPLICIT, Fault, check_kind
 from nemesis.kill import kill_nodes, restart_nodes
 from clusters.parallel import NodeErrors, on_nodes
 from nemesis.leader_wait import CONTROLLER_WAIT_S, LEADER_KINDS, POLL_S, Waited, await_leader
+from nemesis.packet_faults import PacketFaults
 from nemesis.partition import Partitioner
+from nemesis.partition_kinds import partition_grudge
 from nemesis.pause import pause_nodes, resume_nodes
 from nemesis.power_loss import Disks, power_loss
 from nemesis.process_db import ProcessDB
-from nemesis.targets import choose_targets, minority_size
+from nemesis.targets import choose_targets
 
 log = logging.getLogger("kraft_chaos.nemesis")
 
@@ -35,7 +37,7 @@ FLAP_PERIOD_MS = 300
 ROLLING_GAP_S = 0.5
 
 
-class NemesisController:
+class NemesisController(PacketFaults):
     """Starts and stops :class:`~nemesis.faults.Fault` s on a cluster.
 
     ``cluster``: the :class:`~clusters.remote.Cluster` (iptables and tc go
@@ -47,7 +49,9 @@ class NemesisController:
     of the cluster; e.g. only Kafka's controllers), in order; ``disks``: the nodes' lazyfs
     mounts, for power-loss (None: the run has none). ``leader_wait_s``: how long (s) a fault
     that needs a leader waits for ``find_leader`` to name one, polling every ``poll_s``
-    (nemesis/leader_wait.py), on ``clock`` and ``sleep`` (monotonic s).
+    (nemesis/leader_wait.py), on ``clock`` and ``sleep`` (monotonic s). Packet faults are
+    :class:`~nemesis.packet_faults.PacketFaults`'s; what each partition kind cuts,
+    :mod:`nemesis.partition_kinds`'s.
     """
 
     def __init__(self, cluster: Cluster, db: ProcessDB, find_leader: Callable[[], str | None],
@@ -110,73 +114,12 @@ class NemesisController:
     def _grudge(self, kind: str, targets: tuple[str, ...] | None = None,
                 rng: random.Random | None = None, grudge: dict | None = None,
                 waited: Waited | None = None) -> tuple[grudges.Grudge, list[str], bool]:
-        """(grudge, targets, leader_unknown) for a partition kind, drawn from ``rng``
-        (default: the controller's). Kind ``nodes`` cuts ``targets`` off from the rest, or
-        applies ``grudge`` (``{node: [nodes it drops]}``) as given. A leader-aimed kind aims
-        at the leader ``waited`` found, else at whoever ``find_leader`` names now."""
-        nodes, rng = self.nodes, rng or self.rng
-        if kind == EXPLICIT and grudge is not None:
-            g = self._given_grudge(grudge)
-            touched = {n for n, drops in g.items() if drops} | {x for drops in g.values() for x in drops}
-            return g, [n for n in nodes if n in touched], False
-        if kind == EXPLICIT:
-            unknown = set(targets or ()) - set(nodes)
-            if unknown or not targets:
-                raise ValueError(f"nemesis partition: explicit targets {targets!r} must be nodes of {nodes}")
-            group = [n for n in nodes if n in targets]
-            return grudges.complete_grudge([group, [n for n in nodes if n not in group]]), group, False
-        if kind == "random-halves":
-            g = grudges.random_halves(nodes, rng)
-            components = sorted({frozenset(grudges.sees(g, n)) for n in nodes},
-                                key=lambda c: (len(c), sorted(c)))
-            return g, sorted(components[0], key=nodes.index), False
-        if kind == "isolate-one":
-            target = rng.choice(nodes)
-            return grudges.isolate(nodes, target), [target], False
-        if kind in ("isolate-leader", "one-way-leader", "leader-diamond", "leader-minority"):
-            choice = choose_targets("leader", nodes, rng, waited.leader if waited else self._leader())
-            leader = choice.targets[0]
-            if kind == "isolate-leader":
-                g = grudges.isolate(nodes, leader)
-            elif kind == "leader-minority":     # the leader keeps the largest minority it can
-                others = [n for n in nodes if n != leader]
-                side = [leader] + rng.sample(others, minority_size(len(nodes)) - 1)
-                side = sorted(side, key=nodes.index)
-                g = grudges.complete_grudge([side, [n for n in nodes if n not in side]])
-                return g, side, choice.leader_unknown
-            elif kind == "one-way-leader":
-                g = grudges.one_way(nodes, leader)
-            else:
-                other = rng.choice([n for n in nodes if n != leader])
-                g = grudges.diamond(nodes, leader, other)
-                return g, [leader, other], choice.leader_unknown
-            return g, [leader], choice.leader_unknown
-        if kind == "one-way-one":
-            target = rng.choice(nodes)
-            return grudges.one_way(nodes, target), [target], False
-        if kind == "diamond":
-            a, b = rng.sample(nodes, 2)
-            return grudges.diamond(nodes, a, b), sorted([a, b], key=nodes.index), False
-        if kind == "majorities-ring":
-            return grudges.majorities_ring(nodes, rng), nodes, False
-        if kind == "bridge":
-            g = grudges.bridge(nodes, rng)
-            return g, [n for n in nodes if not g[n]], False
-        raise ValueError(f"unknown partition kind {kind!r}")
-
-    def _given_grudge(self, grudge) -> grudges.Grudge:
-        """A partition's explicit ``grudge`` (``{node: [nodes it drops]}``; nodes left out drop
-        nothing) as a full grudge; ValueError unless it names only nodes and cuts something."""
-        nodes = self.nodes
-        if not isinstance(grudge, dict) or not all(
-                n in nodes and isinstance(d, (list, tuple, set)) and all(x in nodes for x in d)
-                for n, d in grudge.items()):
-            raise ValueError(f"nemesis partition: grudge {grudge!r} must map nodes of {nodes} "
-                             f"to lists of those nodes")
-        g = {n: set(grudge.get(n, ())) - {n} for n in nodes}
-        if not any(g.values()):
-            raise ValueError(f"nemesis partition: grudge {grudge!r} cuts nothing")
-        return g
+        """(grudge, targets, leader_unknown) for a partition kind
+        (:func:`nemesis.partition_kinds.partition_grudge`), drawn from ``rng`` (default: the
+        controller's). A leader-aimed kind aims at the leader ``waited`` found, else at whoever
+        ``find_leader`` names now."""
+        leader = (lambda: waited.leader) if waited is not None else self._leader
+        return partition_grudge(kind, self.nodes, rng or self.rng, leader, targets, grudge)
 
     def _process_targets(self, fault: Fault, waited: Waited | None = None) -> tuple[list[str], bool]:
         """(targets, leader_unknown) of a kill, pause, power-loss or wipe; kind ``leader``
@@ -319,95 +262,6 @@ class NemesisController:
             self._background[fault.key] = bg
         bg.start()
 
-    def netem_available(self) -> bool:
-        """Whether the nodes' kernel has netem (probed once, on the first node)."""
-        if self._netem is None:
-            res = self.cluster.remote.exec(self.nodes[0], packet.PROBE_COMMAND, check=False)
-            self._netem = res.exit_code == 0
-            if not self._netem:
-                log.warning("this kernel has no netem (sch_netem): packet faults use the nfqueue shaper "
-                            "(nemesis/nfqueue_shaper.py) instead (%s)", (res.stderr or res.stdout).strip()[:200])
-        return self._netem
-
-    def _packet(self, fault: Fault) -> dict:
-        nodes = self.nodes
-        if fault.kind == EXPLICIT:
-            senders, _ = self._process_targets(fault)
-            kind = str(fault.params.get("effect", "mixed"))
-        else:
-            mode = self.rng.choice(["one", "minority", "all"])
-            senders = choose_targets(mode, nodes, self.rng, None).targets if mode != "all" else nodes
-            kind = fault.kind
-        p = packet.netem_params(kind, self.rng)
-        p.update(packet.given_params(fault.params))       # settings the fault names win
-        to = fault.params.get("to")                       # destinations (default: every other node)
-        if to is not None and not (isinstance(to, (list, tuple)) and set(to) <= set(nodes)):
-            raise ValueError(f"nemesis packet: to must list nodes of {nodes}, got {to!r}")
-        out: dict = {"targets": senders, **p, **({"to": list(to)} if to is not None else {})}
-        self._hold(fault, senders)
-        ips = {n: [self.cluster.ip(d) for d in (to if to is not None else nodes) if d != n] for n in senders}
-        if self.netem_available():
-            on_nodes(senders, lambda n: self.cluster.remote.exec(n, packet.netem_command(ips[n], p),
-                                                                 check=True), what="netem")
-            return out
-        out["netem"] = False
-        applied, missing = packet.shaper_params(p, self.rng)
-        error = self._start_shapers(fault.key, senders, applied)
-        if error is None:
-            out.update(applied, shaper="nfqueue", queue=self._shapers[fault.key][0])
-            if missing:
-                out["not_applied"] = missing
-            on_nodes(senders, lambda n: self.cluster.remote.exec(
-                n, packet.queue_rules(fault.key, self._shapers[fault.key][0], ips[n]), check=True),
-                what="nfqueue rules")
-            return out
-        log.warning("packet fault %s: the nfqueue shaper could not start (%s): loss only, with "
-                    "iptables' statistic match", fault.key, error)
-        applied, missing = packet.fallback_params(p, self.rng)
-        out.update(applied, shaper=False, shaper_error=error[:300])
-        if missing:
-            out["not_applied"] = missing
-        g = {n: {s for s in senders if s != n} for n in nodes}
-        self.partitioner.apply(g, fault.key, packet.loss_match(applied))
-        return out
-
-    def _start_shapers(self, slot: str, senders: list[str], p: dict) -> str | None:
-        """Copy the shaper to every sender and start it there on a queue of the slot's own;
-        None when it runs everywhere, else the error (the shapers that did start are
-        stopped again)."""
-        with self._lock:
-            used = {q for q, _n in self._shapers.values()}
-            queue = next(q for q in range(packet.QUEUE_BASE, packet.QUEUE_BASE + 1000) if q not in used)
-            self._shapers[slot] = (queue, list(senders))
-        seeds = {n: self.rng.getrandbits(32) for n in senders}
-
-        def start(n: str) -> None:
-            self.cluster.remote.put(n, packet.SHAPER_SOURCE, packet.SHAPER_PATH)
-            self.cluster.remote.exec(n, packet.shaper_start_command(slot, queue, p, seeds[n]), check=True)
-
-        try:
-            on_nodes(senders, start, what="shaper start")
-        except NodeErrors as err:
-            try:
-                self._stop_shapers(slot)
-            except NodeErrors as again:      # left recorded: the stop or heal_all tries again
-                log.warning("packet fault %s: could not stop the shapers that started: %s", slot, again)
-            return "; ".join(f"{n}: {packet.error_text(e)}" for n, e in sorted(err.errors.items()))
-        return None
-
-    def _stop_shapers(self, slot: str) -> dict[str, dict]:
-        """Stop the slot's shapers (each accepts what it holds, then exits); return their
-        counts by node. Raises NodeErrors (the slot's shapers stay recorded for a retry)."""
-        with self._lock:
-            entry = self._shapers.get(slot)
-        if entry is None:
-            return {}
-        res = on_nodes(entry[1], lambda n: self.cluster.remote.exec(n, packet.shaper_stop_command(slot),
-                                                                    check=True), what="shaper stop")
-        with self._lock:
-            self._shapers.pop(slot, None)
-        return {n: packet.shaper_counts(r.stdout) for n, r in res.items()}
-
     def stop(self, fault: Fault) -> dict:
         """Heal ``fault``'s slot: flush its chains (partition, flap, packet), remove netem or
         stop the packet shapers, restart the killed nodes (kill, crash, rolling, wipe,
@@ -439,11 +293,7 @@ class NemesisController:
             if name in ("partition", "flap"):
                 self.partitioner.heal(held.key)
             elif name == "packet":
-                self.partitioner.heal(held.key)       # first, so no packet goes to a queue being closed
-                if self._netem:
-                    on_nodes(targets, lambda n: self.cluster.remote.exec(n, packet.HEAL_COMMAND, check=True),
-                             what="netem heal")
-                shaped = self._stop_shapers(held.key)
+                shaped = self._stop_packet(held.key, targets)
                 if shaped:
                     out["shaped"] = shaped
             elif name in ("kill", "crash", "rolling", "wipe", "power-loss"):

@@ -13,7 +13,8 @@ into ``nodes/<node>/`` -> the checkers the workload names
 (:func:`harness.run.check.check_run_dir`) -> ``results.json``. The runner
 names no workload: all of that comes from workloads/registry.py. The
 cluster is torn down in any case (unless ``keep_cluster``), also on SIGINT,
-which cancels the run cleanly and surfaces as :class:`Interrupted` (exit 130).
+which cancels the run cleanly and surfaces as :class:`Interrupted` (exit 130):
+harness/run/lifecycle.py.
 """
 from __future__ import annotations
 
@@ -21,10 +22,7 @@ import asyncio
 import base64
 import logging
 import random
-import signal
-import threading
 from pathlib import Path
-from typing import Any, Callable
 
 from clusters.addressing import node_names
 from clusters.errors import ClusterError
@@ -38,6 +36,7 @@ from harness.run.code_version import code_commit
 from harness.run.disks import RunDisks, wants_power_loss
 from harness.run.final import RunQuorum
 from harness.run.leader import find_leader, wait_for_leader
+from harness.run.lifecycle import Interrupted, RunLifecycle
 from harness.run.progress import Progress, Snapshot
 from harness.run.scenario_steps import ClientGate, GatedClients, budget_s, steps_generator
 from history import HistoryWriter, store
@@ -58,10 +57,6 @@ FIRST_LEADER_TIMEOUT_S = 60.0
 BROKERS_TIMEOUT_S = 60.0
 #: a monitor sample of the leader older than this (s) is not trusted for aim
 VIEW_FRESH_S = 1.0
-
-
-class Interrupted(Exception):
-    """The run was interrupted (SIGINT or SIGTERM); the cluster was torn down. Exit code 130."""
 
 
 class RunSetupError(RuntimeError):
@@ -136,67 +131,13 @@ def run_test(config: RunConfig, run_dir: Path | None = None,
         handler.close()
 
 
-class _Run:
-    """One run's state, so cleanup knows what exists (see :func:`run_test`)."""
+class _Run(RunLifecycle):
+    """One run (see :func:`run_test`): its steps; what it holds and its cleanup are
+    :class:`~harness.run.lifecycle.RunLifecycle`'s."""
 
     def __init__(self, config: RunConfig, run_dir: Path, progress: bool | None):
-        self.config, self.run_dir, self.progress = config, run_dir, progress
+        super().__init__(config, run_dir, progress)
         self.cluster_id = cluster_id_for(config.seed)
-        self.run_id = f"{run_dir.name}-{config.seed}"
-        self.engine = None
-        self.cluster = None
-        self.db = None
-        self.controller = None
-        self.disks = None
-        self.history = None
-        self.workload = None
-        self.collected = False
-        self.interrupted = False
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._pending: list[asyncio.Future] = []
-
-    # -- plumbing ---------------------------------------------------------
-
-    async def _blocking(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
-        """Run blocking ``fn`` in a thread. If we are cancelled meanwhile, the
-        thread's future is remembered so cleanup waits for it before tearing down."""
-        fut = asyncio.get_running_loop().run_in_executor(None, lambda: fn(*args, **kwargs))
-        try:
-            return await asyncio.shield(fut)
-        except asyncio.CancelledError:
-            self._pending.append(fut)
-            raise
-
-    def _on_sigint(self, task: asyncio.Task) -> None:
-        if self.interrupted:
-            log.warning("interrupt again: still cleaning up (tearing down the cluster), please wait; "
-                        "to force, kill -9 this process and run `kraft-chaos teardown`")
-            return
-        self.interrupted = True
-        log.warning("interrupted: stopping the test and tearing down the cluster")
-        task.cancel()
-
-    async def main(self) -> dict:
-        """Run the test and always clean up; SIGINT/SIGTERM cancel it (raises Interrupted)."""
-        loop = self._loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        on_main = threading.current_thread() is threading.main_thread()
-        if on_main:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, self._on_sigint, task)
-        try:
-            try:
-                return await self._body()
-            except asyncio.CancelledError:
-                if self.interrupted:
-                    raise Interrupted("interrupted by SIGINT or SIGTERM") from None
-                raise
-            finally:
-                await self._cleanup()
-        finally:
-            if on_main:
-                for sig in (signal.SIGINT, signal.SIGTERM):
-                    loop.remove_signal_handler(sig)
 
     # -- the test ---------------------------------------------------------
 
@@ -366,47 +307,3 @@ class _Run:
         results = await self._blocking(check_run_dir, self.run_dir)
         log.info("verdict: valid=%s anomalies=%s", results["valid"], results["anomalies"])
         return results
-
-    async def _collect(self, nodes: list[str]) -> None:
-        for node in nodes:
-            dest = store.nodes_dir(self.run_dir) / node
-            try:
-                await self._blocking(self.db.collect, node, dest)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.error("could not collect %s: %s", node, e)
-        self.collected = True
-
-    async def _cleanup(self) -> None:
-        """Wait for in-flight blocking calls, heal, collect (best effort), tear down."""
-        for fut in self._pending:
-            try:
-                await fut
-            except BaseException:
-                pass
-        if self.history is not None:
-            self.history.close()
-        if self.controller is not None and self.config.keep_cluster:
-            await self._best_effort("heal", self.controller.heal_all)
-        if self.db is not None and not self.collected:
-            await self._best_effort("stop nodes", self.db.teardown)
-            try:
-                await self._collect(list(self.cluster.nodes))
-            except BaseException as e:
-                log.error("collecting node data failed: %r", e)
-        if self.cluster is not None:
-            if self.config.keep_cluster:
-                log.info("keeping cluster %s (remove it with `kraft-chaos teardown`)", self.run_id)
-            else:
-                await self._best_effort("tear down the cluster", self.cluster.teardown)
-        if self.disks is not None and not self.config.keep_cluster:
-            await self._best_effort("unmount the power-loss disks", self.disks.close)
-        if self.engine is not None:
-            await self._best_effort("close the engine connection", self.engine.close)
-
-    async def _best_effort(self, what: str, fn: Callable) -> None:
-        try:
-            await self._blocking(fn)
-        except BaseException as e:
-            log.error("could not %s: %r", what, e)

@@ -11,7 +11,9 @@ through the cluster's :class:`clusters.remote.Remote`.
 
 Node order in ``cluster.nodes``: the controllers first (KRaft node ids
 1..C), then the brokers (ids C+1..C+B). With ``topology="combined"`` the
-controllers are combined ``broker,controller`` servers.
+controllers are combined ``broker,controller`` servers. Which node does what, and its
+addresses: :class:`targets.kafka.roles.KafkaRoles`; Kafka's ``kafka-metadata-quorum`` tool
+(quorum status, voter changes): :class:`targets.kafka.voters.KafkaQuorumTool`.
 
 What the Kafka version changes (config keys, format flags, tools, logging, DescribeQuorum
 versions, voter changes) is its row of :data:`targets.kafka.releases.RELEASES`,
@@ -29,12 +31,14 @@ from typing import Callable, Mapping, Sequence
 
 from clusters.parallel import NodeErrors, on_nodes
 from clusters.remote import Cluster, RemoteError
-from targets.base import DB, QuorumClientFactory
+from targets.base import DB
 from targets.errors import TargetError
 from targets.kafka import process_scripts as ps
 from targets.kafka import server_config as sc
 from targets.kafka.releases import DEFAULT_VERSION, release
+from targets.kafka.roles import KafkaRoles
 from targets.kafka.server_config import KafkaPaths
+from targets.kafka.voters import KafkaQuorumTool
 
 log = logging.getLogger("kraft_chaos.targets.kafka")
 
@@ -79,7 +83,7 @@ def _on_nodes(nodes: Sequence[str], fn: Callable[[str], object], what: str) -> N
         raise failed from err
 
 
-class KafkaDB(DB):
+class KafkaDB(KafkaRoles, KafkaQuorumTool, DB):
     """Apache Kafka on the nodes of ``cluster``: controllers first, then brokers.
 
     ``cluster_id``/``seed``: the run's; the Kafka cluster id
@@ -163,74 +167,7 @@ class KafkaDB(DB):
                    extra_properties=getattr(options, "kafka_props", None),
                    newer=bool(getattr(options, "kafka_dist", None)))
 
-    # --- identity and roles ---------------------------------------------------
-
-    def role(self, node: str) -> str:
-        """``"controller"``, ``"broker"`` or ``"broker,controller"`` (combined)."""
-        if self.node_id(node) > self.n_controllers:
-            return sc.ROLE_BROKER
-        return sc.ROLE_COMBINED if self.topology == "combined" else sc.ROLE_CONTROLLER
-
-    def quorum_nodes(self) -> list[str]:
-        """The KRaft voters: :meth:`controllers`."""
-        return self.controllers()
-
-    def client_nodes(self) -> list[str]:
-        """Where clients connect: :meth:`brokers`."""
-        return self.brokers()
-
-    def client_endpoint(self, node: str) -> str:
-        """``host:9092``, the broker listener of ``node`` (``host:9093`` for a controller-only one)."""
-        port = sc.CONTROLLER_PORT if self.role(node) == sc.ROLE_CONTROLLER else sc.BROKER_PORT
-        return f"{self.cluster.ip(node)}:{port}"
-
-    def wait_for_brokers(self, timeout_s: float) -> bool:
-        """Until the brokers' metadata lists every broker node, or ``timeout_s`` (s) passed
-        (:func:`targets.kafka.queue_client.wait_for_brokers`)."""
-        from targets.kafka.queue_client import wait_for_brokers
-        return wait_for_brokers([self.client_endpoint(n) for n in self.brokers()],
-                                {self.node_id(n) for n in self.brokers()}, timeout_s)
-
-    def queue_client_factory(self):
-        """The queue workload's client: confluent-kafka against the brokers
-        (:func:`targets.kafka.queue_client.kafka_queue_factory`)."""
-        from targets.kafka.queue_client import kafka_queue_factory
-        return kafka_queue_factory
-
-    def quorum_client_factory(self) -> QuorumClientFactory:
-        """DescribeQuorum (api key 55) over Kafka's wire protocol:
-        :class:`targets.kafka.describe_quorum.KafkaQuorumClient`."""
-        from targets.kafka.describe_quorum import KafkaQuorumClient
-        dq = self.release.describe_quorum
-        return lambda host, port, cluster_id, timeout_ms: KafkaQuorumClient(host, port, cluster_id, timeout_ms,
-                                                                            dq_versions=dq)
-
-    def controllers(self) -> list[str]:
-        """The nodes that are KRaft voters (controller or combined), in id order."""
-        return list(self.cluster.nodes[:self.n_controllers])
-
-    def brokers(self) -> list[str]:
-        """The nodes that run a broker (combined ones included), in id order."""
-        return [n for n in self.cluster.nodes if self.role(n) != sc.ROLE_CONTROLLER]
-
-    def address(self, node: str) -> tuple[str, int]:
-        """``(host, port)`` of the node's controller listener (9093), or for a
-        broker-only node its broker listener (9092)."""
-        port = sc.BROKER_PORT if self.role(node) == sc.ROLE_BROKER else sc.CONTROLLER_PORT
-        return self.cluster.ip(node), port
-
-    def controller_addresses(self) -> list[tuple[str, int]]:
-        """``[(host, 9093), ...]`` of every controller, in id order."""
-        return [(self.cluster.ip(n), sc.CONTROLLER_PORT) for n in self.controllers()]
-
-    def bootstrap_servers(self) -> str:
-        """The clients' ``bootstrap.servers``: ``host:9092,...`` of every broker."""
-        return ",".join(f"{self.cluster.ip(n)}:{sc.BROKER_PORT}" for n in self.brokers())
-
-    def voters(self) -> list[sc.Controller]:
-        """The voter set: node id, host and metadata directory id of every controller."""
-        return [sc.Controller(self.node_id(n), self.cluster.ip(n), sc.directory_id(self.seed, self.node_id(n)))
-                for n in self.controllers()]
+    # --- configuration and command lines ----------------------------------------------
 
     def config_text(self, node: str) -> str:
         """The node's ``server.properties`` (see :func:`server_config.render_server_properties`)."""
@@ -441,21 +378,3 @@ class KafkaDB(DB):
                     continue
                 parsed = read_metadata_dir(Path(tmp) / "metadata", strict=False)
                 return [(e.offset, e.epoch, e.type, e.payload) for e in parsed.entries]
-
-    def _voter_change(self, op: str, node: str, directory_id: str) -> dict:
-        """AddRaftVoter / RemoveRaftVoter with Kafka's own ``kafka-metadata-quorum``
-        (:func:`targets.kafka.voters.kafka_change`; a JVM per call: seconds)."""
-        from targets.kafka.voters import kafka_change
-        return kafka_change(self, op, node, directory_id)
-
-    # --- quorum status (a JVM per call: seconds, not for hot paths) ----------------
-
-    def quorum_status(self, via: str | None = None, timeout_s: float = 60.0) -> dict[str, str]:
-        """``kafka-metadata-quorum describe --status`` on ``via`` (:func:`targets.kafka.voters.quorum_status`)."""
-        from targets.kafka.voters import quorum_status
-        return quorum_status(self, via, timeout_s)
-
-    def wait_for_leader(self, timeout_s: float = 60.0, via: str | None = None) -> int:
-        """The leader's node id, once :meth:`quorum_status` names one (:func:`targets.kafka.voters.wait_for_leader`)."""
-        from targets.kafka.voters import wait_for_leader
-        return wait_for_leader(self, timeout_s, via)

@@ -1,7 +1,7 @@
 """Kafka's own ``kafka-metadata-quorum`` tool (``MetadataQuorumCommand``): the quorum's status
 (``describe --status``) and voter changes (KIP-853 AddRaftVoter / RemoveRaftVoter), as argv
 and output readers, and run on a node of a ``targets.kafka.db.KafkaDB`` (a JVM per call:
-seconds, not for hot paths).
+seconds, not for hot paths); :class:`KafkaQuorumTool` makes them the KafkaDB's methods.
 
 Kafka 4.3.1's tool (checked with ``--help`` in the node image)::
 
@@ -180,3 +180,21 @@ def kafka_change(db, op: str, node: str, directory_id: str) -> dict:
     res = db.remote.exec(via, script, check=False, timeout_s=TOOL_TIMEOUT_S)
     out = parse_outcome(res.exit_code, f"{res.stdout}\n{res.stderr}")
     return {"voter_id": db.node_id(node), "directory_id": directory_id, "via": via, **out}
+
+
+class KafkaQuorumTool:
+    """The tool as methods of a ``targets.kafka.db.KafkaDB`` (a mixin; a JVM per call:
+    seconds, not for hot paths)."""
+
+    def _voter_change(self, op: str, node: str, directory_id: str) -> dict:
+        """AddRaftVoter / RemoveRaftVoter with Kafka's own ``kafka-metadata-quorum``
+        (:func:`kafka_change`)."""
+        return kafka_change(self, op, node, directory_id)
+
+    def quorum_status(self, via: str | None = None, timeout_s: float = 60.0) -> dict[str, str]:
+        """``kafka-metadata-quorum describe --status`` on ``via`` (:func:`quorum_status`)."""
+        return quorum_status(self, via, timeout_s)
+
+    def wait_for_leader(self, timeout_s: float = 60.0, via: str | None = None) -> int:
+        """The leader's node id, once :meth:`quorum_status` names one (:func:`wait_for_leader`)."""
+        return wait_for_leader(self, timeout_s, via)
