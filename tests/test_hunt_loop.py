@@ -131,6 +131,19 @@ class SimCall:
         return self.opts.brokers, self.opts.kraft_version
 
 
+def batches(sim) -> list[SimCall]:
+    """The fake simulator's calls, one per batch: a batch's first seed run in the hunt's own
+    process (``workers`` 1, the phase's first batch) joined to the rest of it."""
+    out: list[SimCall] = []
+    for c in sim.calls:
+        last = out[-1] if out else None
+        if last is not None and last.workers == 1 and last.config == c.config and last.seeds.stop == c.seeds.start:
+            out[-1] = SimCall(c.opts, c.workers, c.deadline, range(last.seeds.start, c.seeds.stop), last.t)
+        else:
+            out.append(c)
+    return out
+
+
 def fake_sim(clock: Clock, bad: dict | None = None, per_seed_s: float = 0.5, raises: Exception | None = None,
              interrupt_at: tuple | None = None):
     """A ``sim.api`` stand-in: each seed takes ``per_seed_s`` of the clock; the seeds in
@@ -259,12 +272,16 @@ def test_simulation_seeds_first_in_rounds_within_their_share_then_real_runs(tmp_
     # third round (100 asked) that the share cuts: each configuration gets an equal part of its rest
     share = portfolio.SIM_SHARE * h.budget.seconds
     end = h.budget.start + share
-    assert [c.config for c in sim.calls] == CONFIGS * 3
-    assert [len(c.seeds) for c in sim.calls] == [10] * 4 + [40] * 4 + [100] * 4
-    assert all(c.deadline <= end for c in sim.calls) and sim.calls[-1].deadline == end
-    assert [c.deadline for c in sim.calls[8:]] == [end - 15, end - 10, end - 5, end]
+    # the phase's first seed runs in the hunt's process (its workers are forked warm), the rest in two
+    assert (sim.calls[0].workers, sim.calls[0].seeds) == (1, range(11, 12)) and sim.calls[1].seeds == range(12, 21)
+    assert all(c.workers == 2 for c in sim.calls[1:])
+    done = batches(sim)
+    assert [c.config for c in done] == CONFIGS * 3
+    assert [len(c.seeds) for c in done] == [10] * 4 + [40] * 4 + [100] * 4
+    assert all(c.deadline <= end for c in done) and done[-1].deadline == end
+    assert [c.deadline for c in done[8:]] == [end - 15, end - 10, end - 5, end]
     for cfg in CONFIGS:         # each batch continues its configuration's seeds where the last one ended
-        assert [c.seeds.start for c in sim.calls if c.config == cfg] == [11, 21, 61]
+        assert [c.seeds.start for c in done if c.config == cfg] == [11, 21, 61]
     assert run.calls[0].started <= end + 0.5          # the real runs begin after the share
     # one row per configuration, its batches merged: nothing of the share was lost to the rounds
     assert all(r["seeds"] == 60 and r["batches"] == 3 and r["verdict"] == "valid" for r in sims)
@@ -281,9 +298,9 @@ def test_with_time_enough_each_configuration_runs_all_its_seeds_in_the_rounds(tm
     doc = hunt(tmp_path, clock, FakeCluster(clock), sim=sim, minutes=8).run()
     sims = [r for r in doc["rows"] if r["phase"] == "sim"]
     targets = portfolio.sim_targets()
-    assert [c.config for c in sim.calls] == CONFIGS * len(targets)
+    assert [c.config for c in batches(sim)] == CONFIGS * len(targets)
     for cfg in CONFIGS:
-        ranges = [c.seeds for c in sim.calls if c.config == cfg]
+        ranges = [c.seeds for c in batches(sim) if c.config == cfg]
         assert [len(r) for r in ranges] == [b - a for a, b in zip([0, *targets], targets)]
         assert [s for r in ranges for s in r] == list(range(11, 11 + portfolio.SIM_SEEDS))     # contiguous, each once
     assert all(r["seeds"] == portfolio.SIM_SEEDS and r["seed"] == "11..1010" and r["verdict"] == "valid" for r in sims)
@@ -303,7 +320,7 @@ def test_a_bug_only_a_broker_configuration_shows_is_found_in_seconds_and_shrunk_
     # (150 s); the first round gives the quorum configurations 10 seeds each (5 s) first
     assert ff["phase"] == "sim" and "quorum+3 brokers, kraft.version 0, seed 13" in ff["what"]
     assert ff["elapsed_s"] == 10 * 0.5 * 2 + 3 * 0.5 and ff["elapsed_s"] < share / 20
-    before = sim.calls[:2]
+    before = batches(sim)[:2]
     assert [(c.config, len(c.seeds)) for c in before] == [((0, 0), 10), ((0, 1), 10)]
     # shrunk and exported as soon as it came, mid-batch, while the phase went on
     ((opts, seed, path, at),) = sim.exported
@@ -349,7 +366,7 @@ def test_a_simulated_failure_with_stop_at_first_ends_the_hunt(tmp_path):
     assert [r["verdict"] for r in doc["rows"]] == ["valid", "valid", "invalid"]
     assert doc["rows"][2]["seeds"] == 2             # no seed awaited after the failing one
     assert doc["first_failure"]["row"] == 3 and doc["first_failure"]["elapsed_s"] == 11.0     # 10 + 10 + 2 seeds
-    assert [len(c.seeds) for c in sim.calls] == [10, 10, 10]
+    assert [len(c.seeds) for c in batches(sim)] == [10, 10, 10]
     assert run.calls == [] and doc["exit_code"] == 1 and doc["first_failure"]["scenario"].endswith("seed-12.toml")
 
 
@@ -516,3 +533,16 @@ def test_a_configuration_whose_simulator_fails_leaves_and_the_others_go_on(tmp_p
     assert all(r["seeds"] > 50 for r in sims[:3])      # they had its part of the share
     assert tries.count((3, 1)) == 2 and tries.count((0, 0)) > 2        # not tried again
     assert doc["exit_code"] == 5
+
+
+def test_a_warm_batch_runs_its_first_seed_in_this_process_and_the_rest_in_workers():
+    from harness.hunt.sim_phase import SIM_WORKERS, run_batch
+    clock = Clock()
+    sim = fake_sim(clock, bad={(0, 0): {1}})
+    cfg = portfolio.SIM_CONFIGS[0]
+    row, first = run_batch(sim, cfg, (), 1, 5, clock.t + 100, False, lambda: 0.0, lambda m: None, warm=True)
+    assert [(c.workers, c.seeds) for c in sim.calls] == [(1, range(1, 2)), (SIM_WORKERS, range(2, 6))]
+    assert (row["seeds"], row["seed"], first["seed"]) == (5, "1..5", 1)
+    sim.calls.clear()
+    row, first = run_batch(sim, cfg, (), 1, 5, clock.t + 100, True, lambda: 0.0, lambda m: None, warm=True)
+    assert [c.workers for c in sim.calls] == [1] and (row["seeds"], first["seed"]) == (1, 1)    # stopped at once

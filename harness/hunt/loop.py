@@ -177,7 +177,10 @@ class Hunt:
         end = self.budget.start + portfolio.SIM_SHARE * self.budget.seconds
         targets = portfolio.sim_targets()
         left: list[portfolio.SimConfig] = list(configs)        # the configurations still in
-        done = lambda cfg: sum(b["seeds"] for b in self._batches[cfg])      # noqa: E731
+
+        def done(cfg: portfolio.SimConfig) -> int:
+            return sum(b["seeds"] for b in self._batches[cfg])
+
         for k, target in enumerate(targets):
             plan = [cfg for cfg in left if done(cfg) < target]
             for i, cfg in enumerate(plan):
@@ -195,7 +198,8 @@ class Hunt:
                         batch, first = run_batch(
                             self.api, cfg, self.opts.unsafe, self.opts.seed + ran, target - ran, by,
                             self.opts.stop_at_first, self.budget.elapsed, echo,
-                            on_failure=lambda partial, first, cfg=cfg: self._sim_found(cfg, partial, first))
+                            on_failure=lambda partial, first, cfg=cfg: self._sim_found(cfg, partial, first),
+                            warm=not any(self._batches.values()))        # the phase's first seed
                     except KeyboardInterrupt as e:      # the batch's row joins its configuration's
                         if getattr(e, "row", None) is not None:
                             self._batches[cfg].append(e.row)    # type: ignore[attr-defined]

@@ -19,7 +19,7 @@ import importlib
 import shlex
 import time
 from types import ModuleType
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from harness.hunt.portfolio import SimConfig
 
@@ -87,12 +87,38 @@ def _close_range(row: dict, cfg: SimConfig, unsafe: tuple[str, ...], seed: int) 
     row["repeat"] = sim_command(cfg, unsafe, seed, max(row["seeds"], 1))
 
 
+def _close(outcomes) -> None:
+    close = getattr(outcomes, "close", None)
+    if close is not None:
+        close()
+
+
+def _outcomes(api: ModuleType, opts, seeds: range, deadline: float, warm: bool) -> Iterator:
+    """``api.simulate`` of ``seeds`` in :data:`SIM_WORKERS` processes; ``warm``: the first in
+    this one (see :func:`run_batch`)."""
+    if warm and len(seeds):
+        first = api.simulate(opts, seeds[:1], workers=1, deadline=deadline)
+        try:
+            yield from first
+        finally:
+            _close(first)
+        seeds = seeds[1:]
+    rest = api.simulate(opts, seeds, workers=SIM_WORKERS, deadline=deadline)
+    try:
+        yield from rest
+    finally:
+        _close(rest)
+
+
 def run_batch(api: ModuleType, cfg: SimConfig, unsafe: tuple[str, ...], seed: int, seeds: int,
               deadline: float, stop_at_first: bool, elapsed: Callable[[], float],
               echo: Callable[[str], None] = print,
-              on_failure: Callable[[dict, dict], None] | None = None) -> tuple[dict, dict | None]:
+              on_failure: Callable[[dict, dict], None] | None = None, warm: bool = False) -> tuple[dict, dict | None]:
     """Run up to ``seeds`` seeds of ``cfg`` from ``seed`` until ``deadline`` (``time.monotonic``
-    s); returns ``(row, first failure)``: the batch's row (module docstring; ``verdict``
+    s), in :data:`SIM_WORKERS` processes forked for the batch; ``warm``: its first seed in this
+    process, so that the modules and caches a process's first seed loads (~1 s of each worker's
+    time, in every batch) come warm with the fork to this batch's workers and every later
+    batch's. Returns ``(row, first failure)``: the batch's row (module docstring; ``verdict``
     ``valid``, ``invalid`` (also when the simulator raised after a violation), ``error`` when it
     raised otherwise, or ``skipped`` when no seed ran) and
     ``{"seed", "invariant", "detail", "elapsed_s"}`` of its first failing seed (``elapsed()``
@@ -105,8 +131,7 @@ def run_batch(api: ModuleType, cfg: SimConfig, unsafe: tuple[str, ...], seed: in
     t0 = time.monotonic()
     outcomes = None
     try:
-        outcomes = api.simulate(sim_options(api, cfg, unsafe), range(seed, seed + seeds), workers=SIM_WORKERS,
-                                deadline=deadline)
+        outcomes = _outcomes(api, sim_options(api, cfg, unsafe), range(seed, seed + seeds), deadline, warm)
         for o in outcomes:
             row["seeds"] += 1
             row["events"] += o.events
@@ -133,9 +158,7 @@ def run_batch(api: ModuleType, cfg: SimConfig, unsafe: tuple[str, ...], seed: in
     except Exception as e:  # noqa: BLE001 - the simulator's failure is recorded; the hunt goes on
         row.update(verdict="error", error=f"{type(e).__name__}: {e}", error_kind="harness")
     finally:
-        close = getattr(outcomes, "close", None)
-        if close is not None:
-            close()
+        _close(outcomes)
     row["wall_s"] = round(time.monotonic() - t0, 1)
     if row["anomalies"]:               # a violation found stands, even if the simulator failed after it
         row["verdict"] = "invalid"
