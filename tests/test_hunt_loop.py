@@ -116,19 +116,51 @@ class SeedOutcome:
     wall_s: float
 
 
-def fake_sim(clock: Clock, bad: dict | None = None, per_seed_s: float = 0.5, raises: Exception | None = None):
+@dataclasses.dataclass
+class SimCall:
+    """One call of the fake ``simulate``: its options, workers, deadline, the seeds asked for
+    and the clock when it came."""
+    opts: SimOptions
+    workers: int
+    deadline: float | None
+    seeds: range
+    t: float
+
+    @property
+    def config(self) -> tuple[int, int]:
+        return self.opts.brokers, self.opts.kraft_version
+
+
+def batches(sim) -> list[SimCall]:
+    """The fake simulator's calls, one per batch: a batch's first seed run in the hunt's own
+    process (``workers`` 1, the phase's first batch) joined to the rest of it."""
+    out: list[SimCall] = []
+    for c in sim.calls:
+        last = out[-1] if out else None
+        if last is not None and last.workers == 1 and last.config == c.config and last.seeds.stop == c.seeds.start:
+            out[-1] = SimCall(c.opts, c.workers, c.deadline, range(last.seeds.start, c.seeds.stop), last.t)
+        else:
+            out.append(c)
+    return out
+
+
+def fake_sim(clock: Clock, bad: dict | None = None, per_seed_s: float = 0.5, raises: Exception | None = None,
+             interrupt_at: tuple | None = None):
     """A ``sim.api`` stand-in: each seed takes ``per_seed_s`` of the clock; the seeds in
     ``bad[(brokers, kraft_version)]`` violate ``at-most-one-leader``; a failing seed exports a
-    scenario with one kill."""
+    scenario with one kill (``exported``: options, seed, path and the clock then).
+    ``interrupt_at`` ``(brokers, kraft_version, seed)``: Ctrl-C instead of that seed."""
     api = types.SimpleNamespace(SimOptions=SimOptions, calls=[], exported=[])
 
     def simulate(opts, seeds, workers=2, deadline=None):
-        api.calls.append((opts, workers, deadline))
+        api.calls.append(SimCall(opts, workers, deadline, seeds, clock.t))
         if raises is not None:
             raise raises
         for s in seeds:
             if deadline is not None and clock.t >= deadline:
                 return
+            if interrupt_at == (opts.brokers, opts.kraft_version, s):
+                raise KeyboardInterrupt()
             clock.t += per_seed_s
             hit = s in (bad or {}).get((opts.brokers, opts.kraft_version), ())
             yield SeedOutcome(s, not hit, "at-most-one-leader" if hit else None,
@@ -138,7 +170,7 @@ def fake_sim(clock: Clock, bad: dict | None = None, per_seed_s: float = 0.5, rai
         path = Path(out_dir) / f"seed-{seed}.toml"
         path.write_text('[run]\nseed = %d\nnodes = 3\n\n[[step]]\nnemesis = "start-kill"\nvalue = { kind = "leader" }\n\n'
                         '[[step]]\nsleep = 2\n\n[[step]]\nnemesis = "stop-kill"\nvalue = { kind = "leader" }\n' % seed)
-        api.exported.append((opts, seed, path))
+        api.exported.append((opts, seed, path, clock.t))
         return path
 
     api.simulate, api.shrink_and_export = simulate, shrink_and_export
@@ -221,7 +253,10 @@ def test_without_stop_it_goes_on_and_shrinks_only_the_first_failure_with_half_of
     assert all(c.ended <= h.budget.deadline for c in run.calls)
 
 
-def test_simulation_seeds_first_within_their_share_then_real_runs(tmp_path):
+CONFIGS = [(c.brokers, c.kraft_version) for c in portfolio.SIM_CONFIGS]
+
+
+def test_simulation_seeds_first_in_rounds_within_their_share_then_real_runs(tmp_path):
     clock = Clock()
     sim = fake_sim(clock)
     run = FakeCluster(clock)
@@ -232,14 +267,72 @@ def test_simulation_seeds_first_within_their_share_then_real_runs(tmp_path):
     assert [(r["schedule"], r["kraft_version"]) for r in sims] == [
         ("quorum", 0), ("quorum", 1), ("quorum+3 brokers", 0), ("quorum+3 brokers", 1)]
     assert doc["rows"][:4] == sims and all(r["phase"] == "real" for r in doc["rows"][4:]) and len(doc["rows"]) > 4
-    assert [o.unsafe for o, _, _ in sim.calls] == [("no-check-quorum",)] * 4
+    assert all(c.opts.unsafe == ("no-check-quorum",) for c in sim.calls)
+    # a 120 s share at 0.5 s a seed: rounds of 10 and 40 seeds per configuration in turn, then a
+    # third round (100 asked) that the share cuts: each configuration gets an equal part of its rest
     share = portfolio.SIM_SHARE * h.budget.seconds
-    assert [d for _, _, d in sim.calls] == [h.budget.start + share * (i + 1) / 4 for i in range(4)]
-    assert run.calls[0].started <= h.budget.start + share + 0.5          # the real runs begin after the share
-    assert all(r["seeds"] > 0 and r["verdict"] == "valid" for r in sims)
-    assert sims[0]["seed"] == f"11..{10 + sims[0]['seeds']}"
-    assert sims[2]["repeat"] == (f"kraft-chaos simulate --seeds {sims[2]['seeds']} --first-seed 11 --voters 3 --brokers 3 "
-                                 f"--kraft-version 0 --unsafe no-check-quorum")
+    end = h.budget.start + share
+    # the phase's first seed runs in the hunt's process (its workers are forked warm), the rest in two
+    assert (sim.calls[0].workers, sim.calls[0].seeds) == (1, range(11, 12)) and sim.calls[1].seeds == range(12, 21)
+    assert all(c.workers == 2 for c in sim.calls[1:])
+    done = batches(sim)
+    assert [c.config for c in done] == CONFIGS * 3
+    assert [len(c.seeds) for c in done] == [10] * 4 + [40] * 4 + [100] * 4
+    assert all(c.deadline <= end for c in done) and done[-1].deadline == end
+    assert [c.deadline for c in done[8:]] == [end - 15, end - 10, end - 5, end]
+    for cfg in CONFIGS:         # each batch continues its configuration's seeds where the last one ended
+        assert [c.seeds.start for c in done if c.config == cfg] == [11, 21, 61]
+    assert run.calls[0].started <= end + 0.5          # the real runs begin after the share
+    # one row per configuration, its batches merged: nothing of the share was lost to the rounds
+    assert all(r["seeds"] == 60 and r["batches"] == 3 and r["verdict"] == "valid" for r in sims)
+    assert sum(r["seeds"] for r in sims) == share / 0.5
+    assert all(r["seed"] == "11..70" and r["events"] == 60 * 900 and r["sim_seconds"] == 60 * 30.0 for r in sims)
+    assert [r["started_s"] for r in sims] == [0.0, 5.0, 10.0, 15.0]         # of their first batch
+    assert sims[2]["repeat"] == ("kraft-chaos simulate --seeds 60 --first-seed 11 --voters 3 --brokers 3 "
+                                 "--kraft-version 0 --unsafe no-check-quorum")
+
+
+def test_with_time_enough_each_configuration_runs_all_its_seeds_in_the_rounds(tmp_path):
+    clock = Clock()
+    sim = fake_sim(clock, per_seed_s=0.01)
+    doc = hunt(tmp_path, clock, FakeCluster(clock), sim=sim, minutes=8).run()
+    sims = [r for r in doc["rows"] if r["phase"] == "sim"]
+    targets = portfolio.sim_targets()
+    assert [c.config for c in batches(sim)] == CONFIGS * len(targets)
+    for cfg in CONFIGS:
+        ranges = [c.seeds for c in batches(sim) if c.config == cfg]
+        assert [len(r) for r in ranges] == [b - a for a, b in zip([0, *targets], targets)]
+        assert [s for r in ranges for s in r] == list(range(11, 11 + portfolio.SIM_SEEDS))     # contiguous, each once
+    assert all(r["seeds"] == portfolio.SIM_SEEDS and r["seed"] == "11..1010" and r["verdict"] == "valid" for r in sims)
+    assert all(f"--seeds {portfolio.SIM_SEEDS} --first-seed 11 " in r["repeat"] for r in sims)
+    assert doc["rows"][4]["phase"] == "real"          # the phase ended when the seeds were done
+
+
+def test_a_bug_only_a_broker_configuration_shows_is_found_in_seconds_and_shrunk_at_once(tmp_path):
+    clock = Clock()
+    sim = fake_sim(clock, bad={(3, 0): {13, 100}})
+    run = FakeCluster(clock, fails=kill_fails)
+    h = hunt(tmp_path, clock, run, sim=sim, minutes=20)
+    doc = h.run()
+    share = portfolio.SIM_SHARE * h.budget.seconds
+    ff = doc["first_failure"]
+    # one batch per configuration in turn would have reached the brokers after half the share
+    # (150 s); the first round gives the quorum configurations 10 seeds each (5 s) first
+    assert ff["phase"] == "sim" and "quorum+3 brokers, kraft.version 0, seed 13" in ff["what"]
+    assert ff["elapsed_s"] == 10 * 0.5 * 2 + 3 * 0.5 and ff["elapsed_s"] < share / 20
+    before = batches(sim)[:2]
+    assert [(c.config, len(c.seeds)) for c in before] == [((0, 0), 10), ((0, 1), 10)]
+    # shrunk and exported as soon as it came, mid-batch, while the phase went on
+    ((opts, seed, path, at),) = sim.exported
+    assert (opts.brokers, opts.kraft_version, seed) == (3, 0, 13) and at == h.budget.start + ff["elapsed_s"]
+    assert ff["scenario"] == str(path)
+    sims = [r for r in doc["rows"] if r["phase"] == "sim"]
+    assert [r["verdict"] for r in sims] == ["valid", "valid", "invalid", "valid"]
+    assert ff["row"] == sims[2]["n"] == 3
+    assert sims[2]["anomalies"] == {"at-most-one-leader": 2} and sims[2]["failing_seeds"] == [13, 100]
+    assert sims[2]["detail"] == "seed 13: at-most-one-leader: two leaders in epoch 4 at 12.5 s"
+    assert all(r["seeds"] > 10 and r["batches"] > 1 for r in sims)       # the other configurations still ran on
+    assert doc["rows"][4]["phase"] == "replay" and ff["reproduced"] == 5
 
 
 def test_a_simulated_failure_is_exported_replayed_on_a_real_cluster_and_the_hunt_goes_on(tmp_path):
@@ -256,7 +349,7 @@ def test_a_simulated_failure_is_exported_replayed_on_a_real_cluster_and_the_hunt
     # the repeat command is one `kraft-chaos simulate` takes
     args = build_parser().parse_args(shlex.split(ff["repeat"])[1:])
     assert (args.seed, args.kraft_version) == (14, 1)
-    ((opts, seed, path),) = sim.exported            # only the first failure is shrunk
+    ((opts, seed, path, _),) = sim.exported            # only the first failure is shrunk
     assert (opts.kraft_version, opts.brokers, seed) == (1, 0, 14) and ff["scenario"] == str(path)
     replay = doc["rows"][4]
     assert replay["phase"] == "replay" and replay["verdict"] == "invalid" and ff["reproduced"] == replay["n"]
@@ -272,6 +365,8 @@ def test_a_simulated_failure_with_stop_at_first_ends_the_hunt(tmp_path):
     doc = hunt(tmp_path, clock, run, sim=sim, stop_at_first=True).run()
     assert [r["verdict"] for r in doc["rows"]] == ["valid", "valid", "invalid"]
     assert doc["rows"][2]["seeds"] == 2             # no seed awaited after the failing one
+    assert doc["first_failure"]["row"] == 3 and doc["first_failure"]["elapsed_s"] == 11.0     # 10 + 10 + 2 seeds
+    assert [len(c.seeds) for c in batches(sim)] == [10, 10, 10]
     assert run.calls == [] and doc["exit_code"] == 1 and doc["first_failure"]["scenario"].endswith("seed-12.toml")
 
 
@@ -375,3 +470,79 @@ def test_a_batch_that_ran_no_seed_is_skipped_and_a_violation_stands_if_the_simul
     assert row["verdict"] == "invalid" and row["error"] == "RuntimeError: worker died"
     assert first == {"seed": 1, "invariant": "hw-monotonic", "detail": "n2's high watermark went from 9 to 7",
                      "elapsed_s": 3.0}
+
+
+def test_merged_rows_sum_their_batches_over_one_contiguous_range():
+    from harness.hunt.sim_phase import LISTED_SEEDS, merge_rows, run_batch
+    clock = Clock()
+    sim = fake_sim(clock, bad={(3, 1): set(range(15, 40))})
+    cfg = portfolio.SimConfig(3, 1)
+    a, first = run_batch(sim, cfg, ("page-cache-ack",), 11, 10, clock.t + 100, False, lambda: 1.0, lambda m: None)
+    b, _ = run_batch(sim, cfg, ("page-cache-ack",), 21, 40, clock.t + 100, False, lambda: 2.0, lambda m: None)
+    assert first["seed"] == 15 and (a["seed"], b["seed"]) == ("11..20", "21..60")
+    row = merge_rows(cfg, ("page-cache-ack",), 11, [a, b])
+    assert (row["seeds"], row["seed"], row["batches"], row["verdict"]) == (50, "11..60", 2, "invalid")
+    assert row["anomalies"] == {"at-most-one-leader": 25} and row["failing_seeds"] == list(range(15, 15 + LISTED_SEEDS))
+    assert row["detail"] == a["detail"] and row["started_s"] == 1.0 and row["events"] == 50 * 900
+    assert row["repeat"] == ("kraft-chaos simulate --seeds 50 --first-seed 11 --voters 3 --brokers 3 --kraft-version 1 "
+                             "--unsafe page-cache-ack")
+    ok = {**b, "anomalies": {}, "failing_seeds": [], "detail": None, "verdict": "valid"}
+    late = {**ok, "seeds": 0, "verdict": "skipped", "reason": "no seed ran"}
+    assert merge_rows(cfg, (), 11, [ok, late])["verdict"] == "valid"          # a last batch cut by the share
+    broken = {**late, "verdict": "error", "error": "RuntimeError: x", "error_kind": "harness"}
+    assert merge_rows(cfg, (), 11, [ok, broken])["verdict"] == "error"
+    assert merge_rows(cfg, (), 11, [a, {**broken, "verdict": "interrupted"}])["verdict"] == "invalid"   # it stands
+    none = merge_rows(cfg, (), 11, [], started_s=7.0)
+    assert (none["verdict"], none["seeds"], none["started_s"], none["seed"]) == ("skipped", 0, 7.0, "11..11")
+
+
+@pytest.mark.parametrize("at, seeds", [((0, 1, 30), 19), ((3, 0, 15), 4)], ids=["later-batch", "first-batch"])
+def test_ctrl_c_in_the_simulation_keeps_one_row_per_configuration(tmp_path, at, seeds):
+    clock = Clock()
+    sim = fake_sim(clock, interrupt_at=at)
+    doc = hunt(tmp_path, clock, FakeCluster(clock), sim=sim).run()
+    assert doc["interrupted"] and doc["exit_code"] == 130
+    rows = doc["rows"]
+    broken = [r for r in rows if r["verdict"] == "interrupted"]
+    assert [(r["schedule"], r["kraft_version"]) for r in rows] == [(c.label(), c.kraft_version) for c in
+                                                                   portfolio.SIM_CONFIGS][:len(rows)]
+    assert len(broken) == 1 and (broken[0]["kraft_version"], broken[0]["seeds"]) == (at[1], seeds)
+    assert broken[0]["seed"] == f"11..{10 + seeds}" and broken[0]["n"] == 1 + CONFIGS.index(at[:2])
+    assert [r["n"] for r in rows] == list(range(1, len(rows) + 1))
+    assert json.loads((tmp_path / "report" / "hunt.json").read_text())["rows"] == rows
+
+
+def test_a_configuration_whose_simulator_fails_leaves_and_the_others_go_on(tmp_path):
+    clock = Clock()
+    sim = fake_sim(clock)
+    simulate = sim.simulate
+
+    tries = []
+
+    def fails_for_brokers_at_kv1(opts, seeds, workers=2, deadline=None):
+        tries.append((opts.brokers, opts.kraft_version))
+        if (opts.brokers, opts.kraft_version) == (3, 1) and seeds.start > 11:
+            raise RuntimeError("worker died")          # its second batch
+        return simulate(opts, seeds, workers, deadline)
+
+    sim.simulate = fails_for_brokers_at_kv1
+    doc = hunt(tmp_path, clock, FakeCluster(clock), sim=sim, minutes=6).run()
+    sims = [r for r in doc["rows"] if r["phase"] == "sim"]
+    assert [r["verdict"] for r in sims] == ["valid", "valid", "valid", "error"]
+    assert sims[3]["seeds"] == 10 and sims[3]["error"] == "RuntimeError: worker died" and sims[3]["batches"] == 2
+    assert all(r["seeds"] > 50 for r in sims[:3])      # they had its part of the share
+    assert tries.count((3, 1)) == 2 and tries.count((0, 0)) > 2        # not tried again
+    assert doc["exit_code"] == 5
+
+
+def test_a_warm_batch_runs_its_first_seed_in_this_process_and_the_rest_in_workers():
+    from harness.hunt.sim_phase import SIM_WORKERS, run_batch
+    clock = Clock()
+    sim = fake_sim(clock, bad={(0, 0): {1}})
+    cfg = portfolio.SIM_CONFIGS[0]
+    row, first = run_batch(sim, cfg, (), 1, 5, clock.t + 100, False, lambda: 0.0, lambda m: None, warm=True)
+    assert [(c.workers, c.seeds) for c in sim.calls] == [(1, range(1, 2)), (SIM_WORKERS, range(2, 6))]
+    assert (row["seeds"], row["seed"], first["seed"]) == (5, "1..5", 1)
+    sim.calls.clear()
+    row, first = run_batch(sim, cfg, (), 1, 5, clock.t + 100, True, lambda: 0.0, lambda m: None, warm=True)
+    assert [c.workers for c in sim.calls] == [1] and (row["seeds"], first["seed"]) == (1, 1)    # stopped at once

@@ -198,3 +198,13 @@ def test_options_are_checked_against_the_registries_and_repeat():
     k = HuntOptions(seed=1, db="kafka", kafka_version="3.9.2")
     k.check()
     assert k.workloads == ("metadata", "queue") and k.overrides() == {"kafka_version": "3.9.2"}
+
+
+def test_the_simulation_rounds_grow_and_add_up_to_the_seeds_of_a_configuration():
+    targets = pf.sim_targets()
+    assert targets[-1] == pf.SIM_SEEDS == sum(pf.SIM_ROUNDS) and targets == sorted(set(targets))
+    assert targets[0] <= 25                     # the last configuration starts a few seconds in
+    sizes = [b - a for a, b in zip([0, *targets], targets)]
+    assert sizes == list(pf.SIM_ROUNDS) and sizes == sorted(sizes)
+    assert pf.sim_targets(120) == [10, 50, 120] and pf.sim_targets(5) == [5]
+    assert pf.sim_targets(1500) == [10, 50, 150, 400, 1000, 1500]

@@ -2,8 +2,10 @@
 first failure shrunk to a scenario; the report written as it goes.
 
 1. **Simulation** (harness/hunt/sim_phase.py), on the target the simulator models, when
-   ``sim`` is importable and not ``--no-sim``: a batch per simulator configuration, each with
-   an equal part of ``SIM_SHARE`` of the budget, under the lock (it loads both cores).
+   ``sim`` is importable and not ``--no-sim``: within ``SIM_SHARE`` of the budget, rounds of
+   growing size (portfolio ``sim_targets``) round-robin over the simulator configurations
+   (``SIM_CONFIGS``), each round a batch per configuration that continues its seeds, under the
+   lock (it loads both cores); a configuration is one row, merged from its batches.
 2. **Replay**: when the simulator found a failure and the hunt goes on, its exported scenario
    runs once on a real cluster.
 3. **Real runs** (harness/hunt/real_phase.py): the rotation (harness/hunt/portfolio.py), each
@@ -11,7 +13,7 @@ first failure shrunk to a scenario; the report written as it goes.
    run fits (or :data:`MAX_ERRORS_IN_A_ROW` runs in a row could not be made).
 
 The first failure (a violated invariant, or an invalid real run) is recorded with the time
-into the hunt at which it was known, then shrunk: a simulator seed by ``sim.api.shrink_and_export``,
+into the hunt at which it was known, then shrunk at once: a simulator seed by ``sim.api.shrink_and_export``,
 a real run by harness/hunt/shrink_real.py (with the rest of the budget under ``--stop-at-first``,
 else with at most half of it). Then the hunt stops (``--stop-at-first``) or goes on. Ctrl-C
 (and SIGTERM) tears the current run down (the runner does) and ends the hunt with its report.
@@ -33,7 +35,7 @@ from harness.hunt.options import HuntOptions
 from harness.hunt.real_phase import RealRunner, RunFn
 from harness.hunt.report import HuntReport
 from harness.hunt.shrink_real import PLACEMENT, shrink_failure
-from harness.hunt.sim_phase import SIM_TARGET, load_api, run_batch, sim_command, sim_options
+from harness.hunt.sim_phase import SIM_TARGET, load_api, merge_rows, run_batch, sim_command, sim_options
 from harness.run.runner import Interrupted
 from history import store
 from targets.registry import target_spec
@@ -44,6 +46,8 @@ log = logging.getLogger("kraft_chaos.hunt")
 LOAD = object()
 #: real runs in a row that could not be made (a broken engine, a host gone) end the hunt
 MAX_ERRORS_IN_A_ROW = 3
+#: why the simulation phase ended early: its share of the budget, or the lock not free in it
+NO_TIME, NO_LOCK = "time", "lock"
 
 
 def _interrupt(signum, frame) -> None:
@@ -91,6 +95,10 @@ class Hunt:
                                        "schedules": [s for s, _ in self.order]}, opts.junit)
         self.stopped = False
         self._noted: set[str] = set()
+        # the simulation phase: each configuration's batches, its row, the first failure's scenario
+        self._batches: dict[portfolio.SimConfig, list[dict]] = {cfg: [] for cfg in portfolio.SIM_CONFIGS}
+        self._sim_rows: dict[portfolio.SimConfig, dict] = {}
+        self._scenario: Path | None = None
 
     @property
     def doc(self) -> dict:
@@ -139,7 +147,20 @@ class Hunt:
     # -- simulation -------------------------------------------------------------
 
     def sim_phase(self) -> Path | None:
-        """The simulator's batches; returns the scenario its first failure was exported to, or None."""
+        """The simulator's seeds; returns the scenario its first failure was exported to, or None.
+
+        Round ``k`` brings each configuration still in (:data:`portfolio.SIM_CONFIGS` order) up
+        to ``portfolio.sim_targets()[k]`` seeds with one batch that continues its seed range:
+        a bug only a later configuration shows is found seconds into the hunt, not after the
+        earlier ones' seeds. Each batch takes the lock; its deadline is its equal part of what
+        is left of the share among the batches left in the round (so a round the share cuts
+        short still gives each configuration its part), never past the share's end. A
+        configuration leaves when its seeds are done or the simulator raised; the phase ends
+        with the share, when every configuration has left, or at the first failure under
+        ``--stop-at-first``. A configuration's row is added after its first batch (round 1
+        runs them in order, so the rows are in :data:`portfolio.SIM_CONFIGS` order) and
+        updated in place after each later one; the first failure is shrunk as soon as it
+        comes (:meth:`sim_failure`)."""
         if self.opts.db != SIM_TARGET:
             status, why = "not-for-target", f"the simulator models --db {SIM_TARGET} only"
         elif not self.opts.sim:
@@ -152,24 +173,98 @@ class Hunt:
         if status != "ran":
             self.echo(f"simulation: {status}: {why}")
             return None
-        scenario = None
-        share = portfolio.SIM_SHARE * self.budget.seconds
-        for i, cfg in enumerate(portfolio.SIM_CONFIGS):
-            by = self.budget.start + share * (i + 1) / len(portfolio.SIM_CONFIGS)
-            with self.budget.lock(self.opts.lock, by) as held:
-                if not held:
-                    self._note(f"simulation {cfg.label()} kv{cfg.kraft_version}: not run, the lock was not "
-                               f"free before its share of the budget ended")
-                    continue
-                row, first = run_batch(self.api, cfg, self.opts.unsafe, self.opts.seed, portfolio.SIM_SEEDS, by,
-                                       self.opts.stop_at_first, self.budget.elapsed, self.echo)
-                row = self._add(row)
-                if first is not None and self.doc["first_failure"] is None:
-                    scenario = self.sim_failure(cfg, row, first)
-                    if self.opts.stop_at_first:
+        configs = portfolio.SIM_CONFIGS
+        end = self.budget.start + portfolio.SIM_SHARE * self.budget.seconds
+        targets = portfolio.sim_targets()
+        left: list[portfolio.SimConfig] = list(configs)        # the configurations still in
+
+        def done(cfg: portfolio.SimConfig) -> int:
+            return sum(b["seeds"] for b in self._batches[cfg])
+
+        for k, target in enumerate(targets):
+            plan = [cfg for cfg in left if done(cfg) < target]
+            for i, cfg in enumerate(plan):
+                if self.budget.clock() >= end:
+                    return self._sim_end(NO_TIME)
+                with self.budget.lock(self.opts.lock, end) as held:
+                    if not held:
+                        return self._sim_end(NO_LOCK)
+                    now = self.budget.clock()
+                    by = min(end, now + (end - now) / (len(plan) - i))
+                    ran = done(cfg)
+                    # a configuration's first failing seed is echoed, not every batch's
+                    echo = self.echo if not any(b["anomalies"] for b in self._batches[cfg]) else lambda m: None
+                    try:
+                        batch, first = run_batch(
+                            self.api, cfg, self.opts.unsafe, self.opts.seed + ran, target - ran, by,
+                            self.opts.stop_at_first, self.budget.elapsed, echo,
+                            on_failure=lambda partial, first, cfg=cfg: self._sim_found(cfg, partial, first),
+                            warm=not any(self._batches.values()))        # the phase's first seed
+                    except KeyboardInterrupt as e:      # the batch's row joins its configuration's
+                        if getattr(e, "row", None) is not None:
+                            self._batches[cfg].append(e.row)    # type: ignore[attr-defined]
+                            if cfg in self._sim_rows:           # updated in place; run() adds no other
+                                self._sim_row(cfg)
+                                e.row = None                    # type: ignore[attr-defined]
+                            else:
+                                e.row = self._sim_merged(cfg)   # type: ignore[attr-defined]
+                        raise
+                    self._batches[cfg].append(batch)
+                    row = self._sim_row(cfg)
+                    if batch["verdict"] == "error" or done(cfg) >= portfolio.SIM_SEEDS:
+                        left.remove(cfg)
+                    if first is not None and self.doc["first_failure"] is None:
+                        self._scenario = self.sim_failure(cfg, row, first)
+                    if first is not None and self.opts.stop_at_first:
                         self.stopped = True
-                        return scenario
-        return scenario
+                        return self._sim_end(None)
+            self.echo(f"simulation round {k + 1} of {len(targets)} done at {self.budget.elapsed():.0f} s: "
+                      + ", ".join(f"{c.label()} kv{c.kraft_version} {done(c)}" for c in configs) + " seeds")
+            if not left:
+                break
+        return self._sim_end(None)
+
+    def _sim_merged(self, cfg: portfolio.SimConfig, partial: dict | None = None) -> dict:
+        batches = self._batches[cfg] + ([partial] if partial is not None else [])
+        return merge_rows(cfg, self.opts.unsafe, self.opts.seed, batches, round(self.budget.elapsed(), 1))
+
+    def _sim_row(self, cfg: portfolio.SimConfig, partial: dict | None = None) -> dict:
+        """The report's row of ``cfg`` merged from its batches (and ``partial``, a batch under
+        way): added when it has none yet, else updated in place (its ``n`` kept); saved."""
+        merged = self._sim_merged(cfg, partial)
+        self.doc["lock_wait_s"] = round(self.budget.waited_s, 1)
+        row = self._sim_rows.get(cfg)
+        if row is None:
+            row = self._sim_rows[cfg] = self.report.add(merged)
+            return row
+        n = row["n"]
+        row.clear()
+        row.update(merged, n=n)
+        self.report.save()
+        return row
+
+    def _sim_found(self, cfg: portfolio.SimConfig, partial: dict, first: dict) -> None:
+        """A batch's first failure, as it comes (the batch goes on after): the hunt's first
+        failure, shrunk at once, when there is none yet."""
+        if self.doc["first_failure"] is None:
+            self._scenario = self.sim_failure(cfg, self._sim_row(cfg, partial), first)
+
+    def _sim_end(self, why: str | None) -> Path | None:
+        """End the phase: a configuration that never ran is a note (``why`` :data:`NO_LOCK`) or
+        a skipped row (:data:`NO_TIME`; not under ``--stop-at-first``'s end); echo the rows."""
+        for cfg in portfolio.SIM_CONFIGS:
+            if cfg in self._sim_rows or self.stopped:
+                continue
+            if why == NO_LOCK:
+                self._note(f"simulation {cfg.label()} kv{cfg.kraft_version}: not run, the lock was not free before "
+                           f"the simulation's share of the budget ended")
+            else:
+                self._sim_row(cfg)
+        if why == NO_LOCK:
+            self._note("the simulation stopped: the lock was not free before its share of the budget ended")
+        for row in self._sim_rows.values():
+            self.echo(row_line(row))
+        return self._scenario
 
     def sim_failure(self, cfg: portfolio.SimConfig, row: dict, first: dict) -> Path | None:
         """Record the simulator's first failure and export its shrunk scenario; returns its path."""

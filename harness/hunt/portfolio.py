@@ -5,7 +5,10 @@ Pure (no I/O, no clock): the same ``--seed``, target and workloads give the same
 
 **Simulation** (our quorum only): :data:`SIM_CONFIGS`, quorum-only and with brokers, each at
 kraft.version 0 and 1, up to :data:`SIM_SEEDS` seeds each, within :data:`SIM_SHARE` of the
-budget.
+budget, interleaved in rounds of growing size (:data:`SIM_ROUNDS`, :func:`sim_targets`): round
+``k`` brings every configuration, in :data:`SIM_CONFIGS` order, up to ``sim_targets()[k]``
+seeds, so that a bug only a later configuration shows is found within seconds while each
+configuration still gets its seeds.
 
 **Real runs**: :func:`rotation` cycles through :func:`hunt_schedules` (the target's default
 schedule first, then the schedules its bug catalogues name, in an order drawn from the seed),
@@ -58,6 +61,27 @@ class SimConfig:
 
 #: what the simulation phase runs, in order
 SIM_CONFIGS = (SimConfig(0, 0), SimConfig(0, 1), SimConfig(3, 0), SimConfig(3, 1))
+#: seeds each configuration gets in each round of the simulation phase (sum: :data:`SIM_SEEDS`).
+#: The first round is small so that the last configuration starts a few seconds into the hunt
+#: (30 seeds of the others first, ~0.2 s each on two cores); the rounds then grow ~2.5x so that a
+#: phase is 5 batches per configuration (each costs a worker pool, the wait for its last seeds
+#: and the lock), and a configuration is never more than one round ahead of another.
+SIM_ROUNDS = (10, 40, 100, 250, 600)
+
+
+def sim_targets(seeds: int = SIM_SEEDS, rounds: tuple[int, ...] = SIM_ROUNDS) -> list[int]:
+    """The seeds each configuration has run by the end of each round: the running sums of
+    ``rounds`` cut at ``seeds``, the last one ``seeds`` (a last round added when ``rounds`` fall
+    short), e.g. ``[10, 50, 150, 400, 1000]``."""
+    out: list[int] = []
+    total = 0
+    for n in rounds:
+        total = min(seeds, total + n)
+        if total > (out[-1] if out else 0):
+            out.append(total)
+    if seeds > 0 and (not out or out[-1] < seeds):
+        out.append(seeds)
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
