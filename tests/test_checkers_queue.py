@@ -1,6 +1,5 @@
 """The queue checkers (checkers/queue_*.py) on synthetic histories: valid ones, each anomaly,
 the unknown verdicts, and a 100k-op history judged in one streaming run."""
-import time
 
 import pytest
 
@@ -312,26 +311,11 @@ def synthetic(n_sends: int, partitions: int = 3, page: int = 100):
     return h.ops
 
 
-def test_a_100k_op_history_is_checked_quickly_by_every_queue_checker():
+def test_a_100k_op_history_is_checked_by_every_queue_checker():
+    """A healthy 100k-op history: every checker judges it valid and counts every send. (How
+    long it takes is a figure, not a test: tests make no timing assertions.)"""
     ops = synthetic(50_000)
     assert len(ops) >= 100_000
-    t0 = time.monotonic()
     res = run_all(ops)
-    elapsed = time.monotonic() - t0
     assert {n: r["valid"] for n, r in res.items()} == {n: True for n in ALL}
     assert res["queue-lost"]["acked"] == 50_000
-    assert elapsed < 20, f"{elapsed:.1f} s"
-
-
-@pytest.mark.parametrize("k", [100, 1000])
-def test_cost_grows_linearly_not_quadratically(k):
-    """Ten times the history takes far less than a hundred times as long."""
-    t_small = _time(run_all, synthetic(k))
-    t_big = _time(run_all, synthetic(k * 10))
-    assert t_big < 40 * max(t_small, 0.002)
-
-
-def _time(fn, arg) -> float:
-    t0 = time.monotonic()
-    fn(arg)
-    return time.monotonic() - t0
