@@ -183,20 +183,39 @@ class SshdHosts:
         """stdout of ``argv`` run in host ``i``'s (1-based) network namespace."""
         return _sh("ip", "netns", "exec", self.namespaces[i - 1], *argv).stdout
 
-    def leftovers(self, run_dir: str) -> list[str]:
+    def leftovers(self, run_dir: str, settle_s: float = 10.0) -> list[str]:
         """What a kraft-chaos run left on these hosts: the run dir, ``KC-*`` iptables chains in
-        each host, processes in the namespaces other than sshd (a node's init or process)."""
+        each host, processes in the namespaces other than sshd (a node's init or process).
+
+        A killed process leaves the namespace a moment after the kill returns (its command line
+        empty while it exits; a zombie until reaped, which is no leftover): while only such
+        processes remain, look again, for up to ``settle_s`` seconds."""
+        deadline = time.monotonic() + settle_s
+        while True:
+            found, exiting = self._leftovers(run_dir)
+            if not exiting or time.monotonic() >= deadline:
+                return found + exiting
+            time.sleep(0.2)
+
+    def _leftovers(self, run_dir: str) -> tuple[list[str], list[str]]:
+        """``(leftovers, processes exiting)``: see :meth:`leftovers`."""
         found = [f"folder {run_dir}"] if os.path.exists(run_dir) else []
+        exiting = []
         for i, ns in enumerate(self.namespaces, start=1):
             found += [f"h{i} iptables {line}" for line in self.ns_exec(i, "iptables", "-S").splitlines() if "KC-" in line]
             for pid in _sh("ip", "netns", "pids", ns, check=False).stdout.split():
                 try:
                     cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                except OSError:
+                    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                except (OSError, IndexError):
                     continue
-                if "sshd" not in cmd:
+                if state in ("Z", "X"):
+                    continue                    # dead, awaiting its parent's wait()
+                if not cmd.strip():
+                    exiting.append(f"h{i} process {pid}: (exiting)")
+                elif "sshd" not in cmd:
                     found.append(f"h{i} process {pid}: {cmd.strip()}")
-        return found
+        return found, exiting
 
     def close(self) -> None:
         """Kill every process in the namespaces; remove the namespaces, bridge, FORWARD rule
