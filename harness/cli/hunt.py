@@ -19,7 +19,7 @@ from clusters.registry import CHOICES as BACKENDS, needs_hosts
 from harness.cli.args import (db_name, hosts_file, ipv4_subnet, kafka_version, number, positive_int, seed_value,
                               unsafe_switches)
 from harness.cli.console import console_logging, remove_console_logging
-from harness.cli.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+from harness.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED
 from harness.config.run import RunConfig
 from harness.hunt.loop import Hunt
 from harness.hunt.options import HuntOptions

@@ -17,7 +17,7 @@ from checkers.fold import CheckContext
 from checkers.node_data import NodeData
 from checkers.registry import check_all_folds
 from harness.cli.args import number, positive_int, seed_value, unsafe_switches
-from harness.cli.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_VALID
+from harness.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_VALID
 from sim import judging
 from sim.api import SeedOutcome, SimOptions, simulate
 from sim.switch_options import options_for

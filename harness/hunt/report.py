@@ -27,7 +27,7 @@ import os
 import shutil
 from pathlib import Path
 
-from harness.cli.exits import EXIT_HARNESS
+from harness.exits import EXIT_HARNESS
 from harness.cli.matrix import exit_code as matrix_exit_code
 from harness.cli.matrix_report import VERDICTS, anomaly_text, write_junit
 from history import store
