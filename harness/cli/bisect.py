@@ -26,7 +26,7 @@ from typing import Callable
 
 from harness.catalogue.bisect import MODES, Subject, check_release, release_verdict, search, subject
 from harness.catalogue.scoring import outcome_line, outcomes_json, run_one, summarize
-from harness.cli.args import ipv4_subnet, kafka_version, positive_int, seed_value
+from harness.config.values import ipv4_subnet, kafka_version, positive_int, seed_value
 from harness.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED
 from harness.config.scenario import ScenarioError
 from harness.run.runner import Interrupted

@@ -31,7 +31,7 @@ from harness.catalogue.bugs import CATALOGUE, Bug, bug_named
 from harness.catalogue.kafka_bugs import KAFKA_CATALOGUE, KafkaBug, kafka_bug_named
 from harness.catalogue.scoring import (OVERHEAD_S, outcome_line, outcomes_json, run_one,  # noqa: F401
                                         summarize)
-from harness.cli.args import ipv4_subnet, number, positive_int, seed_value
+from harness.config.values import ipv4_subnet, number, positive_int, seed_value
 from harness.config.schedules import SCHEDULES
 from harness.run.runner import Interrupted
 from history import store

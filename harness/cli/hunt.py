@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from clusters.registry import CHOICES as BACKENDS, needs_hosts
-from harness.cli.args import (db_name, hosts_file, ipv4_subnet, kafka_version, number, positive_int, seed_value,
+from harness.config.values import (db_name, hosts_file, ipv4_subnet, kafka_version, number, positive_int, seed_value,
                               unsafe_switches)
 from harness.cli.console import console_logging, remove_console_logging
 from harness.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from clusters.errors import ClusterError
-from harness.cli.args import ipv4_subnet
+from harness.config.values import ipv4_subnet
 from harness.cli.matrix_file import Cell, Matrix, MatrixError, load
 from harness.cli.matrix_report import VERDICTS, format_table, write_junit
 from harness.reports.summary import format_results

@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.cli import args as arg_types
+from harness.config import values as arg_types
 from harness.config.run import RunConfig
 from nemesis.schedule import MODES, parse_fault_names
 from targets.errors import TargetError

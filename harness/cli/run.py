@@ -8,7 +8,7 @@ import sys
 
 from clusters.errors import ClusterError
 from clusters.registry import CHOICES as BACKENDS, needs_hosts
-from harness.cli.args import (db_name, hosts_file, ipv4_subnet, kafka_prop, kafka_version, nemeses, number,
+from harness.config.values import (db_name, hosts_file, ipv4_subnet, kafka_prop, kafka_version, nemeses, number,
                               positive_int, seed_value, unsafe_switches, workload_name)
 from harness.cli.console import console_logging, remove_console_logging
 from harness.exits import EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_HARNESS, EXIT_INTERRUPTED, verdict_exit

@@ -10,7 +10,7 @@ from pathlib import Path
 from harness.catalogue.detection import anomaly_kinds
 from harness.catalogue.families import FAMILIES, differs, family, format_table, run_timeline, write_doc
 from harness.catalogue.shrink import fault_units, shrink, units_to_steps
-from harness.cli.args import ipv4_subnet, positive_int, seed_value
+from harness.config.values import ipv4_subnet, positive_int, seed_value
 from harness.exits import EXIT_BAD_INPUT
 from harness.cli.run import run_and_report
 from harness.config.run import RunConfig, run_table, scenario_config

@@ -16,7 +16,7 @@ from pathlib import Path
 from checkers.fold import CheckContext
 from checkers.node_data import NodeData
 from checkers.registry import check_all_folds
-from harness.cli.args import number, positive_int, seed_value, unsafe_switches
+from harness.config.values import number, positive_int, seed_value, unsafe_switches
 from harness.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_VALID
 from sim import judging
 from sim.api import SeedOutcome, SimOptions, simulate

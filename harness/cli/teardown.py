@@ -7,7 +7,7 @@ import sys
 
 from clusters.errors import ClusterError
 from clusters.registry import BACKENDS, teardown_everything, teardown_ssh
-from harness.cli.args import hosts_file
+from harness.config.values import hosts_file
 from harness.exits import EXIT_BAD_INPUT, EXIT_CLUSTER
 from harness.run import disks
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.cli.args import positive_int
+from harness.config.values import positive_int
 from harness.config.options import WORKLOAD_OPTIONS
 
 
