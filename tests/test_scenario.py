@@ -215,7 +215,7 @@ def test_bad_kafka_settings_name_the_line(tmp_path, run, line, needle):
 
 def test_kafka_prop_on_the_command_line_reaches_every_server_properties(capsys):
     from harness.cli.run import add_parser
-    from harness.config.values import Parser
+    from harness.cli.args import Parser
     from targets.kafka import server_config as sc
     parser = Parser(prog="x")
     add_parser(parser.add_subparsers(dest="command"))

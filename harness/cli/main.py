@@ -13,7 +13,7 @@ import sys
 from typing import Sequence
 
 from harness.cli import analyze, bisect, bugs, check, hunt, matrix, run, scenario, simulate, teardown
-from harness.config.values import Parser, UsageError
+from harness.cli.args import Parser, UsageError
 from harness.exits import EXIT_BAD_INPUT
 from harness.web import serve
 
@@ -26,7 +26,7 @@ COMMANDS = {"run": run.cmd_run, "check": check.cmd_check, "teardown": teardown.c
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``kraft-chaos`` argument parser (errors raise :class:`harness.config.values.UsageError`)."""
+    """The ``kraft-chaos`` argument parser (errors raise :class:`harness.cli.args.UsageError`)."""
     p = Parser(prog="kraft-chaos", description="Jepsen-style fault injection for a KRaft quorum.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     run.add_parser(sub)

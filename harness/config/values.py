@@ -1,6 +1,6 @@
-"""The ``kraft-chaos`` argument types: each parses one flag's text or raises
-``argparse.ArgumentTypeError`` naming the flag and the bad value; and the parser whose errors
-raise :class:`UsageError` (exit 3) instead of exiting 2."""
+"""The value types of what a run is told, as text: each parses one value (a command-line flag's,
+or a matrix file's, harness/matrix/file.py) or raises ``argparse.ArgumentTypeError`` naming
+the flag and the bad value (the command line's parser, harness/cli/args.py, exits 3 with it)."""
 from __future__ import annotations
 
 import argparse
@@ -15,19 +15,6 @@ from targets.kafka.releases import release
 from targets.registry import target_spec
 from workloads import WORKLOADS
 
-
-class UsageError(Exception):
-    """Bad command-line input (exit 3); the message names the bad value."""
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse that raises :class:`UsageError` instead of exiting 2."""
-
-    def error(self, message: str):  # type: ignore[override]
-        raise UsageError(f"{self.prog}: error: {message}")
-
-
-# -- argument types ---------------------------------------------------------
 
 def positive_int(name: str, minimum: int = 1):
     def parse(text: str) -> int:
