@@ -1,6 +1,6 @@
 """Matrix files (``kraft-chaos matrix FILE.toml``): reading and checking them, and their cells.
 
-The format is in :mod:`harness.cli.matrix`'s docstring and ``examples/nightly.toml``.
+The format is in :mod:`harness.matrix.cells`'s docstring and ``examples/nightly.toml``.
 A bad file is a :class:`MatrixError` naming the file, the line and the key.
 """
 from __future__ import annotations

@@ -15,14 +15,14 @@ The file (see ``examples/nightly.toml``)::
     workloads = ["metadata"]
     time_limit = 90
 
-The settings a file may give are ``harness.cli.matrix_file.RUN_FIELDS``. A
+The settings a file may give are ``harness.matrix.file.RUN_FIELDS``. A
 workload a target cannot run (workloads/registry.py) is skipped with a
 note. An unknown key, target, workload, nemesis or unsafe switch, or a bad
 value, is a :class:`MatrixError` naming the file, line and key (exit 3).
 
 Every cell is one :func:`harness.run.runner.run_test` in the store; a cell whose
 run fails (cluster or harness error) is recorded and the matrix goes on.
-``matrix.json`` and ``matrix.xml`` (JUnit, :mod:`harness.cli.matrix_report`) are
+``matrix.json`` and ``matrix.xml`` (JUnit, :mod:`harness.matrix.report`) are
 rewritten after every cell into the output folder (``--out``, default
 ``<store>/matrix/<timestamp>/``). Exit code: 1 if any cell is invalid, else
 2 if any is unknown, else 4 if every failed cell was a cluster error, 5 if
@@ -38,8 +38,8 @@ from typing import Any, Callable
 
 from clusters.errors import ClusterError
 from harness.config.values import ipv4_subnet
-from harness.cli.matrix_file import Cell, Matrix, MatrixError, load
-from harness.cli.matrix_report import VERDICTS, format_table, write_junit
+from harness.matrix.file import Cell, Matrix, MatrixError, load
+from harness.matrix.report import VERDICTS, format_table, write_junit
 from harness.reports.summary import format_results
 from harness.run import runner
 from harness.run.runner import Interrupted, RunSetupError
