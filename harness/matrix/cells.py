@@ -1,53 +1,28 @@
-"""``kraft-chaos matrix FILE.toml``: workloads x nemeses x targets x seeds, run back to back.
-
-The file (see ``examples/nightly.toml``)::
-
-    name = "nightly"                   # optional: the JUnit suite's name
-    targets = ["kraft", "kafka"]       # default ["kraft"]
-    workloads = ["append", "kv"]       # default: each target's default workload
-    nemeses = ["partition,kill", "pause", "none"]   # --nemesis values; default: the run's default
-    seeds = [1, 2, 3]                  # or a count: seeds = 3 is 0, 1, 2; default [0]
-    kafka_versions = ["3.9", "4.4.0"]  # Kafka releases (a line: its newest patch); kafka cells only
-    time_limit = 60                    # shared RunConfig settings, top level
-    nodes = 5
-
-    [target.kafka]                     # per-target overrides: settings and the axes
-    workloads = ["metadata"]
-    time_limit = 90
-
-The settings a file may give are ``harness.matrix.file.RUN_FIELDS``. A
-workload a target cannot run (workloads/registry.py) is skipped with a
-note. An unknown key, target, workload, nemesis or unsafe switch, or a bad
-value, is a :class:`MatrixError` naming the file, line and key (exit 3).
+"""The cells of a matrix run back to back (``kraft-chaos matrix FILE.toml``; the file:
+harness/matrix/file.py).
 
 Every cell is one :func:`harness.run.runner.run_test` in the store; a cell whose
 run fails (cluster or harness error) is recorded and the matrix goes on.
 ``matrix.json`` and ``matrix.xml`` (JUnit, :mod:`harness.matrix.report`) are
-rewritten after every cell into the output folder (``--out``, default
-``<store>/matrix/<timestamp>/``). Exit code: 1 if any cell is invalid, else
-2 if any is unknown, else 4 if every failed cell was a cluster error, 5 if
-another error, else 0; 3 for a bad file; 130 on Ctrl-C (after writing what
-ran, the rest as not run).
+rewritten after every cell into the output folder. Exit code (:func:`exit_code`): 1 if any
+cell is invalid, else 2 if any is unknown, else 4 if every failed cell was a cluster error, 5
+if another error, else 0; 130 on Ctrl-C (after writing what ran, the rest as not run).
 """
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from clusters.errors import ClusterError
-from harness.config.values import ipv4_subnet
-from harness.matrix.file import Cell, Matrix, MatrixError, load
-from harness.matrix.report import VERDICTS, format_table, write_junit
+from harness.matrix.file import Cell, Matrix
+from harness.matrix.report import VERDICTS, write_junit
 from harness.reports.summary import format_results
 from harness.run import runner
 from harness.run.runner import Interrupted, RunSetupError
 from history import store
 from targets.errors import TargetError
 from targets.kraft_db import DBError
-
-# -- running -----------------------------------------------------------------
 
 def _error_kind(e: BaseException) -> str:
     """``cluster`` (the cluster or engine could not be set up), ``config`` or ``harness``."""
@@ -152,44 +127,3 @@ def _write(doc: dict, records: list[dict], out: Path, t0: float) -> None:
     doc["exit_code"] = exit_code(records, doc["interrupted"])
     store.write_json(out / "matrix.json", doc)
     write_junit(doc, out / "matrix.xml")
-
-
-# -- the command ---------------------------------------------------------------
-
-def cmd_matrix(args) -> int:
-    """``kraft-chaos matrix FILE.toml``: see the module docstring."""
-    overrides = {k: v for k, v in (("store", args.store), ("subnet", args.subnet)) if v is not None}
-    try:
-        matrix = load(args.file, overrides)
-    except (MatrixError, FileNotFoundError, IsADirectoryError) as e:
-        print(f"kraft-chaos matrix: {e}", file=sys.stderr)
-        return 3
-    if args.dry_run:
-        for s in matrix.skipped:
-            print(f"skipped: {s['reason']}")
-        for c in matrix.cells:
-            print(f"{c.id}: {c.config.repeat_command()}")
-        print(f"{len(matrix.cells)} cell(s)")
-        return 0
-    root = matrix.cells[0].config.store
-    out = Path(args.out) if args.out else Path(root) / "matrix" / store.timestamp()
-    try:
-        doc = run_matrix(matrix, out)
-    except KeyboardInterrupt:          # a second Ctrl-C while writing
-        print("interrupted", file=sys.stderr)
-        return 130
-    print(format_table(doc))
-    print(f"matrix.json and matrix.xml in {out}")
-    return doc["exit_code"]
-
-
-def add_parser(sub) -> None:
-    """The ``matrix`` subcommand's arguments."""
-    m = sub.add_parser("matrix", help="run workloads x nemeses x targets x seeds from a TOML file; "
-                                      "summary table, matrix.json, JUnit XML")
-    m.add_argument("file", metavar="FILE.toml", help="the matrix (see examples/nightly.toml)")
-    m.add_argument("--out", default=None, help="where matrix.json and matrix.xml go "
-                                               "(default STORE/matrix/<time>)")
-    m.add_argument("--store", default=None, help="store root for the runs (default: the file's, or ./store)")
-    m.add_argument("--subnet", type=ipv4_subnet, default=None, help="cluster subnet (default: the file's)")
-    m.add_argument("--dry-run", action="store_true", help="list the cells and their commands; run nothing")
