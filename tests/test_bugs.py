@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from harness.cli import bugs
+from harness.bugs import runs as bugs
 from harness.cli import main as cli
 from history import store
 from harness.catalogue.bugs import CATALOGUE, bug_named

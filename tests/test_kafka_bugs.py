@@ -9,7 +9,7 @@ import json
 import pytest
 
 from harness.catalogue.kafka_bugs import KAFKA_CATALOGUE, KAFKA_CLASSES, Side, kafka_bug_named, known_kinds
-from harness.cli import bugs
+from harness.bugs import runs as bugs
 from harness.cli import main as cli
 from harness.config.run import RunConfig
 from harness.config.schedules import SCHEDULES
