@@ -12,8 +12,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from harness.bugs import runs as bugs
-from harness.cli import analyze, bisect, check, hunt, matrix, run, scenario, simulate, teardown
+from harness.cli import analyze, bisect, bugs, check, hunt, matrix, run, scenario, simulate, teardown
 from harness.cli.args import Parser, UsageError
 from harness.exits import EXIT_BAD_INPUT
 from harness.web import serve
