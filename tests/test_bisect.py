@@ -1,4 +1,4 @@
-"""``kraft-chaos bisect`` (harness/catalogue/bisect.py, harness/cli/bisect.py) with stand-ins for real
+"""``kraft-chaos bisect`` (harness/bisect/, harness/cli/bisect.py) with stand-ins for real
 runs: the search (bisect and step), a release's verdict from its runs, the subjects, the table,
 bisect.json and the exit codes. Real runs: tests/integration/test_kafka_bugs.py (``-m slow``)."""
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from harness.catalogue.bisect import release_verdict, search, subject
+from harness.bisect.search import release_verdict, search, subject
 from harness.catalogue.scoring import RunOutcome
-from harness.cli import bisect as bisect_cli
+from harness.bisect import runs as bisect_cli
 from harness.cli import main as cli
 from history import store
 from targets.kafka.releases import patches_between

@@ -7,7 +7,7 @@ on ``--kinds``. The releases are every patch of the releases table from A to B
 (``targets/kafka/releases.py``, ``Release.patches``: those that resolve from Maven Central),
 or ``--releases``. Each release runs ``--runs`` times (seeds ``seed .. seed+runs-1``); its
 verdict is ``invalid`` when a run showed the anomaly, ``valid`` when none did
-(:mod:`harness.catalogue.bisect`). ``--mode bisect`` (default) halves the range, ``step``
+(:mod:`harness.bisect.search`). ``--mode bisect`` (default) halves the range, ``step``
 runs every release.
 
 Prints a table (release, runs, detected, verdict, anomaly kinds) and the first release
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from harness.catalogue.bisect import MODES, Subject, check_release, release_verdict, search, subject
+from harness.bisect.search import MODES, Subject, check_release, release_verdict, search, subject
 from harness.catalogue.scoring import outcome_line, outcomes_json, run_one, summarize
 from harness.config.values import ipv4_subnet, kafka_version, positive_int, seed_value
 from harness.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED
@@ -40,7 +40,7 @@ def run_bisect(subj: Subject, releases: list[str], runs: int, seed: int, root: s
                run: Callable | None = None, on_release: Callable[[dict], None] | None = None) -> dict:
     """Search ``releases`` for the change of ``subj``'s verdict, ``runs`` runs per release
     tested; returns the ``bisect.json`` document: the subject, the releases, the search's
-    answer (:func:`harness.catalogue.bisect.search`) and per release tested its summary and
+    answer (:func:`harness.bisect.search.search`) and per release tested its summary and
     outcomes. ``on_release(doc)`` is called after each release (to write it out)."""
     doc: dict = {"subject": subj.name, "what": subj.what, "describe": subj.describe(),
                  "kinds": list(subj.kinds), "mode": mode, "runs_per_release": runs, "seed": seed,
