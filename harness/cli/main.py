@@ -12,8 +12,7 @@ import argparse
 import sys
 from typing import Sequence
 
-from harness.bisect import runs as bisect
-from harness.cli import analyze, bugs, check, hunt, matrix, run, scenario, simulate, teardown
+from harness.cli import analyze, bisect, bugs, check, hunt, matrix, run, scenario, simulate, teardown
 from harness.cli.args import Parser, UsageError
 from harness.exits import EXIT_BAD_INPUT
 from harness.web import serve
