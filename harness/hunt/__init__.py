@@ -7,5 +7,5 @@ deadline, what a run is expected to take, the cluster lock within the deadline),
 ``sim_phase.py`` (the simulator's seeds, when ``sim/`` is importable), ``real_phase.py`` (the
 real-cluster runs), ``shrink_real.py`` (a failed real run shrunk to a scenario file),
 ``report.py`` (hunt.json, the table, JUnit, the exit code) and ``loop.py`` (the hunt itself).
-The command line is harness/cli/hunt.py.
+The command line is the ``hunt`` subcommand.
 """

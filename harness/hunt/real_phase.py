@@ -18,12 +18,12 @@ from typing import Any, Callable
 
 from harness.catalogue.detection import first_anomaly_in_run
 from harness.catalogue.kafka_bugs import known_kinds
-from harness.matrix.cells import run_cell
-from harness.matrix.file import Cell
 from harness.config.run import RunConfig
 from harness.hunt.budget import Budget, Overheads
 from harness.hunt.options import HuntOptions
 from harness.hunt.portfolio import fit, limit_s, run_kind, shortest_s
+from harness.matrix.cells import run_cell
+from harness.matrix.file import Cell
 from harness.run import runner
 from targets.errors import TargetError
 from targets.registry import target_spec
