@@ -3,12 +3,14 @@ chart, the correct-build runs and the exit code."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from harness.bugs import report, runs as bug_runs
 from harness.cli import bugs as bugs_cli
 from harness.cli import main as cli
 from history import store
 from harness.catalogue.bugs import CATALOGUE, bug_named
+from harness.config import values
 from harness.config.schedules import SCHEDULES
 
 
@@ -90,3 +92,18 @@ def test_a_scenario_schedule_runs_the_scenarios_run_table_and_steps():
     assert (fields["workload"], fields["brokers"], fields["min_insync_replicas"]) == ("queue", 3, 2)
     cfg = RunConfig(seed=1, unsafe=["hw-below-min-isr"], **fields)      # a config the runner takes
     assert cfg.scenario == fields["scenario"] and cfg.unclean_leader_election is True
+
+
+def test_cli_lock_is_the_default_file_unless_another_or_none_is_given(tmp_path, monkeypatch, capsys):
+    seen = []
+    doc = {"runs_per_bug": 1, "bugs": [], "correct": []}
+    monkeypatch.setattr(bugs_cli, "run_bugs", lambda *a, **k: seen.append(k["lock"]) or doc)
+    out = ["--runs", "1", "--out", str(tmp_path / "o")]
+    assert cli.main(["bugs", *out]) == 0
+    assert seen[-1] == values.DEFAULT_LOCK and Path(values.DEFAULT_LOCK).is_file()      # created if missing
+    assert cli.main(["bugs", *out, "--lock", str(tmp_path / "new" / "l.lock")]) == 0
+    assert seen[-1] == str(tmp_path / "new" / "l.lock") and (tmp_path / "new" / "l.lock").is_file()
+    assert cli.main(["bugs", *out, "--lock", "none"]) == 0 and seen[-1] is None
+    assert cli.main(["bugs", *out, "--lock", "/proc/self/no-such/l.lock"]) == 3
+    assert "cannot create or open the lock file '/proc/self/no-such/l.lock'" in capsys.readouterr().err
+    assert len(seen) == 3

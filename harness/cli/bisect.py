@@ -25,6 +25,7 @@ from pathlib import Path
 
 from harness.bisect.runs import exit_code, format_table, run_bisect
 from harness.bisect.search import MODES, check_release, subject
+from harness.cli.args import add_lock_flag
 from harness.config.scenario import ScenarioError
 from harness.config.values import ipv4_subnet, kafka_version, positive_int, seed_value
 from harness.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED
@@ -98,5 +99,4 @@ def add_parser(sub) -> None:
     b.add_argument("--store", default="store", help="store root for the runs (default ./store)")
     b.add_argument("--out", default=None, help="where bisect.json goes (default STORE/bisect/<time>)")
     b.add_argument("--subnet", type=ipv4_subnet, default=None, help="cluster subnet (default: run's default)")
-    b.add_argument("--lock", default=None, metavar="FILE",
-                   help="hold an exclusive flock on FILE during each run (e.g. /work/.cluster.lock)")
+    add_lock_flag(b)

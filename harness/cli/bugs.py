@@ -16,7 +16,8 @@ Two catalogues, by ``--db``:
 Prints a table (detected/runs, median time to the first anomalous op, anomaly kinds), and
 writes ``bugs.json`` and ``bugs.png`` into the output folder (``--db kafka``: also ``bugs.md``, the
 table as Markdown, the README's form). ``--lock FILE`` holds an
-exclusive ``flock`` on FILE during each run, not between them. Exit code 0 when every bug
+exclusive ``flock`` on FILE during each run, not between them (default
+``/run/lock/kraft-chaos.lock``; ``--lock none``: no lock). Exit code 0 when every bug
 was detected in every run and there was no false alarm, 1 otherwise, 3 for bad input, 130
 when interrupted.
 """
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from harness.bugs.report import KAFKA_MARKDOWN_HEADER, exit_code, format_table, kafka_markdown_rows, write_chart
 from harness.bugs.runs import CATALOGUES, DEFAULT_BUDGET_S, paired, run_bugs, run_kafka_bugs
+from harness.cli.args import add_lock_flag
 from harness.config.schedules import SCHEDULES
 from harness.config.values import ipv4_subnet, number, positive_int, seed_value
 from harness.run.runner import Interrupted
@@ -94,8 +96,6 @@ def add_parser(sub) -> None:
     b.add_argument("--store", default="store", help="store root for the runs (default ./store)")
     b.add_argument("--out", default=None, help="where bugs.json and bugs.png go (default STORE/bugs/<time>)")
     b.add_argument("--subnet", type=ipv4_subnet, default=None, help="cluster subnet (default: run's default)")
-    b.add_argument("--lock", default=None, metavar="FILE",
-                   help="hold an exclusive flock on FILE during each run (e.g. /work/.cluster.lock), "
-                        "so that others can run between them")
+    add_lock_flag(b)
     b.add_argument("--schedule", choices=sorted(SCHEDULES), default=None,
                    help="run every bug under this schedule instead of its own (e.g. default; --db kraft)")

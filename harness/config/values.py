@@ -1,6 +1,6 @@
 """The value types of what a run is told, as text: each parses one value (a command-line flag's,
 or a matrix file's, harness/matrix/file.py) or raises ``argparse.ArgumentTypeError`` naming
-the flag and the bad value (the command line's parser, harness/cli/args.py, exits 3 with it)."""
+the flag and the bad value (``kraft-chaos`` exits 3 with it)."""
 from __future__ import annotations
 
 import argparse
@@ -115,3 +115,27 @@ def kafka_prop(text: str) -> tuple[str, str]:
     if not eq or not key:
         raise argparse.ArgumentTypeError(f"--kafka-prop takes KEY=VALUE (a Kafka server property), got {text!r}")
     return key, value.strip()
+
+
+#: the lock file that ``bugs``, ``bisect``, ``hunt`` and ``scenario``'s families hold during each
+#: run unless told otherwise (``--lock``): the conventional place of lock files on Linux (FHS)
+DEFAULT_LOCK = "/run/lock/kraft-chaos.lock"
+#: the ``--lock`` value that takes no lock
+NO_LOCK = "none"
+
+
+def lock_file(text: str) -> str | None:
+    """``--lock FILE``: a file to ``flock`` during each run, created (with its folder) if missing;
+    ``none``: no lock (None). Raises ``argparse.ArgumentTypeError`` naming the file when it
+    cannot be created or opened for writing."""
+    if text.strip().lower() == NO_LOCK:
+        return None
+    path = Path(text)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a"):
+            pass
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f"--lock: cannot create or open the lock file {text!r} "
+                                         f"({e.strerror or e}): give another FILE, or --lock {NO_LOCK}") from None
+    return text
