@@ -1,8 +1,8 @@
 """The hunt (``kraft-chaos hunt``): a time budget spent on the portfolio, phase by phase; the
 first failure shrunk to a scenario; the report written as it goes.
 
-1. **Simulation** (harness/hunt/sim_phase.py), on the target the simulator models, unless
-   ``--no-sim``: its seeds judged by our checkers (harness/simulation/judge.py), within ``SIM_SHARE`` of the budget, rounds of
+1. **Simulation** (harness/hunt/sim_phase.py, judged by our checkers), on the target the
+   simulator models, unless ``--no-sim``: within ``SIM_SHARE`` of the budget, rounds of
    growing size (portfolio ``sim_targets``) round-robin over the simulator configurations
    (``SIM_CONFIGS``), each round a batch per configuration that continues its seeds, under the
    lock (it loads both cores); a configuration is one row, merged from its batches.
@@ -94,9 +94,8 @@ class Hunt:
         self.opts, self.echo = opts, echo
         self.budget = Budget(opts.minutes * 60.0, clock)
         self.runner = RealRunner(opts, self.budget, run)
-        self.api = SIMULATOR if sim_api is DEFAULT else sim_api
+        self.api, self.judge = SIMULATOR if sim_api is DEFAULT else sim_api, judge
         self.api_why = None if self.api is not None else "no simulator given"
-        self.judge = judge
         self.report = HuntReport(out, {"command": opts.repeat_command(), "db": opts.db, "seed": opts.seed,
                                        "minutes": opts.minutes, "workloads": list(opts.workloads),
                                        "unsafe": list(opts.unsafe), "kafka_version": opts.kafka_version,
