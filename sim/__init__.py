@@ -1,9 +1,9 @@
-"""The deterministic simulator (issue 24 part 2, ``kraft-chaos simulate``): whole clusters of our
-quorum cores (kraft/quorum/) and broker cores (kraft/replication/) in one process, in virtual
-time, under seeded faults, with named invariants checked after every step and a Jepsen
-history per schedule.
+"""The deterministic simulator (``kraft-chaos simulate``): whole clusters of our quorum cores
+(kraft/quorum/) and broker cores (kraft/replication/) in one process, in virtual time, under
+seeded faults, with named invariants checked after every step and a Jepsen history per
+schedule.
 
 Layers: ``sim/`` imports ``kraft/``, ``history/`` and ``generator/`` only. The judge (our
-checkers) is handed in by the harness (:mod:`sim.judging`). The public API is
-:mod:`sim.api` (the contract of /work/notes/SIM_API.md).
+checkers) is a parameter that the caller passes in (:mod:`sim.judging`). The public API is
+:mod:`sim.api` (its contract: sim/README.md).
 """

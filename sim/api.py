@@ -1,9 +1,9 @@
-"""The simulator's public API (the contract of /work/notes/SIM_API.md, used by ``kraft-chaos
-simulate`` and ``kraft-chaos hunt``): :class:`SimOptions`, :class:`SeedOutcome`,
-:func:`simulate` and :func:`shrink_and_export`.
+"""The simulator's public API (its contract: sim/README.md; used by ``kraft-chaos simulate``,
+``kraft-chaos hunt`` and ``make bench``): :class:`SimOptions`, :class:`SeedOutcome`,
+:func:`simulate`, :func:`run_seed` and :func:`shrink_and_export`.
 
-Seeds run in worker processes (multiprocessing, ``fork``: the judge registered in the
-parent, sim/judging.py, is the workers' too); each outcome depends on its seed alone.
+Seeds run in worker processes (multiprocessing, ``fork``); the judge (sim/judging.py) is a
+parameter, sent to the workers with each seed; each outcome depends on its seed alone.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Iterable, Iterator
 
 from kraft.unsafe import SWITCHES
 
-from . import judging
+from .judging import Judge
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,11 +84,12 @@ class SeedOutcome:
                 self.trace, self.verdict)
 
 
-def run_seed(opts: SimOptions, seed: int) -> SeedOutcome:
-    """Run one seed in this process (with the registered judge, if any)."""
+def run_seed(opts: SimOptions, seed: int, judge: Judge | None = None) -> SeedOutcome:
+    """Run one seed in this process, its history judged by ``judge`` (None: the invariants
+    alone). A simulator error is this seed's failure (invariant ``sim-error``), not raised."""
     from .schedule import run_schedule
     try:
-        r = run_schedule(opts, seed, judge=judging.get())
+        r = run_schedule(opts, seed, judge=judge)
     except Exception as e:  # noqa: BLE001 - a simulator bug is reported as this seed's failure
         import traceback
         where = traceback.extract_tb(e.__traceback__)[-1]
@@ -112,16 +113,18 @@ def _worker_init() -> None:
 
 
 def simulate(opts: SimOptions, seeds: Iterable[int], workers: int = 2,
-             deadline: float | None = None) -> Iterator[SeedOutcome]:
+             deadline: float | None = None, judge: Judge | None = None) -> Iterator[SeedOutcome]:
     """Run each seed (in ``workers`` processes; 1: in this one), yielding outcomes as they
     finish (not in seed order); stops starting seeds once ``time.monotonic()`` passes
-    ``deadline``. Raises ValueError for bad options."""
+    ``deadline``. ``judge`` judges each history (None: the invariants alone); with workers it
+    is pickled by name, so it must be a module-level function. Raises ValueError for bad
+    options."""
     opts.check()
     if workers <= 1:
         for s in seeds:
             if deadline is not None and time.monotonic() > deadline:
                 return
-            yield run_seed(opts, s)
+            yield run_seed(opts, s, judge)
         return
     ctx = multiprocessing.get_context("fork")
     seeds = iter(seeds)
@@ -134,7 +137,7 @@ def simulate(opts: SimOptions, seeds: Iterable[int], workers: int = 2,
                 s = next(seeds, None)
                 if s is None:
                     return
-                inflight.append(pool.apply_async(_work, ((opts, s),)))
+                inflight.append(pool.apply_async(_work, ((opts, s, judge),)))
         top_up()
         while inflight:
             ready = next((r for r in inflight if r.ready()), None)
@@ -146,11 +149,12 @@ def simulate(opts: SimOptions, seeds: Iterable[int], workers: int = 2,
             top_up()
 
 
-def shrink_and_export(opts: SimOptions, seed: int, out_dir: Path) -> Path:
-    """Shrink a failing seed's trace (sim/shrink.py) and write its scenario file (the one
-    ``kraft-chaos scenario run FILE`` replays, sim/export.py); returns the file's path.
-    Raises ValueError when the seed does not fail."""
+def shrink_and_export(opts: SimOptions, seed: int, out_dir: Path, judge: Judge | None = None) -> Path:
+    """Shrink a failing seed's trace (sim/shrink.py; each candidate judged by ``judge``, as
+    :func:`simulate` judged the seed) and write its scenario file (the one ``kraft-chaos
+    scenario run FILE`` replays, sim/export.py); returns the file's path. Raises ValueError
+    when the seed does not fail."""
     from .export import write_scenario
     from .shrink import shrink_seed
-    result = shrink_seed(opts.check(), seed, judge=judging.get())
+    result = shrink_seed(opts.check(), seed, judge=judge)
     return write_scenario(opts, seed, result, Path(out_dir))

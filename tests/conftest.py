@@ -1,5 +1,5 @@
 """Shared fixtures: one local[2] SparkSession for the whole session (UI off), started
-only by the tests that ask for it."""
+only by the tests that ask for it; the commands' default lock file, the session's own."""
 from __future__ import annotations
 
 import pytest
@@ -13,3 +13,12 @@ def spark():
     session = spark_session("local[2]", app="kraft-chaos tests", shuffle_partitions=4, driver_memory="2g")
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _a_default_lock_of_the_tests_own(tmp_path_factory, monkeypatch):
+    """The commands' default ``--lock`` (harness/config/values.py ``DEFAULT_LOCK``, read when a
+    parser is built) is a file of this test session's, never the machine's: a real run holding
+    the machine's lock cannot stall a unit test, and no test writes under /run/lock."""
+    from harness.config import values
+    monkeypatch.setattr(values, "DEFAULT_LOCK", str(tmp_path_factory.getbasetemp() / "kraft-chaos.lock"))

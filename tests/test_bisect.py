@@ -1,4 +1,4 @@
-"""``kraft-chaos bisect`` (harness/catalogue/bisect.py, harness/cli/bisect.py) with stand-ins for real
+"""``kraft-chaos bisect`` (harness/bisect/, harness/cli/bisect.py) with stand-ins for real
 runs: the search (bisect and step), a release's verdict from its runs, the subjects, the table,
 bisect.json and the exit codes. Real runs: tests/integration/test_kafka_bugs.py (``-m slow``)."""
 from __future__ import annotations
@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from harness.catalogue.bisect import release_verdict, search, subject
+from harness.bisect.search import release_verdict, search, subject
 from harness.catalogue.scoring import RunOutcome
+from harness.bisect import runs as bisect_runs
 from harness.cli import bisect as bisect_cli
 from harness.cli import main as cli
 from history import store
@@ -107,17 +108,17 @@ def test_run_bisect_runs_n_seeds_per_release_and_scores_on_the_kinds(tmp_path):
         found = {"disruptive-election": 1, **({"stale-leader": 1} if cfg.kafka_version < "3.7.0" else {})}
         return {"valid": False, "anomalies": found, "checkers": {k: {"anomalies": [{"op": 1}]} for k in found}}, run_dir
 
-    doc = bisect_cli.run_bisect(subject("KAFKA-15489"), RELEASES, 2, 7, str(tmp_path), echo=lambda m: None, run=run)
+    doc = bisect_runs.run_bisect(subject("KAFKA-15489"), RELEASES, 2, 7, str(tmp_path), echo=lambda m: None, run=run)
     assert doc["changed_at"] == "3.7.0" and doc["before"] == "3.6.2" and doc["from"] == "invalid"
     assert all(seed in (7, 8) for _, seed in seen) and len(seen) == 2 * len(doc["tested"])
     assert doc["results"]["3.5.2"]["detected"] == 2 and doc["results"]["3.8.1"]["verdict"] == "valid"
-    table = bisect_cli.format_table(doc)
+    table = bisect_runs.format_table(doc)
     assert "the verdict changes at 3.7.0: invalid up to 3.6.2, valid from 3.7.0" in table
     assert "<- changed here" in table and "not run" in table
-    assert bisect_cli.exit_code(doc) == 0
+    assert bisect_runs.exit_code(doc) == 0
     # scored on the whole verdict, every 3.x release is invalid: no change in the range
-    doc = bisect_cli.run_bisect(subject("kafka-fence"), RELEASES, 1, 7, str(tmp_path), echo=lambda m: None, run=run)
-    assert doc["changed_at"] is None and bisect_cli.exit_code(doc) == 1
+    doc = bisect_runs.run_bisect(subject("kafka-fence"), RELEASES, 1, 7, str(tmp_path), echo=lambda m: None, run=run)
+    assert doc["changed_at"] is None and bisect_runs.exit_code(doc) == 1
 
 
 def test_cli_bad_input_exits_3_and_a_run_writes_bisect_json(tmp_path, monkeypatch, capsys):

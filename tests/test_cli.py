@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from harness.cli import exits, main as cli
+from harness import exits
+from harness.cli import main as cli
 from history import store
 from history import HistoryWriter
 

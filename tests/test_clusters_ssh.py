@@ -16,7 +16,8 @@ from clusters.remote import RemoteError
 from clusters.ssh_cluster import SshCluster
 from clusters.ssh_hosts import load_hosts
 from clusters.ssh_session import SshHostError
-from harness.cli import exits, main as cli
+from harness import exits
+from harness.cli import main as cli
 from tests.sshd_hosts import NOSUDO, SshdHosts, fingerprint_of, sshd_skip_reason
 
 pytestmark = [pytest.mark.netns, pytest.mark.skipif(sshd_skip_reason() is not None, reason=sshd_skip_reason() or "")]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from clusters.ssh_hosts import HostsFileError, HostSpec, load_hosts
-from harness.cli import exits, main as cli
+from harness import exits
+from harness.cli import main as cli
 
 
 def write(tmp_path, text: str):

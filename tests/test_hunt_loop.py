@@ -23,8 +23,8 @@ from harness.config.scenario import load
 from harness.hunt import portfolio
 from harness.hunt.loop import MAX_ERRORS_IN_A_ROW, Hunt
 from harness.hunt.options import HuntOptions
-from harness.hunt.sim_phase import load_api
 from harness.run.runner import Interrupted
+from harness.simulation.judge import judge_history
 from nemesis.faults import KINDS
 
 #: what a stand-in run takes besides its time limit (virtual s)
@@ -149,11 +149,13 @@ def fake_sim(clock: Clock, bad: dict | None = None, per_seed_s: float = 0.5, rai
     """A ``sim.api`` stand-in: each seed takes ``per_seed_s`` of the clock; the seeds in
     ``bad[(brokers, kraft_version)]`` violate ``at-most-one-leader``; a failing seed exports a
     scenario with one kill (``exported``: options, seed, path and the clock then).
-    ``interrupt_at`` ``(brokers, kraft_version, seed)``: Ctrl-C instead of that seed."""
-    api = types.SimpleNamespace(SimOptions=SimOptions, calls=[], exported=[])
+    ``interrupt_at`` ``(brokers, kraft_version, seed)``: Ctrl-C instead of that seed.
+    ``judges``: the judge each call of ``simulate`` and ``shrink_and_export`` was given."""
+    api = types.SimpleNamespace(SimOptions=SimOptions, calls=[], exported=[], judges=[])
 
-    def simulate(opts, seeds, workers=2, deadline=None):
+    def simulate(opts, seeds, workers=2, deadline=None, judge=None):
         api.calls.append(SimCall(opts, workers, deadline, seeds, clock.t))
+        api.judges.append(judge)
         if raises is not None:
             raise raises
         for s in seeds:
@@ -166,7 +168,8 @@ def fake_sim(clock: Clock, bad: dict | None = None, per_seed_s: float = 0.5, rai
             yield SeedOutcome(s, not hit, "at-most-one-leader" if hit else None,
                               "two leaders in epoch 4 at 12.5 s" if hit else None, 900, 30.0, per_seed_s)
 
-    def shrink_and_export(opts, seed, out_dir):
+    def shrink_and_export(opts, seed, out_dir, judge=None):
+        api.judges.append(judge)
         path = Path(out_dir) / f"seed-{seed}.toml"
         path.write_text('[run]\nseed = %d\nnodes = 3\n\n[[step]]\nnemesis = "start-kill"\nvalue = { kind = "leader" }\n\n'
                         '[[step]]\nsleep = 2\n\n[[step]]\nnemesis = "stop-kill"\nvalue = { kind = "leader" }\n' % seed)
@@ -268,6 +271,7 @@ def test_simulation_seeds_first_in_rounds_within_their_share_then_real_runs(tmp_
         ("quorum", 0), ("quorum", 1), ("quorum+3 brokers", 0), ("quorum+3 brokers", 1)]
     assert doc["rows"][:4] == sims and all(r["phase"] == "real" for r in doc["rows"][4:]) and len(doc["rows"]) > 4
     assert all(c.opts.unsafe == ("no-check-quorum",) for c in sim.calls)
+    assert set(sim.judges) == {judge_history}           # our checkers judge every simulated history
     # a 120 s share at 0.5 s a seed: rounds of 10 and 40 seeds per configuration in turn, then a
     # third round (100 asked) that the share cuts: each configuration gets an equal part of its rest
     share = portfolio.SIM_SHARE * h.budget.seconds
@@ -368,13 +372,16 @@ def test_a_simulated_failure_with_stop_at_first_ends_the_hunt(tmp_path):
     assert doc["first_failure"]["row"] == 3 and doc["first_failure"]["elapsed_s"] == 11.0     # 10 + 10 + 2 seeds
     assert [len(c.seeds) for c in batches(sim)] == [10, 10, 10]
     assert run.calls == [] and doc["exit_code"] == 1 and doc["first_failure"]["scenario"].endswith("seed-12.toml")
+    assert len(sim.exported) == 1 and sim.judges[-1] is judge_history      # the shrink judges as the seeds were
 
 
-def test_without_a_simulator_or_with_a_broken_one_the_hunt_still_runs_and_says_so(tmp_path):
-    api, why = load_api("no_such_simulator.api")
-    assert api is None and "not importable" in why
-    api, why = load_api("json")           # a module that lacks the contract
-    assert api is None and "lacks SimOptions, simulate, shrink_and_export" in why
+def test_by_default_the_hunt_runs_the_simulator_judged_by_our_checkers(tmp_path):
+    import sim.api
+    h = Hunt(HuntOptions(seed=1, store=str(tmp_path / "s")), tmp_path / "r", run=FakeCluster(Clock()))
+    assert h.api is sim.api and h.judge is judge_history and h.api_why is None
+
+
+def test_with_a_broken_simulator_the_hunt_still_runs_and_says_so(tmp_path):
     clock = Clock()
     doc = hunt(tmp_path, clock, FakeCluster(clock), sim=fake_sim(clock, raises=RuntimeError("core dumped")),
                minutes=6).run()
@@ -460,7 +467,7 @@ def test_a_batch_that_ran_no_seed_is_skipped_and_a_violation_stands_if_the_simul
                            echo=lambda m: None)
     assert (row["verdict"], row["seeds"], first) == ("skipped", 0, None) and "no seed ran" in row["reason"]
 
-    def broken_after_a_violation(opts, seeds, workers=2, deadline=None):
+    def broken_after_a_violation(opts, seeds, workers=2, deadline=None, judge=None):
         yield SeedOutcome(1, False, "hw-monotonic", "n2's high watermark went from 9 to 7", 10, 30.0, 0.1)
         raise RuntimeError("worker died")
 
@@ -519,11 +526,11 @@ def test_a_configuration_whose_simulator_fails_leaves_and_the_others_go_on(tmp_p
 
     tries = []
 
-    def fails_for_brokers_at_kv1(opts, seeds, workers=2, deadline=None):
+    def fails_for_brokers_at_kv1(opts, seeds, workers=2, deadline=None, judge=None):
         tries.append((opts.brokers, opts.kraft_version))
         if (opts.brokers, opts.kraft_version) == (3, 1) and seeds.start > 11:
             raise RuntimeError("worker died")          # its second batch
-        return simulate(opts, seeds, workers, deadline)
+        return simulate(opts, seeds, workers, deadline, judge)
 
     sim.simulate = fails_for_brokers_at_kv1
     doc = hunt(tmp_path, clock, FakeCluster(clock), sim=sim, minutes=6).run()

@@ -3,6 +3,7 @@ rotates through, the rotation over workloads and kraft.versions, the runs' setti
 what fits in the time left, and the lock within a deadline. Pure logic; nothing runs."""
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import itertools
 import threading
@@ -12,6 +13,7 @@ import pytest
 
 from harness.catalogue.bugs import CATALOGUE
 from harness.catalogue.kafka_bugs import KAFKA_CATALOGUE
+from harness.config import values
 from harness.config.run import RunConfig
 from harness.config.schedules import SCHEDULES
 from harness.hunt import portfolio as pf
@@ -185,7 +187,10 @@ def test_options_are_checked_against_the_registries_and_repeat():
     assert o.workloads == KRAFT_WLS and o.overrides() == {"unsafe": ["no-check-quorum"]}
     assert o.repeat_command() == ("kraft-chaos hunt --db kraft --minutes 20 --seed 4 --workload append --workload kv "
                                   "--workload queue --unsafe no-check-quorum --stop-at-first --no-sim "
-                                  "--subnet 10.131.0.0/24")
+                                  "--subnet 10.131.0.0/24 --lock none")          # options with no lock
+    # the command's default lock is no flag; another file is named
+    assert "--lock" not in dataclasses.replace(o, lock=values.DEFAULT_LOCK).repeat_command()
+    assert dataclasses.replace(o, lock="/tmp/x.lock").repeat_command().endswith("--subnet 10.131.0.0/24 --lock /tmp/x.lock")
     assert o.placement() == {"store": "store", "cluster": "auto", "subnet": "10.131.0.0/24"}
     for bad, needle in ((HuntOptions(seed=1, db="kafka", unsafe=("no-fsync",)), "--unsafe does not apply to --db kafka"),
                         (HuntOptions(seed=1, kafka_version="3.9.2"), "--kafka-version does not apply to --db kraft"),

@@ -1,5 +1,5 @@
 """Apache Kafka's bug catalogue (harness/catalogue/kafka_bugs.py) and ``kraft-chaos bugs --db kafka``
-(harness/cli/bugs.py) with a stand-in for real runs: the table's facts, what each entry runs,
+(harness/bugs/, harness/cli/bugs.py) with a stand-in for real runs: the table's facts, what each entry runs,
 scoring on the declared kinds only, the false alarms, the table and bugs.json.
 The real runs are in tests/integration/test_kafka_bugs.py (``-m slow``)."""
 from __future__ import annotations
@@ -9,7 +9,8 @@ import json
 import pytest
 
 from harness.catalogue.kafka_bugs import KAFKA_CATALOGUE, KAFKA_CLASSES, Side, kafka_bug_named, known_kinds
-from harness.cli import bugs
+from harness.bugs import report, runs as bug_runs
+from harness.cli import bugs as bugs_cli
 from harness.cli import main as cli
 from harness.config.run import RunConfig
 from harness.config.schedules import SCHEDULES
@@ -85,7 +86,7 @@ def test_runs_are_scored_on_the_declared_kinds_only(tmp_path):
     seen: list = []
     run = fake_run(tmp_path, {"3.6.2": {"stale-leader": 2, "disruptive-election": 1},
                               "3.7.0": {"disruptive-election": 3}}, seen)
-    doc = bugs.run_kafka_bugs([kafka_bug_named("KAFKA-15489")], runs=2, fixed_runs=2, seed=5,
+    doc = bug_runs.run_kafka_bugs([kafka_bug_named("KAFKA-15489")], runs=2, fixed_runs=2, seed=5,
                               root=str(tmp_path), budget_s=150, echo=lambda m: None, run=run)
     assert seen == [("3.6.2", 0, 5, "kafka"), ("3.6.2", 0, 6, "kafka"), ("3.7.0", 0, 5, "kafka"),
                     ("3.7.0", 0, 6, "kafka")]
@@ -96,23 +97,23 @@ def test_runs_are_scored_on_the_declared_kinds_only(tmp_path):
     assert (f["detected"], f["false_alarms"], f["all_kinds"]) == (0, 0, {"disruptive-election": 2})
     assert all(o["valid"] is False and not o["detected"] for o in f["outcomes"])
     assert b["kinds_declared"] == ["stale-leader"] and b["command"].startswith("kraft-chaos bugs --db kafka --only KAFKA-15489")
-    table = bugs.format_table(doc)
+    table = report.format_table(doc)
     assert "KAFKA-15489" in table and "3.6.2 kv0" in table and "2/2" in table and "0/2" in table
     assert "false alarms (fixed releases showing a declared kind): 0/2" in table
-    (row,) = bugs.kafka_markdown_rows(doc)
+    (row,) = report.kafka_markdown_rows(doc)
     assert row.startswith("| KAFKA-15489 | leader fencing and check quorum |")
     assert "| 3.6.2 (kraft.version 0) | 3.7.0 (kraft.version 0) | `kafka-fence` | stale-leader | 2/2 | 2.5 | 0/2 |" in row
-    assert bugs.KAFKA_MARKDOWN_HEADER.splitlines()[0].count("|") == row.count("|")      # one cell per column
-    bugs.write_chart(doc, tmp_path / "bugs.png")
+    assert report.KAFKA_MARKDOWN_HEADER.splitlines()[0].count("|") == row.count("|")      # one cell per column
+    report.write_chart(doc, tmp_path / "bugs.png")
     assert (tmp_path / "bugs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_a_fixed_release_that_shows_the_declared_kind_is_a_false_alarm(tmp_path):
     run = fake_run(tmp_path, {"3.5.1": {"crashed-node": 1}, "3.5.2": {"crashed-node": 1}}, [])
-    doc = bugs.run_kafka_bugs([kafka_bug_named("KAFKA-15312")], runs=1, fixed_runs=1, seed=1,
+    doc = bug_runs.run_kafka_bugs([kafka_bug_named("KAFKA-15312")], runs=1, fixed_runs=1, seed=1,
                               root=str(tmp_path), budget_s=150, echo=lambda m: None, run=run)
     assert doc["bugs"][0]["fixed"]["false_alarms"] == 1
-    assert "<- false alarms" in bugs.format_table(doc)
+    assert "<- false alarms" in report.format_table(doc)
 
 
 def test_the_time_to_detect_is_the_first_op_of_a_declared_kind(tmp_path):
@@ -140,7 +141,7 @@ def test_each_run_holds_the_lock_file_and_no_longer(tmp_path):
                 held.append(True)
         return fake_run(tmp_path, {}, [])(cfg)
 
-    bugs.run_kafka_bugs([kafka_bug_named("KAFKA-16164")], runs=1, fixed_runs=1, seed=1, root=str(tmp_path),
+    bug_runs.run_kafka_bugs([kafka_bug_named("KAFKA-16164")], runs=1, fixed_runs=1, seed=1, root=str(tmp_path),
                         budget_s=150, echo=lambda m: None, run=run, lock=str(lock))
     assert held == [True, True]
     with open(lock) as fh:           # free between and after the runs
@@ -162,7 +163,7 @@ def test_cli_kafka_catalogue_writes_bugs_json_and_refuses_kraft_only_options(tmp
                           "all_kinds": {"stale-leader": 1}, "errors": 0},
              "fixed": {"version": "3.7.0", "kraft_version": 0, "runs": 1, "detected": 0, "false_alarms": 0,
                        "median_detect_s": None, "all_kinds": {}, "errors": 0}}]}
-    monkeypatch.setattr(bugs, "run_kafka_bugs", fake)
+    monkeypatch.setattr(bugs_cli, "run_kafka_bugs", fake)
     assert cli.main(["bugs", "--db", "kafka", "--only", "KAFKA-15489", "--runs", "1", "--lock", "/tmp/l",
                      "--out", str(tmp_path / "o")]) == 0
     assert seen == {"names": ["KAFKA-15489"], "runs": 1, "fixed_runs": 1, "lock": "/tmp/l"}
@@ -193,7 +194,7 @@ def test_every_kafka_schedule_runs_on_kafka_and_fits_the_budget():
         cfg = RunConfig(seed=1, **sched.run_config())
         cfg.check()
         assert cfg.db == "kafka" and cfg.workload == "metadata", name
-        assert sched.time_limit + bugs.OVERHEAD_S <= bugs.DEFAULT_BUDGET_S, name
+        assert sched.time_limit + bug_runs.OVERHEAD_S <= bug_runs.DEFAULT_BUDGET_S, name
     assert all(s.db == "kraft" for n, s in SCHEDULES.items() if not n.startswith("kafka-"))
 
 

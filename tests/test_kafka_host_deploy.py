@@ -15,7 +15,8 @@ from clusters import jre
 from clusters.errors import ClusterError
 from clusters.registry import Resolved
 from clusters.ssh_scripts import preflight_script
-from harness.cli import exits, main as cli
+from harness import exits
+from harness.cli import main as cli
 from targets.kafka import host_files
 from targets.kafka.image import config_files
 from targets.kafka.logging_stacks import CONFIG_DIR

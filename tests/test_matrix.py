@@ -9,8 +9,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from harness.cli import main as cli
-from harness.cli import matrix
-from harness.cli.matrix import MatrixError, exit_code, load, run_matrix
+from harness.matrix import cells as matrix
+from harness.matrix.cells import exit_code, run_matrix
+from harness.matrix.file import MatrixError, load
 
 VALID = {"valid": True, "anomalies": {"lost-write": 0}}
 INVALID = {"valid": False, "anomalies": {"lost-write": 2, "phantom": 1, "duplicate": 0}}
@@ -138,7 +139,7 @@ def test_outputs_json_junit_table_and_exit_codes(tmp_path):
     assert cases["partition,kill seed 0"].find("failure") is None
     assert "does not run on --db kafka" in cases["unsupported"].find("skipped").get("message")
 
-    from harness.cli.matrix_report import format_table
+    from harness.matrix.report import format_table
     table = format_table(stored)
     assert "INVALID" in table and "lost-write 2, phantom 1" in table and "ClusterError: no engine" in table
     assert "1 valid, 1 invalid, 1 unknown, 2 error" in table
@@ -239,7 +240,7 @@ def test_a_bad_kafka_versions_axis_names_its_line(tmp_path, text, needle):
 
 
 def test_the_axis_release_is_in_the_table_and_junit(tmp_path):
-    from harness.cli.matrix_report import format_table, write_junit
+    from harness.matrix.report import format_table, write_junit
     m = _load_text(tmp_path, 'targets = ["kafka"]\nkafka_versions = ["4.3"]\nnemeses = ["kill"]\n')
     rec = matrix._record(m.cells[0])
     rec.update(verdict="valid", wall_s=1.0)

@@ -7,10 +7,9 @@ import dataclasses
 
 import pytest
 
-import harness.cli.simulate  # noqa: F401 - registers the judge (our checkers)
 from harness.cli.main import main
 from harness.config.scenario import load
-from sim import judging
+from harness.simulation.judge import judge_history
 from sim.api import SimOptions, shrink_and_export, simulate
 from sim.schedule import plan_for, run_schedule
 from sim.shrink import shrink_seed
@@ -18,7 +17,7 @@ from sim.switch_options import options_for
 
 
 def test_fifty_seeds_of_the_correct_build_find_nothing():
-    outcomes = list(simulate(SimOptions(), range(1, 51), workers=2))
+    outcomes = list(simulate(SimOptions(), range(1, 51), workers=2, judge=judge_history))
     assert sorted(o.seed for o in outcomes) == list(range(1, 51))
     bad = [(o.seed, o.invariant, o.detail) for o in outcomes if not o.ok]
     assert bad == []
@@ -26,16 +25,25 @@ def test_fifty_seeds_of_the_correct_build_find_nothing():
     assert all(o.verdict is True for o in outcomes)        # the checkers judged every history
 
 
+def test_the_judge_is_what_the_caller_passes_to_the_workers_or_none():
+    """No judge is registered anywhere: without one only the invariants judge (verdict None);
+    the one passed reaches the forked workers as it does this process."""
+    assert {o.verdict for o in simulate(SimOptions(), range(1, 3), workers=2)} == {None}
+    assert {o.verdict for o in simulate(SimOptions(), range(1, 3), workers=2, judge=judge_history)} == {True}
+    assert {o.verdict for o in simulate(SimOptions(), range(1, 2), workers=1, judge=judge_history)} == {True}
+
+
 def test_a_seed_replays_bit_for_bit():
     opts = SimOptions(kraft_version=1)
-    a = run_schedule(opts, 7, judge=judging.get(), keep=True)
-    b = run_schedule(opts, 7, judge=judging.get(), keep=True)
+    a = run_schedule(opts, 7, judge=judge_history, keep=True)
+    b = run_schedule(opts, 7, judge=judge_history, keep=True)
     assert a.ops == b.ops and a.nodes == b.nodes and a.trace == b.trace and a.events == b.events
-    c = run_schedule(opts, 8, judge=judging.get(), keep=True)
+    c = run_schedule(opts, 8, judge=judge_history, keep=True)
     assert c.ops != a.ops
     # in worker processes too: the same outcomes, whatever order they finish in
-    first = sorted((o.key() for o in simulate(SimOptions(unsafe=("commit-minority",)), range(1, 9))))
-    again = sorted((o.key() for o in simulate(SimOptions(unsafe=("commit-minority",)), range(1, 9), workers=1)))
+    planted = SimOptions(unsafe=("commit-minority",))
+    first = sorted((o.key() for o in simulate(planted, range(1, 9), judge=judge_history)))
+    again = sorted((o.key() for o in simulate(planted, range(1, 9), workers=1, judge=judge_history)))
     assert first == again
 
 
@@ -48,7 +56,7 @@ def test_a_seed_replays_bit_for_bit():
 ])
 def test_a_planted_switch_is_found(switch, expect):
     opts = options_for((switch,), SimOptions(unsafe=(switch,)))      # the data plane's get brokers
-    found = next((o for o in simulate(opts, range(1, 41)) if not o.ok), None)
+    found = next((o for o in simulate(opts, range(1, 41), judge=judge_history) if not o.ok), None)
     assert found is not None, f"{switch} not found in 40 seeds"
     assert found.invariant in expect, (found.invariant, found.detail)
     assert found.trace                              # the steps that led to it
@@ -71,12 +79,12 @@ def test_the_history_is_our_format_and_names_the_faults():
 
 def test_shrink_keeps_the_failure_with_a_smaller_schedule(tmp_path):
     opts = SimOptions(unsafe=("commit-minority",))
-    seed = next(o.seed for o in simulate(opts, range(1, 41)) if not o.ok)
-    r = shrink_seed(opts, seed, judge=judging.get(), max_runs=120)
+    seed = next(o.seed for o in simulate(opts, range(1, 41), judge=judge_history) if not o.ok)
+    r = shrink_seed(opts, seed, judge=judge_history, max_runs=120)
     assert r.result.first[0] == r.target
     assert len(r.plan.faults) + len(r.plan.client_ops) < len(r.original.faults) + len(r.original.client_ops)
     assert len(r.plan.client_ops) < len(r.original.client_ops)
-    path = shrink_and_export(opts, seed, tmp_path)
+    path = shrink_and_export(opts, seed, tmp_path, judge=judge_history)
     doc = load(path)
     assert doc["run"]["unsafe"] == ["commit-minority"]
     assert any("nemesis" in s for s in doc["steps"]) or "left out" in path.read_text()
@@ -106,9 +114,9 @@ def test_the_plan_is_data_drawn_from_the_seed():
 
 
 def test_brokers_of_the_correct_build_lose_nothing_and_the_queue_checkers_judge_them():
-    outcomes = list(simulate(SimOptions(brokers=3), range(1, 9)))
+    outcomes = list(simulate(SimOptions(brokers=3), range(1, 9), judge=judge_history))
     assert [(o.seed, o.invariant) for o in outcomes if not o.ok] == []
-    r = run_schedule(SimOptions(brokers=3), 2, judge=judging.get(), keep=True)
+    r = run_schedule(SimOptions(brokers=3), 2, judge=judge_history, keep=True)
     sends = [op for op in r.ops if op["f"] == "send" and op["type"] == "ok"]
     drains = [op for op in r.ops if op["f"] == "poll" and op["type"] == "ok" and op["value"].get("final")]
     assert len(sends) > 100 and drains and r.verdict is True
@@ -122,7 +130,7 @@ def test_a_restarted_partition_leader_does_not_lead_its_old_epoch_again():
     session; led the same leader epoch again it re-appended other values at offsets its
     followers held (what BrokerRegistration's new epoch prevents). The controller now makes a
     restarted broker register again before it hears of any partition."""
-    r = run_schedule(SimOptions(brokers=3, kraft_version=1), 60, judge=judging.get())
+    r = run_schedule(SimOptions(brokers=3, kraft_version=1), 60, judge=judge_history)
     assert r.ok, r.first
 
 
@@ -130,5 +138,5 @@ def test_the_controller_lock_frees_when_its_leader_dies_with_a_write():
     """Seed 117: the quorum's leader died holding the controller's write; no answer ever came
     and no broker was ever unfenced again, so the drain stopped below acknowledged records
     (queue-lost). A write now gives up after 5 s."""
-    r = run_schedule(SimOptions(brokers=3), 117, judge=judging.get())
+    r = run_schedule(SimOptions(brokers=3), 117, judge=judge_history)
     assert r.ok and r.verdict is True, (r.first, r.anomalies)

@@ -21,7 +21,7 @@ the run is analysed again and the entry rewritten. A failure to write an
 entry is logged and costs only the next run's time.
 
 Where the cache lives is the caller's choice (``kraft-chaos analyze``:
-``STORE_ROOT/analysis/cache/``, see harness/cli/analyze.py).
+``STORE_ROOT/analysis/cache/``, its ``--cache`` default).
 """
 from __future__ import annotations
 

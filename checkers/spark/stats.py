@@ -4,7 +4,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-#: The ops of a kv run that ``check``'s stats line counts (harness/cli/main.py, _kv_stats_line).
+#: The ops of a kv run that ``check``'s stats line counts (harness/reports/summary.py, _kv_stats_line).
 KV_FS = ("read", "write", "cas")
 #: Width of an availability window, in ns (1 s), as in checkers/stats.py.
 WINDOW_NS = 1_000_000_000

@@ -19,7 +19,7 @@ import random
 import sys
 import time
 
-import harness.cli.simulate  # noqa: F401 - registers the judge (our checkers)
+from harness.simulation.judge import judge_history
 from sim.api import SimOptions, simulate
 from sim.switch_options import all_switches, options_for
 
@@ -41,9 +41,10 @@ def bare_cores_events_per_s(events: int = 200_000) -> float:
 
 
 def speed(seeds: int, workers: int) -> dict:
-    """Run ``seeds`` schedules of the correct build; the figures."""
+    """Run ``seeds`` schedules of the correct build, judged by our checkers as ``kraft-chaos
+    simulate`` judges them; the figures."""
     t0 = time.perf_counter()
-    outs = list(simulate(SimOptions(), range(1, seeds + 1), workers))
+    outs = list(simulate(SimOptions(), range(1, seeds + 1), workers, judge=judge_history))
     wall = time.perf_counter() - t0
     events = sum(o.events for o in outs)
     sim_s = sum(o.sim_seconds for o in outs)
@@ -57,7 +58,8 @@ def detect(switch: str, workers: int, budget_s: float = DETECT_BUDGET_S) -> dict
     opts = options_for((switch,), SimOptions(unsafe=(switch,)))
     t0 = time.perf_counter()
     n = 0
-    for o in simulate(opts, range(1, 100_000), workers, deadline=time.monotonic() + budget_s):
+    for o in simulate(opts, range(1, 100_000), workers, deadline=time.monotonic() + budget_s,
+                      judge=judge_history):
         n += 1
         if not o.ok:
             return {"switch": switch, "found": True, "wall_s": time.perf_counter() - t0, "seed": o.seed,

@@ -5,8 +5,8 @@ A run counts as *detecting* when it shows one of the entry's declared anomaly ki
 ``kinds``), or, for an entry that declares none, when its verdict is invalid. Its time to
 detect is the time of the earliest op that an anomaly of those kinds names
 (:mod:`harness.catalogue.detection`). Runs may each hold an exclusive lock on a file
-(``flock``, e.g. ``/work/.cluster.lock``), so that other users of the machine can run
-between them.
+(``flock``; the commands' ``--lock``, by default ``/run/lock/kraft-chaos.lock``), so that other
+users of the machine can run between them.
 """
 from __future__ import annotations
 

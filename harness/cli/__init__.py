@@ -1,1 +1,1 @@
-"""The ``kraft-chaos`` command line: the parser and dispatch (main.py), the argument types, exit codes, and one module per subcommand."""
+"""The ``kraft-chaos`` command line: the parser and dispatch (main.py), the parser class and shared flags (args.py), and one module per subcommand that parses its arguments, calls its engine and prints."""

@@ -16,8 +16,8 @@ from checkers.spark import verdict
 from checkers.spark.runs import find_runs
 from checkers.spark.session import SparkSetupError, check_master, spark_session
 from harness.analysis.synth import SynthOptions, read_sidecar, synth_run
-from harness.cli.args import number, positive_int, seed_value
-from harness.cli.exits import EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
+from harness.config.values import number, positive_int, seed_value
+from harness.exits import EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
 from history import store
 
 log = logging.getLogger("kraft_chaos.analyze")

@@ -1,19 +1,11 @@
-"""The ``kraft-chaos`` argument types: each parses one flag's text or raises
-``argparse.ArgumentTypeError`` naming the flag and the bad value; and the parser whose errors
-raise :class:`UsageError` (exit 3) instead of exiting 2."""
+"""The ``kraft-chaos`` argument parser: argparse whose errors raise :class:`UsageError` (exit 3)
+instead of exiting 2, and the flags several subcommands share. The value types of the flags are
+harness/config/values.py."""
 from __future__ import annotations
 
 import argparse
-import ipaddress
-from pathlib import Path
 
-from clusters.ssh_hosts import HostsFileError, load_hosts
-from kraft import unsafe
-from nemesis.schedule import parse_fault_names
-from targets.errors import TargetError
-from targets.kafka.releases import release
-from targets.registry import target_spec
-from workloads import WORKLOADS
+from harness.config import values
 
 
 class UsageError(Exception):
@@ -27,104 +19,11 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: error: {message}")
 
 
-# -- argument types ---------------------------------------------------------
-
-def positive_int(name: str, minimum: int = 1):
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
-        if v < minimum:
-            raise argparse.ArgumentTypeError(f"{name} must be >= {minimum}, got {v}")
-        return v
-    return parse
-
-
-def number(name: str, minimum: float = 0.0, strict: bool = True):
-    def parse(text: str) -> float:
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
-        if v != v or v in (float("inf"), float("-inf")) or (v <= minimum if strict else v < minimum):
-            raise argparse.ArgumentTypeError(
-                f"{name} must be {'>' if strict else '>='} {minimum:g}, got {text!r}")
-        return v
-    return parse
-
-
-def seed_value(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"seed must be an integer, got {text!r}") from None
-    if not 0 <= v < 2 ** 63:
-        raise argparse.ArgumentTypeError(f"seed must be in 0..2^63-1, got {v}")
-    return v
-
-
-def nemeses(text: str) -> list[str]:
-    try:
-        return parse_fault_names(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"{e} (or 'none')") from None
-
-
-def ipv4_subnet(text: str) -> str:
-    try:
-        net = ipaddress.ip_network(text, strict=True)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"bad --subnet {text!r}: {e}") from None
-    if net.version != 4:
-        raise argparse.ArgumentTypeError(f"--subnet must be IPv4, got {text!r}")
-    return str(net)
-
-
-def workload_name(text: str) -> str:
-    if text not in WORKLOADS:
-        raise argparse.ArgumentTypeError(f"unknown workload {text!r}: choose from {', '.join(WORKLOADS)}")
-    return text
-
-
-def unsafe_switches(text: str) -> list[str]:
-    try:
-        names = unsafe.parse(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return [n for n in dict.fromkeys(s.strip() for s in text.split(",")) if n in names]
-
-
-def db_name(text: str) -> str:
-    try:
-        target_spec(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return text
-
-
-def hosts_file(text: str) -> str:
-    """``--hosts``: a hosts file that parses (clusters/ssh_hosts.py), as an absolute path."""
-    try:
-        load_hosts(text)
-    except HostsFileError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return str(Path(text).absolute())
-
-
-def kafka_version(text: str) -> str:
-    """``--kafka-version``: a release of a line kraft-chaos runs (targets/kafka/releases.py)."""
-    try:
-        release(text)
-    except TargetError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return text
-
-
-def kafka_prop(text: str) -> tuple[str, str]:
-    """``--kafka-prop KEY=VALUE``: one extra ``server.properties`` entry of every Kafka node."""
-    key, eq, value = text.partition("=")
-    key = key.strip()
-    if not eq or not key:
-        raise argparse.ArgumentTypeError(f"--kafka-prop takes KEY=VALUE (a Kafka server property), got {text!r}")
-    return key, value.strip()
+def add_lock_flag(p: argparse.ArgumentParser, during: str = "each run", extra: str = "") -> None:
+    """``--lock FILE`` (:func:`harness.config.values.lock_file`): an exclusive ``flock`` on FILE
+    held during ``during``; default :data:`harness.config.values.DEFAULT_LOCK` (read when the
+    parser is built), ``none`` for no lock. ``extra`` ends the help's first clause."""
+    p.add_argument("--lock", type=values.lock_file, default=values.DEFAULT_LOCK, metavar="FILE",
+                   help=f"hold an exclusive flock on FILE during {during}, so that others can run between "
+                        f"them{extra}; created if missing; '{values.NO_LOCK}': no lock "
+                        f"(default {values.DEFAULT_LOCK})")

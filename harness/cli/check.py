@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from harness.cli.check_file import add_file_options, check_one_file, wants_file_check
-from harness.cli.exits import EXIT_BAD_INPUT, verdict_exit
+from harness.exits import EXIT_BAD_INPUT, verdict_exit
 from harness.reports.summary import format_results
 from harness.run.check import check_run_dir
 from history import HistoryError, store

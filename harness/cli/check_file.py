@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from checkers.linearizability import FORMATS, MODELS, FormatError, check_file
-from harness.cli.exits import EXIT_BAD_INPUT, verdict_exit
+from harness.exits import EXIT_BAD_INPUT, verdict_exit
 from harness.reports.summary import anomaly_sentence
 from history import HistoryError, store
 

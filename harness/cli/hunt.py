@@ -16,11 +16,12 @@ import sys
 from pathlib import Path
 
 from clusters.registry import CHOICES as BACKENDS, needs_hosts
-from harness.cli.args import (db_name, hosts_file, ipv4_subnet, kafka_version, number, positive_int, seed_value,
-                              unsafe_switches)
+from harness.cli.args import add_lock_flag
 from harness.cli.console import console_logging, remove_console_logging
-from harness.cli.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED
 from harness.config.run import RunConfig
+from harness.config.values import (db_name, hosts_file, ipv4_subnet, kafka_version, number, positive_int, seed_value,
+                                   unsafe_switches)
+from harness.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED
 from harness.hunt.loop import Hunt
 from harness.hunt.options import HuntOptions
 from harness.hunt.report import format_table
@@ -106,7 +107,5 @@ def add_parser(sub) -> None:
                    help=f"where the nodes run: docker, netns, ssh or auto (default {RunConfig.cluster})")
     h.add_argument("--hosts", type=hosts_file, default=None, metavar="HOSTS.toml", help="--cluster ssh: the hosts file")
     h.add_argument("--subnet", type=ipv4_subnet, default=None, help="cluster subnet (default: run's default)")
-    h.add_argument("--lock", default=None, metavar="FILE",
-                   help="hold an exclusive flock on FILE during each real run and each simulation batch (e.g. "
-                        "/work/.cluster.lock), so that others can run between them; waiting counts against the budget")
+    add_lock_flag(h, during="each real run and each simulation batch", extra="; waiting counts against the budget")
     h.add_argument("--store", default="store", help="store root for the runs and the report (default ./store)")

@@ -4,7 +4,7 @@
 (harness/cli/teardown.py), ``analyze``, ``export`` and ``synth`` (harness/cli/analyze.py),
 ``bugs`` (harness/cli/bugs.py), ``bisect`` (harness/cli/bisect.py), ``scenario`` and ``shrink`` (harness/cli/scenario.py),
 ``matrix`` (harness/cli/matrix.py), ``hunt`` (harness/cli/hunt.py) and ``serve`` (harness/web/serve.py). Exit codes:
-harness/cli/exits.py.
+harness/exits.py.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Sequence
 
 from harness.cli import analyze, bisect, bugs, check, hunt, matrix, run, scenario, simulate, teardown
 from harness.cli.args import Parser, UsageError
-from harness.cli.exits import EXIT_BAD_INPUT
+from harness.exits import EXIT_BAD_INPUT
 from harness.web import serve
 
 #: each subcommand's handler, by name

@@ -8,14 +8,14 @@ import sys
 
 from clusters.errors import ClusterError
 from clusters.registry import CHOICES as BACKENDS, needs_hosts
-from harness.cli.args import (db_name, hosts_file, ipv4_subnet, kafka_prop, kafka_version, nemeses, number,
-                              positive_int, seed_value, unsafe_switches, workload_name)
 from harness.cli.console import console_logging, remove_console_logging
-from harness.cli.exits import EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_HARNESS, EXIT_INTERRUPTED, verdict_exit
 from harness.cli.workload_flags import add_flags, config_kwargs
 from harness.config.options import resolve_brokers, resolve_nemesis_targets
 from harness.config.run import RunConfig
 from harness.config.schedules import DEFAULT_SCHEDULE as D
+from harness.config.values import (db_name, hosts_file, ipv4_subnet, kafka_prop, kafka_version, nemeses, number,
+                                   positive_int, seed_value, unsafe_switches, workload_name)
+from harness.exits import EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_HARNESS, EXIT_INTERRUPTED, verdict_exit
 from harness.reports.summary import format_results
 from harness.run import runner
 from targets.errors import TargetError

@@ -10,11 +10,12 @@ from pathlib import Path
 from harness.catalogue.detection import anomaly_kinds
 from harness.catalogue.families import FAMILIES, differs, family, format_table, run_timeline, write_doc
 from harness.catalogue.shrink import fault_units, shrink, units_to_steps
-from harness.cli.args import ipv4_subnet, positive_int, seed_value
-from harness.cli.exits import EXIT_BAD_INPUT
+from harness.cli.args import add_lock_flag
 from harness.cli.run import run_and_report
 from harness.config.run import RunConfig, run_table, scenario_config
 from harness.config.scenario import ScenarioError, builtin_scenarios, dumps, load
+from harness.config.values import ipv4_subnet, positive_int, seed_value
+from harness.exits import EXIT_BAD_INPUT
 from harness.run.check import run_config
 from harness.run.runner import Interrupted, run_test
 from history import iter_history, store
@@ -187,8 +188,7 @@ def add_parsers(sub) -> None:
         t.add_argument("--seed", type=seed_value, default=1, help="first seed (default 1)")
         t.add_argument("--store", default=None, help="store root (default ./store)")
         t.add_argument("--subnet", type=ipv4_subnet, default=None)
-        t.add_argument("--lock", default=None, metavar="FILE",
-                       help="hold an exclusive flock on FILE during each run (e.g. /work/.cluster.lock)")
+        add_lock_flag(t)
     k = sub.add_parser("shrink", help="shrink a failing run's fault schedule to a smallest scenario "
                                       "that still fails")
     k.add_argument("store_dir", metavar="STORE", help="a failing run's folder (or a store root: its latest)")

@@ -1,6 +1,7 @@
 """``kraft-chaos simulate``: seeded schedules of our quorum in virtual time (sim/), judged by
-the named invariants after every step and by our checkers (the real runs' judge, registered
-here for sim/judging.py), with shrinking of a failing seed and its export as a scenario.
+the named invariants after every step and by our checkers (the real runs' judge,
+harness/simulation/judge.py, passed to the simulator), with shrinking of a failing seed and
+its export as a scenario.
 
 Exit 0 when no seed failed, 1 when one did, 3 for bad input.
 """
@@ -13,32 +14,14 @@ import sys
 import time
 from pathlib import Path
 
-from checkers.fold import CheckContext
-from checkers.node_data import NodeData
-from checkers.registry import check_all_folds
-from harness.cli.args import number, positive_int, seed_value, unsafe_switches
-from harness.cli.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_VALID
-from sim import judging
+from harness.config.values import number, positive_int, seed_value, unsafe_switches
+from harness.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_VALID
+from harness.simulation.judge import judge_history
 from sim.api import SeedOutcome, SimOptions, simulate
 from sim.switch_options import options_for
-from workloads.registry import workload_spec
 
 #: lines of a failing seed's event trace printed
 TRACE_TAIL = 25
-
-
-def judge_history(ops: list, nodes: dict, workload: str, config: dict) -> tuple[object, list]:
-    """The judge of a simulated history (sim/judging.py): the checkers ``workload`` names
-    (workloads/registry.py), run as on a real run's history (checkers/registry.py
-    ``check_all_folds``) with each node's final log as its node data. Returns ``(valid,
-    names of the checkers that found anomalies)``."""
-    spec = workload_spec(workload)
-    data = {name: NodeData(name, records, hw) for name, (records, hw) in nodes.items()}
-    raw = check_all_folds(lambda: iter(ops), spec.checkers, data or None, CheckContext(None, config))
-    return raw["valid"], sorted(name for name, n in raw["anomaly_counts"].items() if n)
-
-
-judging.register(judge_history)
 
 
 def option_flags(opts: SimOptions) -> str:
@@ -88,7 +71,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     outcomes: list[SeedOutcome] = []
     first_fail_wall = None
     try:
-        for o in simulate(opts, seeds, args.workers, deadline):
+        for o in simulate(opts, seeds, args.workers, deadline, judge=judge_history):
             outcomes.append(o)
             if not o.ok:
                 print(f"  seed {o.seed}: {o.invariant}: {o.detail}", flush=True)
@@ -133,7 +116,7 @@ def _shrink(opts: SimOptions, seed: int, args) -> None:
     from sim.export import write_scenario
     from sim.shrink import shrink_seed
     print(f"\nshrinking seed {seed} ...", flush=True)
-    r = shrink_seed(opts, seed, judge=judging.get())
+    r = shrink_seed(opts, seed, judge=judge_history)
     o, p = r.original, r.plan
     print(f"  {len(o.faults)} fault(s) -> {len(p.faults)}, {len(o.client_ops)} client op(s) -> {len(p.client_ops)}, "
           f"{o.end_ms / 1000:g} s -> {p.end_ms / 1000:g} s, in {r.runs} run(s); still {r.target}")
@@ -169,7 +152,7 @@ def _write_out(out: Path, opts: SimOptions, outcomes: list[SeedOutcome], wall: f
     from sim.schedule import run_schedule
     for o in outcomes:
         if not o.ok:
-            r = run_schedule(opts, o.seed, judge=judging.get(), keep=True)
+            r = run_schedule(opts, o.seed, judge=judge_history, keep=True)
             from sim.recording import Recording
             rec = Recording(lambda: 0.0)
             rec.ops = r.ops

@@ -7,8 +7,8 @@ import sys
 
 from clusters.errors import ClusterError
 from clusters.registry import BACKENDS, teardown_everything, teardown_ssh
-from harness.cli.args import hosts_file
-from harness.cli.exits import EXIT_BAD_INPUT, EXIT_CLUSTER
+from harness.config.values import hosts_file
+from harness.exits import EXIT_BAD_INPUT, EXIT_CLUSTER
 from harness.run import disks
 
 #: ``--cluster``: every backend, or only the backends whose nodes are on the hosts of ``--hosts``

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.cli.args import positive_int
 from harness.config.options import WORKLOAD_OPTIONS
+from harness.config.values import positive_int
 
 
 def parse_acks(text: str) -> int:

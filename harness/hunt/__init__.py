@@ -4,8 +4,8 @@ runs, the first failure shrunk to a scenario, and one report.
 ``portfolio.py`` (what runs, in which order, how long each run may be), ``budget.py`` (the
 deadline, what a run is expected to take, the cluster lock within the deadline), ``options.py``
 (what a hunt is told, the command that repeats it),
-``sim_phase.py`` (the simulator's seeds, when ``sim/`` is importable), ``real_phase.py`` (the
+``sim_phase.py`` (the simulator's seeds, judged by our checkers), ``real_phase.py`` (the
 real-cluster runs), ``shrink_real.py`` (a failed real run shrunk to a scenario file),
 ``report.py`` (hunt.json, the table, JUnit, the exit code) and ``loop.py`` (the hunt itself).
-The command line is harness/cli/hunt.py.
+The command line is the ``hunt`` subcommand.
 """

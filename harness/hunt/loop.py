@@ -1,8 +1,8 @@
 """The hunt (``kraft-chaos hunt``): a time budget spent on the portfolio, phase by phase; the
 first failure shrunk to a scenario; the report written as it goes.
 
-1. **Simulation** (harness/hunt/sim_phase.py), on the target the simulator models, when
-   ``sim`` is importable and not ``--no-sim``: within ``SIM_SHARE`` of the budget, rounds of
+1. **Simulation** (harness/hunt/sim_phase.py, judged by our checkers), on the target the
+   simulator models, unless ``--no-sim``: within ``SIM_SHARE`` of the budget, rounds of
    growing size (portfolio ``sim_targets``) round-robin over the simulator configurations
    (``SIM_CONFIGS``), each round a batch per configuration that continues its seeds, under the
    lock (it loads both cores); a configuration is one row, merged from its batches.
@@ -28,6 +28,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
+import sim.api
 from harness.config.scenario import ScenarioError, load, retarget
 from harness.hunt import portfolio
 from harness.hunt.budget import Budget
@@ -35,15 +36,19 @@ from harness.hunt.options import HuntOptions
 from harness.hunt.real_phase import RealRunner, RunFn
 from harness.hunt.report import HuntReport
 from harness.hunt.shrink_real import PLACEMENT, shrink_failure
-from harness.hunt.sim_phase import SIM_TARGET, load_api, merge_rows, run_batch, sim_command, sim_options
+from harness.hunt.sim_phase import SIM_TARGET, merge_rows, run_batch, sim_command, sim_options
 from harness.run.runner import Interrupted
+from harness.simulation.judge import judge_history
 from history import store
+from sim.judging import Judge
 from targets.registry import target_spec
 
 log = logging.getLogger("kraft_chaos.hunt")
 
-#: load the simulator when asked (:class:`Hunt`'s ``sim_api``)
-LOAD = object()
+#: the simulator a hunt runs (the API of sim/README.md) unless :class:`Hunt` is given another
+SIMULATOR: ModuleType | None = sim.api
+#: :class:`Hunt`'s ``sim_api`` when none is given: :data:`SIMULATOR`
+DEFAULT = object()
 #: real runs in a row that could not be made (a broken engine, a host gone) end the hunt
 MAX_ERRORS_IN_A_ROW = 3
 #: why the simulation phase ended early: its share of the budget, or the lock not free in it
@@ -77,17 +82,20 @@ def row_line(row: dict) -> str:
 class Hunt:
     """One hunt of ``opts`` (checked here: ``ValueError`` naming what is wrong), its report
     written into ``out``. ``run`` makes a real run (default: the runner; a stand-in in tests),
-    ``sim_api`` is the simulator's API module (default :data:`LOAD`: ``sim.api`` if importable;
-    None: unavailable), ``clock`` a monotonic clock (s)."""
+    ``sim_api`` is the simulator's API (default :data:`SIMULATOR`; a stand-in in tests; None:
+    no simulation, reported ``unavailable``), ``judge`` the judge of its histories (default our
+    checkers), ``clock`` a monotonic clock (s)."""
 
-    def __init__(self, opts: HuntOptions, out: Path, run: RunFn | None = None, sim_api: ModuleType | object | None = LOAD,
-                 echo: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, opts: HuntOptions, out: Path, run: RunFn | None = None, sim_api: ModuleType | object | None = DEFAULT,
+                 echo: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic,
+                 judge: Judge | None = judge_history):
         opts.check()
         self.order = portfolio.rotation_order(opts.db, opts.workloads, opts.seed)
         self.opts, self.echo = opts, echo
         self.budget = Budget(opts.minutes * 60.0, clock)
         self.runner = RealRunner(opts, self.budget, run)
-        self.api, self.api_why = load_api() if sim_api is LOAD else (sim_api, None if sim_api else "no simulator given")
+        self.api, self.judge = SIMULATOR if sim_api is DEFAULT else sim_api, judge
+        self.api_why = None if self.api is not None else "no simulator given"
         self.report = HuntReport(out, {"command": opts.repeat_command(), "db": opts.db, "seed": opts.seed,
                                        "minutes": opts.minutes, "workloads": list(opts.workloads),
                                        "unsafe": list(opts.unsafe), "kafka_version": opts.kafka_version,
@@ -199,7 +207,8 @@ class Hunt:
                             self.api, cfg, self.opts.unsafe, self.opts.seed + ran, target - ran, by,
                             self.opts.stop_at_first, self.budget.elapsed, echo,
                             on_failure=lambda partial, first, cfg=cfg: self._sim_found(cfg, partial, first),
-                            warm=not any(self._batches.values()))        # the phase's first seed
+                            warm=not any(self._batches.values()),        # the phase's first seed
+                            judge=self.judge)
                     except KeyboardInterrupt as e:      # the batch's row joins its configuration's
                         if getattr(e, "row", None) is not None:
                             self._batches[cfg].append(e.row)    # type: ignore[attr-defined]
@@ -279,7 +288,8 @@ class Hunt:
         out.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
         try:
-            path = Path(self.api.shrink_and_export(sim_options(self.api, cfg, self.opts.unsafe), first["seed"], out))
+            path = Path(self.api.shrink_and_export(sim_options(cfg, self.opts.unsafe), first["seed"], out,
+                                                   judge=self.judge))
         except Exception as e:  # noqa: BLE001 - recorded; the hunt goes on without a scenario
             ff["shrink_error"] = f"{type(e).__name__}: {e}"
             self.echo(f"could not shrink and export seed {first['seed']}: {ff['shrink_error']}")

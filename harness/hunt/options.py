@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import shlex
 
+from harness.config import values
 from harness.config.run import RunConfig
 from harness.hunt import portfolio
 from harness.hunt.shrink_real import SHRINK_MAX_RUNS
@@ -19,7 +20,8 @@ class HuntOptions:
     ``kafka_version`` (likewise; None: the run's default), ``stop_at_first``, ``seed`` (the
     rotation's and every run's), ``sim`` (False: no simulation phase, ``--no-sim``),
     ``junit`` (an extra path for the JUnit XML), ``cluster``, ``hosts``, ``subnet`` (None: the
-    run's default), ``lock`` (a file to ``flock`` per real run and per simulation batch) and
+    run's default), ``lock`` (a file to ``flock`` per real run and per simulation batch; None:
+    no lock; ``kraft-chaos hunt`` gives :data:`harness.config.values.DEFAULT_LOCK` unless told) and
     ``store`` (the store root; the report goes to ``STORE/hunt/<timestamp>/``); ``shrink_runs``:
     most replays spent shrinking a failed real run (0: its faults are written as they happened,
     unshrunk)."""
@@ -87,7 +89,8 @@ class HuntOptions:
             args += ["--shrink-runs", str(self.shrink_runs)]
         if self.cluster != RunConfig.cluster:
             args += ["--cluster", self.cluster]
-        for flag, value in (("--hosts", self.hosts), ("--subnet", self.subnet), ("--lock", self.lock),
+        lock = None if self.lock == values.DEFAULT_LOCK else self.lock or values.NO_LOCK   # the default: no flag
+        for flag, value in (("--hosts", self.hosts), ("--subnet", self.subnet), ("--lock", lock),
                             ("--junit", self.junit)):
             if value:
                 args += [flag, value]

@@ -5,7 +5,7 @@ finish before the deadline, each made a row of the report.
 limit, or a scenario's budget, plus the overhead learnt so far, harness/hunt/budget.py), cuts the
 time limit when only that makes it fit (harness/hunt/portfolio.py ``fit``), waits for the lock
 no longer than the run could still start, checks the fit again, and runs it as ``kraft-chaos
-matrix`` runs a cell (harness/cli/matrix.py ``run_cell``: the store, the verdict, a run that
+matrix`` runs a cell (harness/matrix/cells.py ``run_cell``: the store, the verdict, a run that
 could not be made recorded as an error of its kind). The runner tears its cluster down on
 Ctrl-C (harness/run/runner.py) and raises ``Interrupted``; the row of the interrupted run rides
 on the exception as ``row``.
@@ -18,12 +18,12 @@ from typing import Any, Callable
 
 from harness.catalogue.detection import first_anomaly_in_run
 from harness.catalogue.kafka_bugs import known_kinds
-from harness.cli.matrix import run_cell
-from harness.cli.matrix_file import Cell
 from harness.config.run import RunConfig
 from harness.hunt.budget import Budget, Overheads
 from harness.hunt.options import HuntOptions
 from harness.hunt.portfolio import fit, limit_s, run_kind, shortest_s
+from harness.matrix.cells import run_cell
+from harness.matrix.file import Cell
 from harness.run import runner
 from targets.errors import TargetError
 from targets.registry import target_spec

@@ -17,7 +17,7 @@ hunt leaves the report of what ran.
 A row's ``verdict`` is ``valid``, ``invalid`` (a failure: an anomaly, or a violated
 invariant in the simulator), ``unknown``, ``error`` (the run could not be made),
 ``interrupted`` or ``skipped`` (with its ``reason``). The JUnit XML is the matrix's
-(harness/cli/matrix_report.py): one testcase per row, class
+(harness/matrix/report.py): one testcase per row, class
 ``kraft-chaos.matrix.hunt-<phase>.<workload>``, name ``<schedule> kv<N> seed <S>``; a skipped
 row is a skipped testcase naming why.
 """
@@ -27,9 +27,9 @@ import os
 import shutil
 from pathlib import Path
 
-from harness.cli.exits import EXIT_HARNESS
-from harness.cli.matrix import exit_code as matrix_exit_code
-from harness.cli.matrix_report import VERDICTS, anomaly_text, write_junit
+from harness.exits import EXIT_HARNESS
+from harness.matrix.cells import exit_code as matrix_exit_code
+from harness.matrix.report import VERDICTS, anomaly_text, write_junit
 from history import store
 
 #: the verdicts of a row, in the counts' order
@@ -89,7 +89,7 @@ def format_table(doc: dict) -> str:
 
 
 def junit_doc(doc: dict) -> dict:
-    """The hunt as the matrix's JUnit writer reads it (harness/cli/matrix_report.py): a cell per
+    """The hunt as the matrix's JUnit writer reads it (harness/matrix/report.py): a cell per
     row that ran, a skipped entry per skipped row."""
     cells, skipped = [], []
     for r in doc["rows"]:

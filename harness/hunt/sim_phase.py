@@ -1,13 +1,13 @@
 """A hunt's simulation phase: seeds of the deterministic simulator (``sim/``, its contract in
-``sim.api``: ``SimOptions``, ``SeedOutcome``, ``simulate``, ``shrink_and_export``), in batches
+sim/README.md: ``SimOptions``, ``SeedOutcome``, ``simulate``, ``shrink_and_export``), judged by
+our checkers (the judge the hunt passes in, harness/simulation/judge.py), in batches
 (:func:`run_batch`) that the hunt interleaves round by round over the simulator configurations
 (harness/hunt/portfolio.py ``SIM_CONFIGS``, ``sim_targets``; harness/hunt/loop.py
 ``Hunt.sim_phase``), each configuration one row of the report, merged from its batches
 (:func:`merge_rows`).
 
 The simulator models our quorum and brokers (``kraft/``), so the phase runs only on the target
-it models, :data:`SIM_TARGET`. When ``sim`` cannot be imported the hunt goes on without it and
-says so (:func:`load_api`). A batch runs seeds ``seed, seed+1, ...`` in both cores and stops
+it models, :data:`SIM_TARGET`. A batch runs seeds ``seed, seed+1, ...`` in both cores and stops
 starting seeds at its deadline; a configuration's next batch continues where its last one
 ended, so its row covers one contiguous range ``a..b`` that one ``kraft-chaos simulate``
 command repeats. A row counts the seeds run and the failing ones by first violated invariant,
@@ -15,13 +15,15 @@ and names the first failing seed and its detail.
 """
 from __future__ import annotations
 
-import importlib
 import shlex
 import time
 from types import ModuleType
 from typing import Callable, Iterator, Sequence
 
 from harness.hunt.portfolio import SimConfig
+from sim.api import SimOptions
+from sim.judging import Judge
+from sim.switch_options import options_for
 
 #: the target (``--db``) the simulator models
 SIM_TARGET = "kraft"
@@ -35,33 +37,12 @@ LISTED_SEEDS = 10
 NO_SEED_RAN = "no seed ran before the simulation's share of the budget ended"
 
 
-def load_api(name: str = "sim.api") -> tuple[ModuleType | None, str | None]:
-    """``(the simulator's API module, None)``, or ``(None, why not)`` when it cannot be
-    imported or lacks part of its contract."""
-    try:
-        api = importlib.import_module(name)
-    except ImportError as e:
-        return None, f"the simulator ({name}) is not importable: {e}"
-    missing = [n for n in ("SimOptions", "simulate", "shrink_and_export") if not hasattr(api, n)]
-    if missing:
-        return None, f"the simulator ({name}) lacks {', '.join(missing)}"
-    return api, None
-
-
-def sim_options(api: ModuleType, cfg: SimConfig, unsafe: tuple[str, ...]):
+def sim_options(cfg: SimConfig, unsafe: tuple[str, ...]) -> SimOptions:
     """The ``SimOptions`` of ``cfg`` with the hunt's ``unsafe`` switches and, but for ``brokers``
     (the configuration's), the options ``kraft-chaos simulate`` gives those switches
-    (``sim.switch_options``, when there is one): so that :func:`sim_command` repeats a seed exactly."""
-    opts = api.SimOptions(voters=SIM_VOTERS, brokers=cfg.brokers, kraft_version=cfg.kraft_version,
-                          unsafe=tuple(unsafe))
-    package = getattr(api, "__name__", "").rpartition(".")[0]     # a stand-in API has none
-    try:
-        presets = importlib.import_module(package + ".switch_options") if package else None
-    except ImportError:
-        presets = None
-    if presets is None:
-        return opts
-    return presets.options_for(opts.unsafe, opts, frozenset({"brokers"}))
+    (``sim.switch_options``): so that :func:`sim_command` repeats a seed exactly."""
+    opts = SimOptions(voters=SIM_VOTERS, brokers=cfg.brokers, kraft_version=cfg.kraft_version, unsafe=tuple(unsafe))
+    return options_for(opts.unsafe, opts, frozenset({"brokers"}))
 
 
 def sim_command(cfg: SimConfig, unsafe: tuple[str, ...], seed: int, seeds: int) -> str:
@@ -93,17 +74,17 @@ def _close(outcomes) -> None:
         close()
 
 
-def _outcomes(api: ModuleType, opts, seeds: range, deadline: float, warm: bool) -> Iterator:
-    """``api.simulate`` of ``seeds`` in :data:`SIM_WORKERS` processes; ``warm``: the first in
-    this one (see :func:`run_batch`)."""
+def _outcomes(api: ModuleType, opts, seeds: range, deadline: float, warm: bool, judge: Judge | None) -> Iterator:
+    """``api.simulate`` of ``seeds`` in :data:`SIM_WORKERS` processes, judged by ``judge``;
+    ``warm``: the first in this one (see :func:`run_batch`)."""
     if warm and len(seeds):
-        first = api.simulate(opts, seeds[:1], workers=1, deadline=deadline)
+        first = api.simulate(opts, seeds[:1], workers=1, deadline=deadline, judge=judge)
         try:
             yield from first
         finally:
             _close(first)
         seeds = seeds[1:]
-    rest = api.simulate(opts, seeds, workers=SIM_WORKERS, deadline=deadline)
+    rest = api.simulate(opts, seeds, workers=SIM_WORKERS, deadline=deadline, judge=judge)
     try:
         yield from rest
     finally:
@@ -113,9 +94,11 @@ def _outcomes(api: ModuleType, opts, seeds: range, deadline: float, warm: bool) 
 def run_batch(api: ModuleType, cfg: SimConfig, unsafe: tuple[str, ...], seed: int, seeds: int,
               deadline: float, stop_at_first: bool, elapsed: Callable[[], float],
               echo: Callable[[str], None] = print,
-              on_failure: Callable[[dict, dict], None] | None = None, warm: bool = False) -> tuple[dict, dict | None]:
+              on_failure: Callable[[dict, dict], None] | None = None, warm: bool = False,
+              judge: Judge | None = None) -> tuple[dict, dict | None]:
     """Run up to ``seeds`` seeds of ``cfg`` from ``seed`` until ``deadline`` (``time.monotonic``
-    s), in :data:`SIM_WORKERS` processes forked for the batch; ``warm``: its first seed in this
+    s), in :data:`SIM_WORKERS` processes forked for the batch, each history judged by ``judge``
+    (``api.simulate``'s; None: the invariants alone); ``warm``: its first seed in this
     process, so that the modules and caches a process's first seed loads (~1 s of each worker's
     time, in every batch) come warm with the fork to this batch's workers and every later
     batch's. Returns ``(row, first failure)``: the batch's row (module docstring; ``verdict``
@@ -131,7 +114,7 @@ def run_batch(api: ModuleType, cfg: SimConfig, unsafe: tuple[str, ...], seed: in
     t0 = time.monotonic()
     outcomes = None
     try:
-        outcomes = _outcomes(api, sim_options(api, cfg, unsafe), range(seed, seed + seeds), deadline, warm)
+        outcomes = _outcomes(api, sim_options(cfg, unsafe), range(seed, seed + seeds), deadline, warm, judge)
         for o in outcomes:
             row["seeds"] += 1
             row["events"] += o.events

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from harness.catalogue.bisect import subject
+from harness.bisect.search import subject
 from harness.catalogue.kafka_bugs import KAFKA_CATALOGUE
 from harness.catalogue.scoring import run_one
 from harness.cli.bisect import run_bisect

@@ -1,6 +1,7 @@
 """The exit codes of ``kraft-chaos`` (DEVELOPERS.md): 0 valid, 1 invalid, 2 unknown; 3 bad
 input (bad arguments, malformed history), 4 the cluster or engine could not be set up, 5 any
-other harness error, 130 interrupted."""
+other harness error, 130 interrupted. Shared by the command line and the engines whose
+documents carry an exit code (harness/matrix/, harness/hunt/)."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,6 +1,6 @@
 """The outputs of ``kraft-chaos matrix``: the summary table and the JUnit XML (``matrix.xml``).
 
-Both read the ``matrix.json`` document (:func:`harness.cli.matrix.run_matrix`):
+Both read the ``matrix.json`` document (:func:`harness.matrix.cells.run_matrix`):
 ``{"name", "cells": [{"id", "db", "workload", "nemesis", "seed", "verdict",
 "valid", "anomalies": {kind: n}, "store", "wall_s", "error", "repeat",
 "summary"?}], "skipped": [{"db", "workload", "reason"}], ...}``.

@@ -1,7 +1,24 @@
 """Matrix files (``kraft-chaos matrix FILE.toml``): reading and checking them, and their cells.
 
-The format is in :mod:`harness.cli.matrix`'s docstring and ``examples/nightly.toml``.
-A bad file is a :class:`MatrixError` naming the file, the line and the key.
+The format (see ``examples/nightly.toml``)::
+
+    name = "nightly"                   # optional: the JUnit suite's name
+    targets = ["kraft", "kafka"]       # default ["kraft"]
+    workloads = ["append", "kv"]       # default: each target's default workload
+    nemeses = ["partition,kill", "pause", "none"]   # --nemesis values; default: the run's default
+    seeds = [1, 2, 3]                  # or a count: seeds = 3 is 0, 1, 2; default [0]
+    kafka_versions = ["3.9", "4.4.0"]  # Kafka releases (a line: its newest patch); kafka cells only
+    time_limit = 60                    # shared RunConfig settings, top level
+    nodes = 5
+
+    [target.kafka]                     # per-target overrides: settings and the axes
+    workloads = ["metadata"]
+    time_limit = 90
+
+The settings a file may give are :data:`RUN_FIELDS`. A
+workload a target cannot run (workloads/registry.py) is skipped with a
+note. An unknown key, target, workload, nemesis or unsafe switch, or a bad
+value, is a :class:`MatrixError` naming the file, line and key (exit 3).
 """
 from __future__ import annotations
 
@@ -13,7 +30,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.cli import args as arg_types
+from harness.config import values as arg_types
 from harness.config.run import RunConfig
 from nemesis.schedule import MODES, parse_fault_names
 from targets.errors import TargetError
