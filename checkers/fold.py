@@ -24,11 +24,14 @@ class CheckContext:
     ``run_dir``: the run's store folder (for reports such as
     ``linearizability.html``), or None. ``config``: the run's test config
     (``test.json``'s ``config``: the harness's own settings, never the
-    system's claims), ``{}`` when unknown.
+    system's claims), ``{}`` when unknown. ``options``: what the check itself
+    was told (``kraft-chaos check``'s checker options, e.g. ``ww_deps``),
+    ``{}`` when nothing.
     """
 
     run_dir: Path | None = None
     config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 class Checker:

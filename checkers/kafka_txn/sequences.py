@@ -1,0 +1,197 @@
+"""Anomalies of order: how consecutive polls and sends sit in each key's version order.
+
+Jepsen's definitions (``jepsen.tests.kafka``): the *delta* of two values of a key is the
+difference of their indexes in the version order (checkers/kafka_txn/orders.py); a pair with
+a value of unknown index is not judged.
+
+- **int-poll-skip** / **int-nonmonotonic-poll**: within one op (any outcome), consecutive
+  polled values of a key with delta > 1 / delta < 1; keys in the op's rebalance log are exempt.
+- **int-send-skip** / **int-nonmonotonic-send**: the same for one op's consecutive sends to a key.
+- **poll-skip** / **nonmonotonic-poll**: per process, the first value an op polled of a key
+  against the last value the process's previous ok op polled of it (fail and info ops are
+  judged but leave the position as it was). An ok or info ``assign`` / ``subscribe`` keeps the
+  positions of only the keys it names; an assign that seeks to the beginning keeps none (our
+  addition: Jepsen's final phase crashes its clients first, to the same effect).
+- **nonmonotonic-send**: per process, over ok and info ops, the first value an op sent to a
+  key against the last value the process's previous such op sent to it, delta < 1.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .collect import INFO, OK, Subscription, TxnOp
+from .explain import anomaly, listing, op_name, plural, val
+from .orders import KeyOrder
+
+_EMPTY: dict = {}
+
+
+def _skipped(order: KeyOrder, i1: int, i2: int) -> tuple[list, list]:
+    """The values and offsets strictly between indexes ``i1`` and ``i2``."""
+    return order.by_index[i1 + 1:i2], order.offsets[i1 + 1:i2]
+
+
+def int_polls(ops: list[TxnOp], orders: dict[str, KeyOrder]) -> tuple[list[dict], list[dict]]:
+    """``(int-poll-skip, int-nonmonotonic-poll)`` anomalies."""
+    skips: list[dict] = []
+    nonmono: list[dict] = []
+    for op in ops:
+        if not op.reads:
+            continue
+        for k, pairs in op.reads.items():
+            if len(pairs) < 2 or k in op.rebalanced:
+                continue
+            order = orders.get(k)
+            if order is None:
+                continue
+            get = order.index.get
+            prev = prev_p = None
+            for p in pairs:
+                i = get(p[1])
+                if prev is not None and i is not None and i - prev != 1:
+                    _int_poll(op, k, order, prev_p, p, prev, i, skips, nonmono)
+                prev, prev_p = i, p
+    return skips, nonmono
+
+
+def _int_poll(op, k, order, p1, p2, i1, i2, skips, nonmono) -> None:
+    (o1, v1), (o2, v2) = p1, p2
+    d = i2 - i1
+    head = f"{op_name(op)} polled key {k} at offset {o1} ({val(v1)}) then at offset {o2} ({val(v2)})"
+    if d > 1:
+        vals, offs = _skipped(order, i1, i2)
+        skips.append(anomaly("int-poll-skip", f"{head}, skipping {plural(d - 1, 'record')} at offsets "
+                                              f"{listing(offs)} (values {listing(map(val, vals))})",
+                             key=k, values=[v1, v2], offsets=[o1, o2], delta=d, skipped=vals[:32], op=op.index))
+    else:
+        nonmono.append(anomaly("int-nonmonotonic-poll", f"{head}: {'the same record again' if d == 0 else 'backwards'} "
+                                                        f"(delta {d})",
+                               key=k, values=[v1, v2], offsets=[o1, o2], delta=d, op=op.index))
+
+
+def int_sends(ops: list[TxnOp], orders: dict[str, KeyOrder]) -> tuple[list[dict], list[dict]]:
+    """``(int-send-skip, int-nonmonotonic-send)`` anomalies."""
+    skips: list[dict] = []
+    nonmono: list[dict] = []
+    for op in ops:
+        if len(op.writes) < 2:
+            continue
+        last: dict[str, Any] = {}
+        for k, v2, _o in op.writes:
+            if k in last:
+                v1 = last[k]
+                order = orders.get(k)
+                if order is not None:
+                    i1, i2 = order.index.get(v1), order.index.get(v2)
+                    if i1 is not None and i2 is not None and i2 - i1 != 1:
+                        _int_send(op, k, order, v1, v2, i1, i2, skips, nonmono)
+            last[k] = v2
+    return skips, nonmono
+
+
+def _int_send(op, k, order, v1, v2, i1, i2, skips, nonmono) -> None:
+    d = i2 - i1
+    o1, o2 = order.offsets[i1], order.offsets[i2]
+    head = f"{op_name(op)} sent {val(v1)} then {val(v2)} to key {k}"
+    if d > 1:
+        vals, offs = _skipped(order, i1, i2)
+        skips.append(anomaly("int-send-skip", f"{head}, and {plural(d - 1, 'other record')} landed between them "
+                                              f"(offsets {o1} and {o2}): values {listing(map(val, vals))}",
+                             key=k, values=[v1, v2], offsets=[o1, o2], delta=d, skipped=vals[:32], op=op.index))
+    else:
+        nonmono.append(anomaly("int-nonmonotonic-send", f"{head}, but {val(v2)} landed at offset {o2}, "
+                                                        f"{'at' if d == 0 else 'before'} {val(v1)}'s offset {o1}",
+                               key=k, values=[v1, v2], offsets=[o1, o2], delta=d, op=op.index))
+
+
+def _keep(positions: dict, sub: Subscription) -> dict:
+    """A process's positions after an ok or info assign / subscribe."""
+    if sub.seek:
+        return {}
+    return {k: x for k, x in positions.items() if k in sub.keys}
+
+
+def polls(seq: list, orders: dict[str, KeyOrder]) -> tuple[list[dict], list[dict]]:
+    """``(poll-skip, nonmonotonic-poll)`` anomalies, per process over ``seq`` (ops and
+    subscriptions in completion order)."""
+    skips: list[dict] = []
+    nonmono: list[dict] = []
+    last: dict[Any, dict[str, tuple]] = {}     # process -> key -> (op, value, offset) last polled
+    for e in seq:
+        if type(e) is Subscription:
+            if e.process in last:
+                last[e.process] = _keep(last[e.process], e)
+            continue
+        if not e.reads:
+            continue
+        pos = last.get(e.process, _EMPTY)
+        for k, pairs in e.reads.items():
+            prev = pos.get(k)
+            if prev is None or not pairs or prev[1] is None:
+                continue
+            order = orders.get(k)
+            if order is None:
+                continue
+            before, v1, o1 = prev
+            o2, v2 = pairs[0]
+            i1, i2 = order.index.get(v1), order.index.get(v2)
+            if i1 is None or i2 is None or i2 - i1 == 1:
+                continue
+            d = i2 - i1
+            head = (f"process {e.process} polled key {k} up to offset {o1} ({val(v1)}) in op {before.index}, "
+                    f"then {op_name(e)} polled from offset {o2} ({val(v2)})")
+            if d > 1:
+                vals, offs = _skipped(order, i1, i2)
+                skips.append(anomaly("poll-skip", f"{head}, skipping {plural(d - 1, 'record')} at offsets "
+                                                  f"{listing(offs)} (values {listing(map(val, vals))})",
+                                     key=k, values=[v1, v2], offsets=[o1, o2], delta=d, skipped=vals[:32],
+                                     ops=[before.index, e.index]))
+            else:
+                nonmono.append(anomaly("nonmonotonic-poll", f"{head}: {'the same record again' if d == 0 else 'backwards'} "
+                                                            f"(delta {d})",
+                                       key=k, values=[v1, v2], offsets=[o1, o2], delta=d,
+                                       ops=[before.index, e.index]))
+        if e.type == OK:
+            pos = last.setdefault(e.process, {})
+            for k, pairs in e.reads.items():
+                pos[k] = (e, pairs[-1][1], pairs[-1][0]) if pairs else (e, None, None)
+    return skips, nonmono
+
+
+def sends(seq: list, orders: dict[str, KeyOrder]) -> list[dict]:
+    """nonmonotonic-send anomalies, per process over the ok and info ops of ``seq``."""
+    out: list[dict] = []
+    last: dict[Any, dict[str, tuple]] = {}     # process -> key -> (op, value) last sent
+    for e in seq:
+        if type(e) is Subscription:
+            if e.process in last:
+                last[e.process] = {k: x for k, x in last[e.process].items() if k in e.keys}
+            continue
+        if not e.writes or (e.type != OK and e.type != INFO):
+            continue
+        firsts: dict[str, Any] = {}
+        lasts: dict[str, Any] = {}
+        for k, v, _o in e.writes:
+            if k not in firsts:
+                firsts[k] = v
+            lasts[k] = v
+        pos = last.get(e.process)
+        if pos:
+            for k, v2 in firsts.items():
+                prev = pos.get(k)
+                order = orders.get(k)
+                if prev is None or order is None:
+                    continue
+                before, v1 = prev
+                i1, i2 = order.index.get(v1), order.index.get(v2)
+                if i1 is not None and i2 is not None and i2 - i1 < 1:
+                    o1, o2 = order.offsets[i1], order.offsets[i2]
+                    out.append(anomaly(
+                        "nonmonotonic-send",
+                        f"process {e.process} sent {val(v1)} to key {k} (offset {o1}) in op {before.index}, then "
+                        f"{op_name(e)} sent {val(v2)}, which landed {'at' if i1 == i2 else 'before'} it, at offset {o2}",
+                        key=k, values=[v1, v2], offsets=[o1, o2], delta=i2 - i1, ops=[before.index, e.index]))
+        pos = last.setdefault(e.process, {})
+        for k, v in lasts.items():
+            pos[k] = (e, v)
+    return out
