@@ -129,7 +129,8 @@ def _counts(col: Collector, orders) -> dict:
     ops = col.ops
     return {"ops": len(ops), "micro_ops": sum(op.mops for op in ops),
             "sends": sum(len(op.writes) for op in ops),
-            "polled_records": sum(len(p) for op in ops for p in op.reads.values()),
+            "polled_records": sum(col.records.length(b[i], b[i + 1]) for op in ops
+                                  for b in (op.spans[1],) for i in range(0, len(b), 2)),
             "keys": len(orders), "processes": len({op.process for op in ops})}
 
 

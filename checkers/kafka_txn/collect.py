@@ -16,7 +16,7 @@ from typing import Any
 
 from history import NEMESIS
 
-from .mops import DATA_FS, SUBSCRIPTION_FS, MopError, norm_key, parse_mops, subscription_keys
+from .mops import DATA_FS, SUBSCRIPTION_FS, MopError, Records, norm_key, parse_mops, subscription_keys
 
 #: functions of Jepsen's Kafka workload that carry nothing the checker reads
 QUIET_FS = frozenset(("crash", "debug-topic-partitions"))
@@ -30,20 +30,35 @@ class TxnOp:
     ``id``: position among the collected ops (0..). ``index``: the completion's history
     index (the invoke's for an op never completed, ``open`` True). ``invoke``: the invoke's
     index. ``type``: ok / info / fail. ``writes``: ``(key, value, offset or None)`` per send.
-    ``reads``: key -> ``[offset, value]`` pairs polled, in order. ``rt_preds``: ids of the
+    ``spans``: where the records it polled are in the history's :class:`~.mops.Records`, one per
+    key; ``reads``: key -> ``(offsets, values)`` polled, in order (made from the spans at each
+    use). ``rt_preds``: ids of the
     ok ops that precede it in real time (a transitive reduction). ``rebalanced``: keys named
     by the op's rebalance log (Jepsen's ``:rebalance-log``), exempt from its internal poll
     checks.
     """
 
-    __slots__ = ("id", "index", "invoke", "process", "type", "f", "writes", "reads", "mops", "rt_preds",
+    __slots__ = ("id", "index", "invoke", "process", "type", "f", "writes", "spans", "store", "mops", "rt_preds",
                  "rebalanced", "open")
 
     def __init__(self, id: int, index: int, invoke: int, process: Any, type: str, f: str, writes: list,
-                 reads: dict, mops: int, rt_preds: tuple, rebalanced: frozenset, open: bool = False):
+                 spans: tuple, store: Records, mops: int, rt_preds: tuple, rebalanced: frozenset,
+                 open: bool = False):
         self.id, self.index, self.invoke, self.process, self.type, self.f = id, index, invoke, process, type, f
-        self.writes, self.reads, self.mops, self.rt_preds = writes, reads, mops, rt_preds
+        self.writes, self.spans, self.store, self.mops, self.rt_preds = writes, spans, store, mops, rt_preds
         self.rebalanced, self.open = rebalanced, open
+
+    @property
+    def reads(self) -> dict[str, tuple]:
+        """Key -> ``(offsets, values)`` this op polled, in order."""
+        keys, bounds = self.spans
+        get = self.store.get
+        return {k: get(bounds[2 * i], bounds[2 * i + 1]) for i, k in enumerate(keys)}
+
+    @property
+    def polled(self) -> bool:
+        """Did it poll any record?"""
+        return bool(self.spans[0])
 
     def __repr__(self) -> str:
         return f"TxnOp({self.index}, {self.type} {self.f}, process {self.process})"
@@ -64,10 +79,13 @@ def _seeks(op: dict) -> bool:
     return bool(op.get("seek_to_beginning", op.get("seek-to-beginning?")))
 
 
+_NO_KEYS: frozenset = frozenset()
+
+
 def _rebalanced(op: dict) -> frozenset:
     log = op.get("rebalance_log", op.get("rebalance-log"))
     if not log:
-        return frozenset()
+        return _NO_KEYS
     keys = set()
     for event in log:
         if isinstance(event, dict):
@@ -85,6 +103,7 @@ class Collector:
 
     def __init__(self) -> None:
         self.ops: list[TxnOp] = []
+        self.records = Records()
         self.seq: list = []
         self.open: dict[Any, list] = {}          # process -> [index, f, value, rt snapshot]
         self.buffer: set[int] = set()            # ok data ops not yet implied by a later ok one
@@ -140,7 +159,7 @@ class Collector:
         if not isinstance(value, (list, tuple)):
             value = inv[2]
         try:
-            writes, reads, n = parse_mops(value)
+            writes, reads, n = parse_mops(value, self.records)
             rebalanced = _rebalanced(op)
         except MopError as e:
             self.problems.append((op.get("index"), f"{t} {op.get('f')} by process {op.get('process')}: {e}"))
@@ -149,7 +168,8 @@ class Collector:
                   rebalanced)
 
     def _add(self, index, invoke, process, t, f, writes, reads, n, preds, rebalanced, open_=False) -> TxnOp:
-        o = TxnOp(len(self.ops), index, invoke, process, t, f, writes, reads, n, preds or (), rebalanced, open_)
+        o = TxnOp(len(self.ops), index, invoke, process, t, f, writes, reads, self.records, n, preds or (),
+                  rebalanced, open_)
         self.ops.append(o)
         self.seq.append(o)
         if t == OK:
@@ -165,9 +185,9 @@ class Collector:
             if f not in DATA_FS:
                 continue
             try:
-                writes, reads, n = parse_mops(value)
+                writes, reads, n = parse_mops(value, self.records)
             except MopError as e:
                 self.problems.append((index, f"invoke {f} by process {process}: {e}"))
                 continue
-            self._add(index, index, process, INFO, f, writes, reads, n, snapshot, frozenset(), open_=True)
+            self._add(index, index, process, INFO, f, writes, reads, n, snapshot, _NO_KEYS, open_=True)
         self.open.clear()

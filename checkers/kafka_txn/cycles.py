@@ -41,13 +41,12 @@ def build_edges(ops: list[TxnOp], orders: dict[str, KeyOrder], writer_of: dict[s
     src, dst, rel = array("i"), array("i"), array("b")
     for op in ops:
         b = op.id
-        if op.reads:
+        if op.polled:
             ws: set = set()
-            for k, pairs in op.reads.items():
+            for k, (_offs, vals) in op.reads.items():
                 wk = writer_of.get(k)
                 if wk:
-                    get = wk.get
-                    ws.update([get(p[1]) for p in pairs])
+                    ws.update(map(wk.get, vals))
             ws.discard(None)
             ws.discard(b)
             if ws:
@@ -159,9 +158,9 @@ def search(edges: dict[tuple[int, int], int]) -> list[tuple[str, list[tuple[int,
 def _step_text(a: TxnOp, b: TxnOp, rel: int, orders: dict[str, KeyOrder],
                writer_of: dict[str, dict[Any, int]]) -> tuple[str, dict]:
     if rel == WR:
-        for k, pairs in b.reads.items():
+        for k, (offs, vals) in b.reads.items():
             wk = writer_of.get(k, {})
-            for o, v in pairs:
+            for o, v in zip(offs, vals):
                 if wk.get(v) == a.id:
                     return (f"op {a.index} sent {val(v)} to key {k}, which op {b.index} polled at offset {o}",
                             {"key": k, "value": v, "offset": o})

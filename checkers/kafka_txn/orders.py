@@ -84,13 +84,12 @@ def ok_reads(ops: Iterable[TxnOp]) -> dict[str, set]:
     """Key -> every value an ok op polled (Jepsen's ``reads-by-type`` ``:ok``)."""
     out: dict[str, set] = {}
     for op in ops:
-        if op.type == OK and op.reads:
-            for k, pairs in op.reads.items():
+        if op.type == OK and op.polled:
+            for k, (_offs, vals) in op.reads.items():
                 s = out.get(k)
                 if s is None:
                     s = out[k] = set()
-                s.update([p[1] for p in pairs])
-        # sends are not reads
+                s.update(vals)
     return out
 
 
@@ -112,32 +111,35 @@ def build_orders(ops: list[TxnOp], okr: dict[str, set]) -> dict[str, KeyOrder]:
     """Every key's :class:`KeyOrder` from the polls of all ``ops`` and the offsets of the
     sends of those that :func:`committed` (``okr``: :func:`ok_reads`). Values with no offset
     are left out."""
-    logs: dict[str, dict[int, Any]] = {}
-    conflicts: dict[str, dict[int, list]] = {}
-
-    def conflict(k: str, o: int, v: Any) -> None:
-        at = conflicts.setdefault(k, {}).setdefault(o, [logs[k][o]])
-        if v not in at:
-            at.append(v)
+    seen: dict[str, dict] = {}         # key -> {(offset, value): None}, first seen first
 
     for op in ops:
-        for k, pairs in op.reads.items():
-            log = logs.get(k)
-            if log is None:
-                log = logs[k] = {}
-            put = log.setdefault
-            for o, v in pairs:
-                if o is not None and put(o, v) != v:
-                    conflict(k, o, v)
+        for k, (offs, vals) in op.reads.items():
+            s = seen.get(k)
+            if s is None:
+                s = seen[k] = {}
+            if type(offs) is list:              # offsets may be None there
+                s.update(dict.fromkeys((o, v) for o, v in zip(offs, vals) if o is not None))
+            else:
+                s.update(dict.fromkeys(zip(offs, vals)))
         if op.writes and committed(op, okr):
             for k, v, o in op.writes:
                 if o is not None:
-                    log = logs.get(k)
-                    if log is None:
-                        log = logs[k] = {}
-                    if log.setdefault(o, v) != v:
-                        conflict(k, o, v)
-    return {k: KeyOrder(log, conflicts.get(k)) for k, log in logs.items()}
+                    s = seen.get(k)
+                    if s is None:
+                        s = seen[k] = {}
+                    s[(o, v)] = None
+    out = {}
+    for k, s in seen.items():
+        log = dict(reversed(s))             # offset -> the first value seen there
+        conflicts = None
+        if len(log) < len(s):               # some offset holds two values
+            conflicts = {}
+            for o, v in s:
+                if log[o] != v:
+                    conflicts.setdefault(o, [log[o]]).append(v)
+        out[k] = KeyOrder(log, conflicts)
+    return out
 
 
 def sort_values(values: Iterable[Any]) -> list:

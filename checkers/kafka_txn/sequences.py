@@ -36,21 +36,21 @@ def int_polls(ops: list[TxnOp], orders: dict[str, KeyOrder]) -> tuple[list[dict]
     skips: list[dict] = []
     nonmono: list[dict] = []
     for op in ops:
-        if not op.reads:
+        if not op.polled:
             continue
-        for k, pairs in op.reads.items():
-            if len(pairs) < 2 or k in op.rebalanced:
+        for k, (offs, vals) in op.reads.items():
+            if len(vals) < 2 or k in op.rebalanced:
                 continue
             order = orders.get(k)
             if order is None:
                 continue
-            get = order.index.get
-            prev = prev_p = None
-            for p in pairs:
-                i = get(p[1])
-                if prev is not None and i is not None and i - prev != 1:
-                    _int_poll(op, k, order, prev_p, p, prev, i, skips, nonmono)
-                prev, prev_p = i, p
+            idx = list(map(order.index.get, vals))
+            if None not in idx and idx == list(range(idx[0], idx[0] + len(idx))):
+                continue                    # one contiguous run: the usual case
+            for j in range(1, len(idx)):
+                i1, i2 = idx[j - 1], idx[j]
+                if i1 is not None and i2 is not None and i2 - i1 != 1:
+                    _int_poll(op, k, order, (offs[j - 1], vals[j - 1]), (offs[j], vals[j]), i1, i2, skips, nonmono)
     return skips, nonmono
 
 
@@ -122,18 +122,18 @@ def polls(seq: list, orders: dict[str, KeyOrder]) -> tuple[list[dict], list[dict
             if e.process in last:
                 last[e.process] = _keep(last[e.process], e)
             continue
-        if not e.reads:
+        if not e.polled:
             continue
         pos = last.get(e.process, _EMPTY)
-        for k, pairs in e.reads.items():
+        for k, (offs, vals) in e.reads.items():
             prev = pos.get(k)
-            if prev is None or not pairs or prev[1] is None:
+            if prev is None or not vals or prev[1] is None:
                 continue
             order = orders.get(k)
             if order is None:
                 continue
             before, v1, o1 = prev
-            o2, v2 = pairs[0]
+            o2, v2 = offs[0], vals[0]
             i1, i2 = order.index.get(v1), order.index.get(v2)
             if i1 is None or i2 is None or i2 - i1 == 1:
                 continue
@@ -153,8 +153,8 @@ def polls(seq: list, orders: dict[str, KeyOrder]) -> tuple[list[dict], list[dict
                                        ops=[before.index, e.index]))
         if e.type == OK:
             pos = last.setdefault(e.process, {})
-            for k, pairs in e.reads.items():
-                pos[k] = (e, pairs[-1][1], pairs[-1][0]) if pairs else (e, None, None)
+            for k, (offs, vals) in e.reads.items():
+                pos[k] = (e, vals[-1], offs[-1]) if vals else (e, None, None)
     return skips, nonmono
 
 

@@ -52,11 +52,11 @@ def witnesses(ops: list[TxnOp], want: dict[str, set], limit: int = 3,
                         found.append((op, o, "sent"))
         if only_ok_reads and op.type != OK:
             continue
-        for k, pairs in op.reads.items():
+        for k, (offs, vals) in op.reads.items():
             vs = want.get(k)
-            if not vs:
+            if not vs or vs.isdisjoint(vals):
                 continue
-            for o, v in pairs:
+            for o, v in zip(offs, vals):
                 if v in vs:
                     found = out.setdefault((k, v), [])
                     if len(found) < limit:
@@ -75,14 +75,14 @@ def g1a(ops: list[TxnOp]) -> list[dict]:
     if not failed:
         return out
     for op in ops:
-        if op.type != OK or not op.reads:
+        if op.type != OK or not op.polled:
             continue
         seen = set()
-        for k, pairs in op.reads.items():
+        for k, (offs, vals) in op.reads.items():
             fk = failed.get(k)
-            if not fk:
+            if not fk or fk.keys().isdisjoint(vals):
                 continue
-            for o, v in pairs:
+            for o, v in zip(offs, vals):
                 w = fk.get(v)
                 if w is not None and (k, v) not in seen:
                     seen.add((k, v))
@@ -97,19 +97,18 @@ def precommitted_reads(ops: list[TxnOp]) -> list[dict]:
     """precommitted-read: ops that polled a value they sent themselves (the first such per op)."""
     out: list[dict] = []
     for op in ops:
-        if not (op.writes and op.reads):
+        if not (op.writes and op.polled):
             continue
         sent: dict[str, set] = {}
         for k, v, _o in op.writes:
             sent.setdefault(k, set()).add(v)
         hit = None
         for k, vs in sent.items():
-            for o, v in op.reads.get(k, ()):
-                if v in vs:
-                    hit = (k, o, v)
-                    break
-            if hit:
-                break
+            offs, vals = op.reads.get(k, ((), ()))
+            if vs.isdisjoint(vals):
+                continue
+            hit = next((k, o, v) for o, v in zip(offs, vals) if v in vs)
+            break
         if hit:
             k, o, v = hit
             out.append(anomaly(
@@ -127,19 +126,20 @@ def lost_writes(ops: list[TxnOp], orders: dict[str, KeyOrder], okr: dict[str, se
         order = orders.get(k)
         if order is None:
             continue
-        bound, bound_v = -1, None
-        first = order.first
-        for v in vs:
-            i = first(v)
-            if i is not None and i > bound:
-                bound, bound_v = i, v
-        if bound < 0:
-            continue
         if order.multi or order.conflicts:
+            firsts = [(order.first(v), v) for v in vs]
+            bound, bound_v = max(((i, v) for i, v in firsts if i is not None), default=(-1, None),
+                                 key=lambda t: t[0])
             missing = [(w, i) for i in range(bound + 1) for w in order.values_at(i)
                        if order.last(w) == i and w not in vs]
-        else:
-            missing = [(w, i) for i, w in enumerate(order.by_index[:bound + 1]) if w not in vs]
+        else:                               # each value at one index: its first is its last
+            known = [i for i in map(order.index.get, vs) if i is not None]
+            bound = max(known, default=-1)
+            bound_v = order.by_index[bound] if bound >= 0 else None
+            head = order.by_index[:bound + 1]
+            missing = [] if vs.issuperset(head) else [(w, i) for i, w in enumerate(head) if w not in vs]
+        if bound < 0:
+            continue
         wk = writer_of.get(k, {})
         for w, i in missing:
             wid = wk.get(w)
