@@ -12,7 +12,7 @@ invoke; an invoke never completed counts as ``info``. Nemesis ops, ``crash`` and
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, Iterator, Sequence
 
 from history import NEMESIS
 
@@ -54,6 +54,20 @@ class TxnOp:
         keys, bounds = self.spans
         get = self.store.get
         return {k: get(bounds[2 * i], bounds[2 * i + 1]) for i, k in enumerate(keys)}
+
+    def values(self) -> Iterator[tuple[str, Sequence]]:
+        """``(key, values polled)`` per key, in order."""
+        keys, bounds = self.spans
+        get = self.store.values
+        for i, k in enumerate(keys):
+            yield k, get(bounds[2 * i], bounds[2 * i + 1])
+
+    def ends(self) -> Iterator[tuple[str, tuple, tuple]]:
+        """``(key, (offset, value) first polled, (offset, value) last polled)`` per key."""
+        keys, bounds = self.spans
+        get = self.store.first_last
+        for i, k in enumerate(keys):
+            yield (k, *get(bounds[2 * i], bounds[2 * i + 1]))
 
     @property
     def polled(self) -> bool:

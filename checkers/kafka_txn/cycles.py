@@ -43,7 +43,7 @@ def build_edges(ops: list[TxnOp], orders: dict[str, KeyOrder], writer_of: dict[s
         b = op.id
         if op.polled:
             ws: set = set()
-            for k, (_offs, vals) in op.reads.items():
+            for k, vals in op.values():
                 wk = writer_of.get(k)
                 if wk:
                     ws.update(map(wk.get, vals))

@@ -68,6 +68,17 @@ class Records:
             return self.offs[s:e], self.vals[s:e]
         return self.lists[e]
 
+    def values(self, s: int, e: int) -> Sequence:
+        """The values of a span's start and end."""
+        return self.vals[s:e] if s >= 0 else self.lists[e][1]
+
+    def first_last(self, s: int, e: int) -> tuple[tuple, tuple]:
+        """``((offset, value), (offset, value))`` of a span's first and last record."""
+        if s >= 0:
+            return (self.offs[s], self.vals[s]), (self.offs[e - 1], self.vals[e - 1])
+        offs, vals = self.lists[e]
+        return (offs[0], vals[0]), (offs[-1], vals[-1])
+
     def length(self, s: int, e: int) -> int:
         """How many records a span's start and end hold."""
         return e - s if s >= 0 else len(self.lists[e][1])

@@ -85,7 +85,7 @@ def ok_reads(ops: Iterable[TxnOp]) -> dict[str, set]:
     out: dict[str, set] = {}
     for op in ops:
         if op.type == OK and op.polled:
-            for k, (_offs, vals) in op.reads.items():
+            for k, vals in op.values():
                 s = out.get(k)
                 if s is None:
                     s = out[k] = set()
@@ -112,16 +112,16 @@ def build_orders(ops: list[TxnOp], okr: dict[str, set]) -> dict[str, KeyOrder]:
     sends of those that :func:`committed` (``okr``: :func:`ok_reads`). Values with no offset
     are left out."""
     seen: dict[str, dict] = {}         # key -> {(offset, value): None}, first seen first
-
     for op in ops:
-        for k, (offs, vals) in op.reads.items():
-            s = seen.get(k)
-            if s is None:
-                s = seen[k] = {}
-            if type(offs) is list:              # offsets may be None there
-                s.update(dict.fromkeys((o, v) for o, v in zip(offs, vals) if o is not None))
-            else:
-                s.update(dict.fromkeys(zip(offs, vals)))
+        if op.polled:
+            for k, (offs, vals) in op.reads.items():
+                s = seen.get(k)
+                if s is None:
+                    s = seen[k] = {}
+                if type(offs) is list:          # offsets may be None there: not placed
+                    s.update(dict.fromkeys((o, v) for o, v in zip(offs, vals) if o is not None))
+                else:
+                    s.update(dict.fromkeys(zip(offs, vals)))
         if op.writes and committed(op, okr):
             for k, v, o in op.writes:
                 if o is not None:
@@ -130,7 +130,8 @@ def build_orders(ops: list[TxnOp], okr: dict[str, set]) -> dict[str, KeyOrder]:
                         s = seen[k] = {}
                     s[(o, v)] = None
     out = {}
-    for k, s in seen.items():
+    for k in list(seen):
+        s = seen.pop(k)
         log = dict(reversed(s))             # offset -> the first value seen there
         conflicts = None
         if len(log) < len(s):               # some offset holds two values

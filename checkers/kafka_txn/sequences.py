@@ -38,7 +38,7 @@ def int_polls(ops: list[TxnOp], orders: dict[str, KeyOrder]) -> tuple[list[dict]
     for op in ops:
         if not op.polled:
             continue
-        for k, (offs, vals) in op.reads.items():
+        for k, vals in op.values():
             if len(vals) < 2 or k in op.rebalanced:
                 continue
             order = orders.get(k)
@@ -47,6 +47,7 @@ def int_polls(ops: list[TxnOp], orders: dict[str, KeyOrder]) -> tuple[list[dict]
             idx = list(map(order.index.get, vals))
             if None not in idx and idx == list(range(idx[0], idx[0] + len(idx))):
                 continue                    # one contiguous run: the usual case
+            offs = op.reads[k][0]
             for j in range(1, len(idx)):
                 i1, i2 = idx[j - 1], idx[j]
                 if i1 is not None and i2 is not None and i2 - i1 != 1:
@@ -125,15 +126,15 @@ def polls(seq: list, orders: dict[str, KeyOrder]) -> tuple[list[dict], list[dict
         if not e.polled:
             continue
         pos = last.get(e.process, _EMPTY)
-        for k, (offs, vals) in e.reads.items():
+        ends = list(e.ends())
+        for k, (o2, v2), _last in ends:
             prev = pos.get(k)
-            if prev is None or not vals or prev[1] is None:
+            if prev is None or prev[1] is None:
                 continue
             order = orders.get(k)
             if order is None:
                 continue
             before, v1, o1 = prev
-            o2, v2 = offs[0], vals[0]
             i1, i2 = order.index.get(v1), order.index.get(v2)
             if i1 is None or i2 is None or i2 - i1 == 1:
                 continue
@@ -153,8 +154,8 @@ def polls(seq: list, orders: dict[str, KeyOrder]) -> tuple[list[dict], list[dict
                                        ops=[before.index, e.index]))
         if e.type == OK:
             pos = last.setdefault(e.process, {})
-            for k, (offs, vals) in e.reads.items():
-                pos[k] = (e, vals[-1], offs[-1]) if vals else (e, None, None)
+            for k, _first, (o, v) in ends:
+                pos[k] = (e, v, o)
     return skips, nonmono
 
 

@@ -64,16 +64,17 @@ def witnesses(ops: list[TxnOp], want: dict[str, set], limit: int = 3,
     return out
 
 
-def g1a(ops: list[TxnOp]) -> list[dict]:
-    """G1a: ok ops that polled a value a ``fail`` op sent (one per reader, key and value)."""
+def g1a(ops: list[TxnOp], okr: dict[str, set]) -> list[dict]:
+    """G1a: ok ops that polled a value a ``fail`` op sent (one per reader, key and value;
+    ``okr``: what ok ops polled, orders.py's ``ok_reads``)."""
     failed: dict[str, dict[Any, TxnOp]] = {}
     for op in ops:
         if op.type == FAIL:
             for k, v, _o in op.writes:
                 failed.setdefault(k, {})[v] = op
     out: list[dict] = []
-    if not failed:
-        return out
+    if all(okr.get(k, set()).isdisjoint(vs) for k, vs in failed.items()):
+        return out                              # no ok poll read a failed send
     for op in ops:
         if op.type != OK or not op.polled:
             continue
@@ -102,9 +103,13 @@ def precommitted_reads(ops: list[TxnOp]) -> list[dict]:
         sent: dict[str, set] = {}
         for k, v, _o in op.writes:
             sent.setdefault(k, set()).add(v)
+        polled = dict(op.values())
+        if all(vs.isdisjoint(polled.get(k, ())) for k, vs in sent.items()):
+            continue
         hit = None
+        reads = op.reads
         for k, vs in sent.items():
-            offs, vals = op.reads.get(k, ((), ()))
+            offs, vals = reads.get(k, ((), ()))
             if vs.isdisjoint(vals):
                 continue
             hit = next((k, o, v) for o, v in zip(offs, vals) if v in vs)
