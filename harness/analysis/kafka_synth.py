@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import random
-from typing import Iterator
+from typing import Callable, Iterator
 
 #: status of a transaction's records
 OPEN, COMMITTED, ABORTED = 0, 1, 2
@@ -72,19 +72,21 @@ class _Log:
 
 
 class _World:
-    def __init__(self, opts: SynthOptions, rng: random.Random):
-        self.opts, self.rng = opts, rng
+    def __init__(self, opts: SynthOptions, rng: random.Random, sink: Callable[[dict], None]):
+        self.opts, self.rng, self.sink = opts, rng, sink
         per = max(1, opts.keys // opts.topics)
         self.keys = [f"t{i // per}-{i % per}" for i in range(opts.keys)]
         self.logs = {k: _Log() for k in self.keys}
-        self.history: list[dict] = []
+        self.emitted = 0
         self.next_value = 0
         self.next_txn = 0
         self.mops = 0
+        self.now = 0
 
     def emit(self, t: int, type_: str, process: int, f: str, value, **extra) -> None:
-        self.history.append({"index": len(self.history), "time": t, "type": type_, "process": process,
-                             "f": f, "value": value, **extra})
+        self.sink({"index": self.emitted, "time": t, "type": type_, "process": process, "f": f, "value": value,
+                   **extra})
+        self.emitted += 1
 
     def poll(self, k: str, pos: int, limit: int) -> tuple[list, int]:
         """Committed records of ``k`` from ``pos`` below the LSO, up to ``limit``; new position."""
@@ -227,12 +229,13 @@ def _run(w: _World, threads: list[Iterator[int]]) -> None:
         seq += 1
 
 
-def synth_history(opts: SynthOptions = SynthOptions(), seed: int = 0) -> list[dict]:
+def synth_history(opts: SynthOptions = SynthOptions(), seed: int = 0,
+                  sink: Callable[[dict], None] | None = None) -> list[dict]:
     """A valid Kafka-workload history (module docstring) of about ``opts.mops`` micro-ops,
-    then the final polls; the same for the same ``opts`` and ``seed``."""
-    rng = random.Random(seed)
-    w = _World(opts, rng)
-    w.now = 0
+    then the final polls; the same for the same ``opts`` and ``seed``. Each op goes to
+    ``sink`` as it is made (then ``[]`` is returned), or into the list returned."""
+    history: list[dict] = []
+    w = _World(opts, random.Random(seed), sink or history.append)
     _run(w, [_thread(w, i) for i in range(opts.threads)])
     _run(w, [_final(w, i) for i in range(opts.final_threads)])
-    return w.history
+    return history
