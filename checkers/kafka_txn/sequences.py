@@ -55,19 +55,34 @@ def int_polls(ops: list[TxnOp], orders: dict[str, KeyOrder]) -> tuple[list[dict]
     return skips, nonmono
 
 
-def _int_poll(op, k, order, p1, p2, i1, i2, skips, nonmono) -> None:
-    (o1, v1), (o2, v2) = p1, p2
+def _judged(kinds: tuple[str, str], order: KeyOrder, i1: int, i2: int, skip_text, back_text,
+            out: tuple[list, list], **fields) -> None:
+    """A pair of values at indexes ``i1``, ``i2`` of a key, delta != 1: a skip (``kinds[0]``,
+    into ``out[0]``, ``skip_text(skipped offsets, skipped values)``) or a step back
+    (``kinds[1]``, into ``out[1]``, ``back_text(delta)``)."""
     d = i2 - i1
-    head = f"{op_name(op)} polled key {k} at offset {o1} ({val(v1)}) then at offset {o2} ({val(v2)})"
     if d > 1:
         vals, offs = _skipped(order, i1, i2)
-        skips.append(anomaly("int-poll-skip", f"{head}, skipping {plural(d - 1, 'record')} at offsets "
-                                              f"{listing(offs)} (values {listing(map(val, vals))})",
-                             key=k, values=[v1, v2], offsets=[o1, o2], delta=d, skipped=vals[:32], op=op.index))
+        out[0].append(anomaly(kinds[0], skip_text(offs, vals), **fields, delta=d, skipped=vals[:32]))
     else:
-        nonmono.append(anomaly("int-nonmonotonic-poll", f"{head}: {'the same record again' if d == 0 else 'backwards'} "
-                                                        f"(delta {d})",
-                               key=k, values=[v1, v2], offsets=[o1, o2], delta=d, op=op.index))
+        out[1].append(anomaly(kinds[1], back_text(d), **fields, delta=d))
+
+
+def _skip_text(head: str, offs: list, vals: list, what: str = "record") -> str:
+    return (f"{head}, skipping {plural(len(offs), what)} at offsets {listing(offs)} "
+            f"(values {listing(map(val, vals))})")
+
+
+def _back_text(head: str, d: int) -> str:
+    return f"{head}: {'the same record again' if d == 0 else 'backwards'} (delta {d})"
+
+
+def _int_poll(op, k, order, p1, p2, i1, i2, skips, nonmono) -> None:
+    (o1, v1), (o2, v2) = p1, p2
+    head = f"{op_name(op)} polled key {k} at offset {o1} ({val(v1)}) then at offset {o2} ({val(v2)})"
+    _judged(("int-poll-skip", "int-nonmonotonic-poll"), order, i1, i2,
+            lambda offs, vals: _skip_text(head, offs, vals), lambda d: _back_text(head, d), (skips, nonmono),
+            key=k, values=[v1, v2], offsets=[o1, o2], op=op.index)
 
 
 def int_sends(ops: list[TxnOp], orders: dict[str, KeyOrder]) -> tuple[list[dict], list[dict]]:
@@ -91,18 +106,13 @@ def int_sends(ops: list[TxnOp], orders: dict[str, KeyOrder]) -> tuple[list[dict]
 
 
 def _int_send(op, k, order, v1, v2, i1, i2, skips, nonmono) -> None:
-    d = i2 - i1
     o1, o2 = order.offsets[i1], order.offsets[i2]
     head = f"{op_name(op)} sent {val(v1)} then {val(v2)} to key {k}"
-    if d > 1:
-        vals, offs = _skipped(order, i1, i2)
-        skips.append(anomaly("int-send-skip", f"{head}, and {plural(d - 1, 'other record')} landed between them "
-                                              f"(offsets {o1} and {o2}): values {listing(map(val, vals))}",
-                             key=k, values=[v1, v2], offsets=[o1, o2], delta=d, skipped=vals[:32], op=op.index))
-    else:
-        nonmono.append(anomaly("int-nonmonotonic-send", f"{head}, but {val(v2)} landed at offset {o2}, "
-                                                        f"{'at' if d == 0 else 'before'} {val(v1)}'s offset {o1}",
-                               key=k, values=[v1, v2], offsets=[o1, o2], delta=d, op=op.index))
+    _judged(("int-send-skip", "int-nonmonotonic-send"), order, i1, i2,
+            lambda offs, vals: (f"{head}, and {plural(len(offs), 'other record')} landed between them "
+                                f"(offsets {o1} and {o2}): values {listing(map(val, vals))}"),
+            lambda d: f"{head}, but {val(v2)} landed at offset {o2}, {'at' if d == 0 else 'before'} {val(v1)}'s offset {o1}",
+            (skips, nonmono), key=k, values=[v1, v2], offsets=[o1, o2], op=op.index)
 
 
 def _keep(positions: dict, sub: Subscription) -> dict:
@@ -138,20 +148,11 @@ def polls(seq: list, orders: dict[str, KeyOrder]) -> tuple[list[dict], list[dict
             i1, i2 = order.index.get(v1), order.index.get(v2)
             if i1 is None or i2 is None or i2 - i1 == 1:
                 continue
-            d = i2 - i1
             head = (f"process {e.process} polled key {k} up to offset {o1} ({val(v1)}) in op {before.index}, "
                     f"then {op_name(e)} polled from offset {o2} ({val(v2)})")
-            if d > 1:
-                vals, offs = _skipped(order, i1, i2)
-                skips.append(anomaly("poll-skip", f"{head}, skipping {plural(d - 1, 'record')} at offsets "
-                                                  f"{listing(offs)} (values {listing(map(val, vals))})",
-                                     key=k, values=[v1, v2], offsets=[o1, o2], delta=d, skipped=vals[:32],
-                                     ops=[before.index, e.index]))
-            else:
-                nonmono.append(anomaly("nonmonotonic-poll", f"{head}: {'the same record again' if d == 0 else 'backwards'} "
-                                                            f"(delta {d})",
-                                       key=k, values=[v1, v2], offsets=[o1, o2], delta=d,
-                                       ops=[before.index, e.index]))
+            _judged(("poll-skip", "nonmonotonic-poll"), order, i1, i2,
+                    lambda offs, vals: _skip_text(head, offs, vals), lambda d: _back_text(head, d), (skips, nonmono),
+                    key=k, values=[v1, v2], offsets=[o1, o2], ops=[before.index, e.index])
         if e.type == OK:
             pos = last.setdefault(e.process, {})
             for k, _first, (o, v) in ends:

@@ -14,13 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from harness.analysis.kafka_synth import SynthOptions, synth_history
+from harness.bench.check_memory import measured
 from harness.run.code_version import PROJECT_ROOT
 
 STORE = PROJECT_ROOT / "store" / "bench-txn"
@@ -50,16 +49,9 @@ def history_file(mops: int, store: Path = STORE, seed: int = SEED) -> Path:
 def run_child(cmd: list[str]) -> dict:
     """Run ``cmd`` (output discarded); ``{"wall_s", "cpu_s", "peak_rss_mb", "exit"}`` from its
     own rusage."""
-    t = time.monotonic()
-    with subprocess.Popen(cmd, stdout=subprocess.DEVNULL) as proc:
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        except BaseException:
-            proc.kill()
-            raise
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    return {"wall_s": time.monotonic() - t, "cpu_s": usage.ru_utime + usage.ru_stime,
-            "peak_rss_mb": usage.ru_maxrss / 1024, "exit": proc.returncode}
+    wall, rc, usage = measured(cmd)
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": usage.ru_maxrss / 1024,
+            "exit": rc}
 
 
 def bench(mops: int = MOPS, store: Path = STORE) -> dict:
@@ -84,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{c['polled_records']:,} polled records, {c['keys']} keys, {c['processes']:,} processes)")
     print(f"  kraft-chaos check {r['history']}")
     print(f"  wall {r['wall_s']:.1f} s (goal < {GOAL_S} s), CPU {r['cpu_s']:.1f} s, "
-          f"peak RSS {r['peak_rss_mb']:.0f} MB (goal < {GOAL_MB} MB); of which the analysis after reading {r['analysis_s']:.1f} s (wall)")
+          f"peak RSS {r['peak_rss_mb']:.0f} MB (goal < {GOAL_MB} MB); the analysis after reading: "
+          f"{r['analysis_s']:.1f} s of the wall time")
     print(f"  verdict {json.dumps(r['valid'])} (exit {r['exit']}); kinds shown: {r['found'] or 'none'}")
     if os.getloadavg()[0] > (os.cpu_count() or 1):
         print(f"  note: load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs: wall time is inflated; "
