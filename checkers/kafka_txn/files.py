@@ -37,6 +37,30 @@ def is_kafka_history(ops: Iterable[dict]) -> bool:
     return False
 
 
+def looks_like_kafka(path: Path, fmt: str) -> bool:
+    """Is the file at ``path`` (format ``fmt``: jsonl or edn) a Kafka-workload history? Reads
+    only its first ops (an EDN op map at a time). Raises FileNotFoundError, and for jsonl
+    ``history.HistoryError`` on a malformed line before the decision."""
+    if fmt == "jsonl":
+        from history import iter_history
+        return is_kafka_history(iter_history(path))
+    if fmt == "edn":
+        import edn_format
+
+        from ..linearizability.formats.edn import as_op_map, op_maps, plain
+
+        def ops():
+            for _line, chunk in op_maps(Path(path).read_text(encoding="utf-8", errors="replace"), path):
+                try:
+                    op = as_op_map(plain(edn_format.loads(chunk)))
+                except Exception:       # a bad map: not ours to judge here (the reader names it)
+                    return
+                if isinstance(op, dict):
+                    yield op
+        return is_kafka_history(ops())
+    return False
+
+
 def edn_ops(path: Path) -> list[dict]:
     """The ops of a Jepsen ``history.edn``, as op dicts with ``index`` and ``time`` (the op's
     position where Jepsen's test histories leave them out). Raises FileNotFoundError, and

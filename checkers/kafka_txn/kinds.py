@@ -30,8 +30,6 @@ KINDS: dict[str, str] = {
     "G1c-realtime": "a G1c cycle that needs real-time order too",
 }
 
-#: kinds found by the cycle search (checkers/kafka_txn/cycles.py)
-CYCLE_KINDS = ("G0", "G1c", "G0-realtime", "G1c-realtime")
 #: always allowed (Jepsen): transactions' writes interleave, and writes are never isolated
 ALWAYS_ALLOWED = ("int-send-skip", "G0", "G0-realtime")
 #: allowed when the history subscribes: a rebalance may move a consumer between ops

@@ -74,11 +74,6 @@ class KeyOrder:
         """Every value seen at index ``i`` (its offset's conflict, or the one value)."""
         return tuple(self.conflicts.get(self.offsets[i]) or (self.by_index[i],))
 
-    def offset_of(self, v: Any) -> int | None:
-        """The offset of ``v``'s last index in the order, or None when it has none."""
-        i = self.index.get(v)
-        return None if i is None else self.offsets[i]
-
 
 def ok_reads(ops: Iterable[TxnOp]) -> dict[str, set]:
     """Key -> every value an ok op polled (Jepsen's ``reads-by-type`` ``:ok``)."""

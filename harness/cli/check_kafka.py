@@ -17,7 +17,7 @@ from pathlib import Path
 from checkers.fold import run_checkers
 from checkers.kafka_txn import ALLOWABLE, KINDS, Options, TxnChecker
 from checkers.kafka_txn.explain import plural
-from checkers.kafka_txn.files import FORMATS, is_kafka_history, open_ops
+from checkers.kafka_txn.files import FORMATS, looks_like_kafka, open_ops
 from checkers.linearizability import FormatError, guess_format
 from checkers.log_safety import combine
 from checkers.registry import split_by_kind
@@ -65,9 +65,9 @@ def check_kafka_file(args: argparse.Namespace, path: Path, out: Path, made: bool
     if fmt not in FORMATS:
         return None
     try:
-        ops = open_ops(path, fmt)
-        if not is_kafka_history(ops()):
+        if not looks_like_kafka(path, fmt):
             return None
+        ops = open_ops(path, fmt)
         options = Options.from_mapping(kafka_options(args))
         results = run_checkers(ops, {NAME: TxnChecker(options)})
     except (FormatError, HistoryError, ValueError, OSError) as e:
