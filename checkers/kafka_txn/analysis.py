@@ -67,7 +67,7 @@ def analyse(col: Collector, options: Options = Options()) -> dict:
     Returns ``{"valid", "anomalies": [] (they are under each kind), "by_kind": {kind:
     {"valid", "allowed", "anomalies": [...]}} for every kind of
     :data:`~checkers.kafka_txn.kinds.KINDS`, "error_kinds": kinds shown and not allowed,
-    "allowed": the allowed kinds, "ww_deps", "counts": {"ops", "micro_ops", "sends",
+    "allowed": the allowed kinds, "ww_deps", "counts": {"ops", "invoked", "micro_ops", "sends",
     "polled_records", "keys", "processes"}, "ignored": {f: n}, "problems": [{"op", "why"}],
     "unattributed": [{"key", "value", "offset"}], "reason"?: why unknown, "check_s"}``.
     Each anomaly is a dict as checkers/kafka_txn/explain.py describes.
@@ -127,7 +127,7 @@ def _reasons(col: Collector, unattributed: list) -> list[str]:
 
 def _counts(col: Collector, orders) -> dict:
     ops = col.ops
-    return {"ops": len(ops), "micro_ops": sum(op.mops for op in ops),
+    return {"ops": len(ops), "invoked": col.invoked, "micro_ops": sum(op.mops for op in ops),
             "sends": sum(len(op.writes) for op in ops),
             "polled_records": sum(col.records.length(b[i], b[i + 1]) for op in ops
                                   for b in (op.spans[1],) for i in range(0, len(b), 2)),

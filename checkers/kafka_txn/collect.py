@@ -119,7 +119,7 @@ class Collector:
         self.ops: list[TxnOp] = []
         self.records = Records()
         self.seq: list = []
-        self.open: dict[Any, list] = {}          # process -> [index, f, value, rt snapshot]
+        self.open: dict[Any, list] = {}          # process -> [index, f, value, rt snapshot or seek]
         self.buffer: set[int] = set()            # ok data ops not yet implied by a later ok one
         self.subscribed = False
         self.ignored: Counter = Counter()
