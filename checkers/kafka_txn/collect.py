@@ -12,7 +12,7 @@ invoke; an invoke never completed counts as ``info``. Nemesis ops, ``crash`` and
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from history import NEMESIS
 
@@ -39,7 +39,7 @@ class TxnOp:
     """
 
     __slots__ = ("id", "index", "invoke", "process", "type", "f", "writes", "spans", "store", "mops", "rt_preds",
-                 "rebalanced", "open")
+                 "rebalanced", "open", "polled")
 
     def __init__(self, id: int, index: int, invoke: int, process: Any, type: str, f: str, writes: list,
                  spans: tuple, store: Records, mops: int, rt_preds: tuple, rebalanced: frozenset,
@@ -47,6 +47,7 @@ class TxnOp:
         self.id, self.index, self.invoke, self.process, self.type, self.f = id, index, invoke, process, type, f
         self.writes, self.spans, self.store, self.mops, self.rt_preds = writes, spans, store, mops, rt_preds
         self.rebalanced, self.open = rebalanced, open
+        self.polled = bool(spans[0])            # did it poll any record?
 
     @property
     def reads(self) -> dict[str, tuple]:
@@ -55,24 +56,17 @@ class TxnOp:
         get = self.store.get
         return {k: get(bounds[2 * i], bounds[2 * i + 1]) for i, k in enumerate(keys)}
 
-    def values(self) -> Iterator[tuple[str, Sequence]]:
+    def values(self) -> list[tuple[str, Sequence]]:
         """``(key, values polled)`` per key, in order."""
         keys, bounds = self.spans
         get = self.store.values
-        for i, k in enumerate(keys):
-            yield k, get(bounds[2 * i], bounds[2 * i + 1])
+        return [(k, get(bounds[2 * i], bounds[2 * i + 1])) for i, k in enumerate(keys)]
 
-    def ends(self) -> Iterator[tuple[str, tuple, tuple]]:
+    def ends(self) -> list[tuple[str, tuple, tuple]]:
         """``(key, (offset, value) first polled, (offset, value) last polled)`` per key."""
         keys, bounds = self.spans
         get = self.store.first_last
-        for i, k in enumerate(keys):
-            yield (k, *get(bounds[2 * i], bounds[2 * i + 1]))
-
-    @property
-    def polled(self) -> bool:
-        """Did it poll any record?"""
-        return bool(self.spans[0])
+        return [(k, *get(bounds[2 * i], bounds[2 * i + 1])) for i, k in enumerate(keys)]
 
     def __repr__(self) -> str:
         return f"TxnOp({self.index}, {self.type} {self.f}, process {self.process})"

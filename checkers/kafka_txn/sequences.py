@@ -136,7 +136,7 @@ def polls(seq: list, orders: dict[str, KeyOrder]) -> tuple[list[dict], list[dict
         if not e.polled:
             continue
         pos = last.get(e.process, _EMPTY)
-        ends = list(e.ends())
+        ends = e.ends()
         for k, (o2, v2), _last in ends:
             prev = pos.get(k)
             if prev is None or prev[1] is None:
