@@ -25,6 +25,7 @@ class TxnChecker(Checker):
         self.feed = self.collector.feed
 
     def result(self, nodes) -> dict:
+        """The analysis of what was fed (``nodes`` unused)."""
         self.collector.finish()
         return analyse(self.collector, self.options)
 

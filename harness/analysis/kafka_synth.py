@@ -68,6 +68,7 @@ class _Log:
         self.open: dict[int, int] = {}        # transaction id -> its first offset here
 
     def lso(self) -> int:
+        """The last stable offset: the first offset of a transaction still open, else the end."""
         return min(self.open.values()) if self.open else len(self.entries)
 
 
@@ -84,6 +85,7 @@ class _World:
         self.now = 0
 
     def emit(self, t: int, type_: str, process: int, f: str, value, **extra) -> None:
+        """Record an op at time ``t`` (ns), the next index."""
         self.sink({"index": self.emitted, "time": t, "type": type_, "process": process, "f": f, "value": value,
                    **extra})
         self.emitted += 1

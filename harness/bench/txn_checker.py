@@ -66,6 +66,7 @@ def bench(mops: int = MOPS, store: Path = STORE) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Bench and print the figures (module docstring); 0."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--mops", type=int, default=MOPS, help="micro-ops of the history (default %(default)s)")
     p.add_argument("--store", type=Path, default=STORE)
