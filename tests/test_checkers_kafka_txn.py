@@ -354,3 +354,25 @@ def test_check_all_folds_lists_each_kind_by_jepsen_s_name():
     assert raw["anomaly_counts"]["G1a"] == 1 and raw["anomaly_counts"]["kafka-txn"] == 0
     assert set(KINDS) <= set(raw["checkers"]) and raw["checkers"]["G1a"]["anomalies"][0]["op"] == 3
     assert check_list(TxnChecker(), h)["error_kinds"] == ["G1a"]
+
+
+def test_jepsen_s_txn_abort_cases_fail_and_info_polls_are_judged_but_do_not_move_the_consumer():
+    # jepsen.tests.kafka-test, poll-skip-test "txn abort": sends 0..5 at offsets 0..5, then one
+    # consumer's transactions
+    sends = op_pair(0, 0, "send", [["send", "x", i] for i in range(6)], [["send", "x", [i, i]] for i in range(6)])
+    good = reindex([*map(dict, sends),
+                    *op_pair(0, 1, "txn", [["poll"]], [["poll", {"x": [[0, 0]]}]]),
+                    *op_pair(0, 1, "txn", [["poll"]], [["poll", {"x": [[1, 1], [2, 2]]}]], type="fail"),
+                    *op_pair(0, 1, "txn", [["poll"]], [["poll", {"x": [[1, 1], [2, 2]]}]], type="info"),
+                    *op_pair(0, 1, "txn", [["poll"]], [["poll", {"x": [[1, 1], [2, 2]]}]]),
+                    *op_pair(0, 2, "poll", [["poll"]], [["poll", {"x": [[i, i] for i in range(6)]}]])])
+    assert found(check_ops(good)) == {}
+    bad = reindex([*map(dict, sends),
+                   *op_pair(0, 1, "txn", [["poll"]], [["poll", {"x": [[0, 0]]}]]),
+                   *op_pair(0, 1, "txn", [["poll"]], [["poll", {"x": [[1, 1], [2, 2]]}]], type="fail"),
+                   *op_pair(0, 1, "txn", [["poll"]], [["poll", {"x": [[3, 3], [4, 4]]}]], type="fail"),
+                   *op_pair(0, 1, "txn", [["poll"]], [["poll", {"x": [[5, 5]]}]]),
+                   *op_pair(0, 2, "poll", [["poll"]], [["poll", {"x": [[i, i] for i in range(6)]}]])])
+    skips, _r = only(bad, "poll-skip")
+    # as Jepsen: both later polls should have begun at 1, after the ok poll of 0
+    assert [(a["ops"], a["delta"], a["skipped"]) for a in skips] == [([3, 7], 3, [1, 2]), ([3, 9], 5, [1, 2, 3, 4])]
