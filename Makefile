@@ -47,6 +47,7 @@ unit: venv
 # DB=kafka: Apache Kafka's quorum beside ours (first leader, CreateTopics vs appends, failover).
 # harness.bench.backends: cluster start-up and first leader on docker beside netns.
 # harness.bench.analyze: analyze vs check on a store of BENCH_ANALYZE_RUNS runs (default 200).
+# harness.bench.txn_checker: Jepsen's Kafka workload checker on a 1M-micro-op history (< 60 s, < 2 GB).
 # harness.bench.simulate: kraft-chaos simulate's speed (BENCH_SIM_SEEDS schedules, default 200)
 # beside the bare cores, and the time to detect each --unsafe switch.
 bench: venv engine spark $(if $(filter kafka,$(DB)),maven)
@@ -57,6 +58,7 @@ else
 	$(PY) -m harness.bench.quorum
 	$(PY) -m harness.bench.backends
 	$(PY) -m harness.bench.check_memory
+	$(PY) -m harness.bench.txn_checker
 	$(PY) -m harness.bench.spark
 	$(PY) -m harness.bench.analyze
 	$(PY) -m harness.bench.simulate --switches

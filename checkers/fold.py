@@ -13,6 +13,7 @@ show it.
 from __future__ import annotations
 
 import dataclasses
+import gc
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -24,11 +25,14 @@ class CheckContext:
     ``run_dir``: the run's store folder (for reports such as
     ``linearizability.html``), or None. ``config``: the run's test config
     (``test.json``'s ``config``: the harness's own settings, never the
-    system's claims), ``{}`` when unknown.
+    system's claims), ``{}`` when unknown. ``options``: what the check itself
+    was told (``kraft-chaos check``'s checker options, e.g. ``ww_deps``),
+    ``{}`` when nothing.
     """
 
     run_dir: Path | None = None
     config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 class Checker:
@@ -79,17 +83,26 @@ def run_checkers(open_history: Callable[[], Iterable[dict]], checkers: Mapping[s
     ``open_history()`` yields the ops in index order and is called once per
     pass (the most any checker asks for). Raises what it raises (e.g.
     ``history.HistoryError`` for a malformed line) and what a checker raises.
+    Python's cyclic garbage collector is paused meanwhile (as it was before, after): the
+    checkers keep millions of small objects alive, which it would scan again and again,
+    and make no cycles worth collecting.
     """
     passes = max((c.passes for c in checkers.values()), default=0)
-    for p in range(passes):
-        active = [c for c in checkers.values() if c.passes > p]
-        for c in active:
-            c.begin(p)
-        feeds = [c.feed for c in active]
-        for op in open_history():
-            for feed in feeds:
-                feed(op)
-    return {name: c.result(nodes) for name, c in checkers.items()}
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for p in range(passes):
+            active = [c for c in checkers.values() if c.passes > p]
+            for c in active:
+                c.begin(p)
+            feeds = [c.feed for c in active]
+            for op in open_history():
+                for feed in feeds:
+                    feed(op)
+        return {name: c.result(nodes) for name, c in checkers.items()}
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def ops_of(history: list[dict]) -> Callable[[], Iterator[dict]]:

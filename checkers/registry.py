@@ -82,7 +82,29 @@ FACTORIES: dict[str, Callable[[CheckContext], Checker]] = {
     "queue-reordered": lambda ctx: QueueReordered(),
     "queue-nonmonotonic-poll": lambda ctx: QueueNonmonotonicPoll(),
     "queue-phantom": lambda ctx: QueuePhantom(),
+    # Jepsen's Kafka workload (send / poll / txn micro-ops): one result per anomaly kind (by_kind)
+    "kafka-txn": lambda ctx: _kafka_txn(ctx),
 }
+
+
+def _kafka_txn(ctx: CheckContext) -> Checker:
+    from .kafka_txn import TxnChecker, options_of
+    return TxnChecker(options_of(ctx))
+
+
+def split_by_kind(results: dict[str, dict]) -> dict[str, dict]:
+    """``results`` with each result that carries ``by_kind`` ({kind: result}) followed by
+    those results as checkers of their own (its own ``anomalies`` then hold none). Raises
+    ValueError when a kind is named like another checker."""
+    out: dict[str, dict] = {}
+    for name, r in results.items():
+        parts = r.pop("by_kind", None) if isinstance(r, dict) else None
+        out[name] = r
+        for kind, part in (parts or {}).items():
+            if kind in results or kind in out:
+                raise ValueError(f"checker {name!r} reports kind {kind!r}, named like another checker")
+            out[kind] = part
+    return out
 
 
 def make_checkers(names: Iterable[str], ctx: CheckContext) -> dict[str, Checker]:
@@ -105,7 +127,9 @@ def check_all_folds(open_history: Callable, names: Iterable[str], nodes=None,
     Returns ``{"valid", "checkers": {name: result}, "anomaly_counts": {name:
     n}, "stats", "faults", "extra"}``; ``valid`` combines the checkers' verdicts (see
     :func:`combine`); the statistics (``stats``, and ``faults``: which faults landed,
-    checkers/fault_report.py) never affect it.
+    checkers/fault_report.py) never affect it. A checker whose result carries ``by_kind``
+    (``kafka-txn``: one result per Jepsen anomaly kind) has those listed as checkers of their
+    own (:func:`split_by_kind`), so that ``anomaly_counts`` names Jepsen's kinds.
     """
     names = list(names)
     if "membership" not in names and membership_wanted(ctx.config):   # KIP-853 runs
@@ -120,6 +144,7 @@ def check_all_folds(open_history: Callable, names: Iterable[str], nodes=None,
     faults = results.pop("faults")
     faults.pop("valid", None)
     extras = {name: results.pop(name) for name in extra}
+    results = split_by_kind(results)
     return {"valid": combine([r.get("valid") for r in results.values()]),
             "checkers": results,
             "anomaly_counts": {name: len(r.get("anomalies") or []) for name, r in results.items()},

@@ -178,6 +178,24 @@ WORKLOAD_SPECS: dict[str, WorkloadSpec] = {
 }
 
 
+#: workloads whose stored runs ``check`` judges though no WorkloadSpec runs them yet (their
+#: generator and client come with their spec, which then takes over): name -> checker names
+CHECKED_ONLY: dict[str, tuple[str, ...]] = {
+    # Jepsen's Kafka workload with transactions (send / poll / txn micro-ops)
+    "txn": ("kafka-txn",),
+}
+
+
+def workload_checkers(name: str) -> tuple[str, ...]:
+    """The checker names of workload ``name``: its spec's, or :data:`CHECKED_ONLY`'s. Raises
+    ValueError naming the choices for an unknown one."""
+    if name in WORKLOAD_SPECS:
+        return WORKLOAD_SPECS[name].checkers
+    if name in CHECKED_ONLY:
+        return CHECKED_ONLY[name]
+    raise ValueError(f"unknown workload {name!r}: choose from {', '.join([*WORKLOAD_SPECS, *CHECKED_ONLY])}")
+
+
 def workload_spec(name: str) -> WorkloadSpec:
     """The spec named ``name``; raises ValueError naming the choices for an unknown one."""
     try:

@@ -25,6 +25,13 @@ def report(result: CheckResult, paired, out_dir: Path | None) -> dict:
     summary["crashed_ops"] = paired.crashed
     if paired.ignored:
         summary["ignored"] = dict(paired.ignored)
+    if paired.unknown:              # ops the model cannot read: whatever the rest shows, no verdict
+        summary["unknown_functions"] = dict(paired.unknown)
+        summary["valid"] = "unknown"
+        summary["reason"] = "; ".join(filter(None, (
+            f"the history holds ops of functions the {result.model} model does not know: "
+            + ", ".join(f"{f} ({n})" for f, n in sorted(paired.unknown.items())) + "; it was not checked whole",
+            summary.get("reason"))))
     if out_dir is not None and result.explanations:
         explanation = {"model": result.model, "valid": result.valid,
                        "time_unit": "ns" if paired.timed else "event", "partitions": result.explanations}

@@ -48,9 +48,9 @@ def synthetic_run(ops: int, store: Path = STORE) -> tuple[Path, dict]:
     return synthetic_run(ops, store)
 
 
-def timed(cmd: list[str]) -> tuple[float, int, float]:
-    """Run ``cmd`` (output discarded); returns (wall seconds, exit code, peak RSS of that
-    process in MB, from its own rusage)."""
+def measured(cmd: list[str]) -> tuple[float, int, "os.struct_rusage"]:
+    """Run ``cmd`` (output discarded); returns (wall seconds, exit code, that process's own
+    rusage)."""
     t = time.monotonic()
     with subprocess.Popen(cmd, stdout=subprocess.DEVNULL) as proc:
         try:
@@ -60,6 +60,13 @@ def timed(cmd: list[str]) -> tuple[float, int, float]:
             raise
         wall = time.monotonic() - t
         proc.returncode = rc = os.waitstatus_to_exitcode(status)
+    return wall, rc, usage
+
+
+def timed(cmd: list[str]) -> tuple[float, int, float]:
+    """Run ``cmd`` (output discarded); returns (wall seconds, exit code, peak RSS of that
+    process in MB, from its own rusage)."""
+    wall, rc, usage = measured(cmd)
     return wall, rc, usage.ru_maxrss / 1024      # ru_maxrss is in KB on Linux
 
 

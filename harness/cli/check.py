@@ -26,7 +26,12 @@ import sys
 from pathlib import Path
 
 from harness.cli.check_file import add_file_options, check_one_file, wants_file_check
+<<<<<<< HEAD
 from harness.exits import EXIT_BAD_INPUT, verdict_exit
+=======
+from harness.cli.check_kafka import kafka_options
+from harness.exits import EXIT_BAD_INPUT, verdict_exit
+>>>>>>> txncheck
 from harness.reports.summary import format_results
 from harness.run.check import check_run_dir
 from history import HistoryError, store
@@ -51,13 +56,14 @@ def worst_exit(codes) -> int:
     return max(codes, key=SEVERITY.index, default=0)
 
 
-def check_run(path: str, out: Path | None) -> tuple[int, Path | None]:
+def check_run(path: str, out: Path | None, options: dict | None = None) -> tuple[int, Path | None]:
     """Re-check the run directory ``path`` (or a store root's latest run); results into ``out``
-    (None: the run's own folder, whose results.json is rewritten). Prints the report. Returns
-    ``(exit code, where the results went or None)``: 0 valid, 1 invalid, 2 unknown, 3 bad input."""
+    (None: the run's own folder, whose results.json is rewritten); ``options``: the checkers'
+    options (``CheckContext.options``). Prints the report. Returns ``(exit code, where the
+    results went or None)``: 0 valid, 1 invalid, 2 unknown, 3 bad input."""
     try:
         run_dir = store.resolve_run_dir(path)
-        results = check_run_dir(run_dir, out_dir=str(out) if out is not None else None)
+        results = check_run_dir(run_dir, out_dir=str(out) if out is not None else None, options=options)
     except store.StoreError as e:
         print(f"kraft-chaos check: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT, None
@@ -107,7 +113,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         if wants_file_check(args, path):
             code, where = check_one_file(args, Path(path), out)
         else:
-            code, where = check_run(path, out)
+            try:
+                options = kafka_options(args)
+            except ValueError as e:
+                print(f"kraft-chaos check: {e}", file=sys.stderr)
+                code, where = EXIT_BAD_INPUT, None
+            else:
+                code, where = check_run(path, out, options)
         rows.append((path, code, where))
         if several:
             print(flush=True)

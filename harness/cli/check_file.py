@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from checkers.linearizability import FORMATS, MODELS, FormatError, check_file
+from harness.cli.check_kafka import add_kafka_options, check_kafka_file
 from harness.exits import EXIT_BAD_INPUT, verdict_exit
 from harness.reports.summary import anomaly_sentence
 from history import HistoryError, store
@@ -40,6 +41,7 @@ def add_file_options(c: argparse.ArgumentParser) -> None:
     c.add_argument("--store", default=None,
                    help="store root under which a history file's results go when there is no --out: "
                         "STORE/checks/<file name>/<timestamp>/ (default ./store)")
+    add_kafka_options(c)
 
 
 def wants_file_check(args: argparse.Namespace, path: str | Path) -> bool:
@@ -105,6 +107,9 @@ def check_one_file(args: argparse.Namespace, path: Path, out: Path | None = None
         print(f"kraft-chaos check: cannot make an output folder for {path} ({e}); "
               "pass --out DIR or --store DIR", file=sys.stderr)
         return EXIT_BAD_INPUT, None
+    routed = check_kafka_file(args, path, out, made)      # a Kafka-workload history: Jepsen's checker
+    if routed is not None:
+        return routed
     try:
         summary = check_file(path, model=args.model, fmt=args.fmt, partitioned=not args.no_partition,
                              timeout_s=args.timeout, out_dir=out, memory_bound=memory)

@@ -35,10 +35,13 @@ def format_results(results: dict, max_details: int = 3) -> str:
     if found:
         lines.append("anomalies:")
         for name, n in found.items():
-            lines.append(f"  {name}: {n}")
+            allowed = (checkers.get(name) or {}).get("allowed")      # reported, not an error
+            lines.append(f"  {name}: {n}" + (" (allowed)" if allowed else ""))
             for a in (checkers.get(name) or {}).get("anomalies", [])[:max_details]:
                 if name == "linearizability":
                     lines.append(f"    - {anomaly_sentence(a)}")
+                elif a.get("explanation"):
+                    lines.append(f"    - {a['explanation']}")
                 else:
                     lines.append(f"    - {json.dumps(a, default=str)[:300]}")
             if name == "linearizability" and (checkers.get(name) or {}).get("html"):
@@ -49,8 +52,8 @@ def format_results(results: dict, max_details: int = 3) -> str:
     if unknown:
         lines.append(f"undecided checkers: {', '.join(unknown)}")
         for k in unknown:
-            if checkers[k].get("error"):
-                lines.append(f"  {k}: {checkers[k]['error']}")
+            if checkers[k].get("error") or checkers[k].get("reason"):
+                lines.append(f"  {k}: {checkers[k].get('error') or checkers[k]['reason']}")
     stats = results.get("stats") or {}
     op_counts = stats.get("counts") or {}
     if stats and "append" not in op_counts and any(f in op_counts for f in ("write", "cas")):

@@ -16,7 +16,7 @@ from checkers.registry import check_all_folds
 from harness.reports.plot_data import PlotFold
 from harness.reports.timeline import REPORT_MAX_BYTES, TimelineFold, write_timeline
 from history import iter_history, store
-from workloads.registry import workload_spec
+from workloads.registry import workload_checkers, workload_spec
 
 log = logging.getLogger("kraft_chaos.check")
 
@@ -26,6 +26,16 @@ def run_config(run_dir: Path) -> dict:
     test = store.read_test_json(run_dir) or {}
     config = test.get("config") if isinstance(test, dict) else None
     return config if isinstance(config, dict) else {}
+
+
+def run_checker_names(run_dir: Path) -> tuple[str, ...]:
+    """The checker names of a stored run's workload (``config.workload``, "append" when absent),
+    also for a workload checked but not yet run here (``workloads.registry.CHECKED_ONLY``).
+    Raises ValueError for a workload this harness does not know."""
+    try:
+        return workload_checkers(run_config(run_dir).get("workload", "append"))
+    except ValueError as e:
+        raise ValueError(f"{run_dir}: test.json names {e}") from None
 
 
 def run_workload(run_dir: Path):
@@ -43,7 +53,7 @@ def run_workload_name(run_dir: Path) -> str:
     return run_workload(run_dir).name
 
 
-def check_run_dir(run_dir: Path, out_dir: Path | None = None) -> dict:
+def check_run_dir(run_dir: Path, out_dir: Path | None = None, options: dict | None = None) -> dict:
     """Run the checkers on a stored run and (re)write its ``results.json``.
 
     Reads ``history.jsonl``, ``test.json`` (which workload ran, hence which
@@ -51,7 +61,8 @@ def check_run_dir(run_dir: Path, out_dir: Path | None = None) -> dict:
     none), and also writes ``latency-raw.png``, ``rate.png`` and ``latency-quantiles.png``
     (harness/reports/plots.py) and, for a history of at most ``REPORT_MAX_BYTES``, ``timeline.html``
     (harness/reports/timeline.py). With ``out_dir`` (created if need be) those files
-    go there and the run directory is only read. Returns ``{"valid", "anomalies": {checker: count},
+    go there and the run directory is only read. ``options``: the checkers' options given to
+    ``check`` (``CheckContext.options``, e.g. ``ww_deps``). Returns ``{"valid", "anomalies": {checker: count},
     "checkers": {checker: result}, "stats": ..., "faults": which faults landed, per family and
     kind (checkers/fault_report.py)}``. Raises
     ``history.HistoryError`` (with the line number) for a malformed history,
@@ -60,7 +71,7 @@ def check_run_dir(run_dir: Path, out_dir: Path | None = None) -> dict:
     """
 
     run_dir = Path(run_dir)
-    spec = run_workload(run_dir)
+    names = run_checker_names(run_dir)
     path = store.history_path(run_dir)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no history")
@@ -68,12 +79,12 @@ def check_run_dir(run_dir: Path, out_dir: Path | None = None) -> dict:
     nodes = load_node_data(ndir) if ndir.is_dir() else None
     dest = run_dir if out_dir is None else Path(out_dir)     # where reports go (linearizability.html too)
     dest.mkdir(parents=True, exist_ok=True)
-    ctx = CheckContext(run_dir=dest, config=run_config(run_dir))
+    ctx = CheckContext(run_dir=dest, config=run_config(run_dir), options=options or {})
     from harness.reports.plots import write_plots      # deferred: matplotlib
     extra = {"plots": PlotFold()}
     if path.stat().st_size <= REPORT_MAX_BYTES:
         extra["timeline"] = TimelineFold()
-    raw = check_all_folds(lambda: iter_history(path), spec.checkers, nodes or None, ctx, extra=extra)
+    raw = check_all_folds(lambda: iter_history(path), names, nodes or None, ctx, extra=extra)
     results = {"valid": raw["valid"], "anomalies": raw["anomaly_counts"],
                "checkers": raw["checkers"], "stats": raw["stats"], "faults": raw["faults"]}
     store.write_json(store.results_path(dest), results)

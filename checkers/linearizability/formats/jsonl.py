@@ -6,6 +6,10 @@ from pathlib import Path
 from ..model import Model
 from .pairing import Paired, pair_history
 
+#: functions our histories hold beside any model's ops: the quorum monitor's samples
+#: (workloads/monitor.py)
+SIDE_FUNCTIONS = ("describe-quorum",)
+
 
 def pair_run_history(history: list[dict], model: Model, path="history") -> Paired:
     """Pair already-read history op dicts (``history.read_history``) for ``model``.
@@ -14,7 +18,7 @@ def pair_run_history(history: list[dict], model: Model, path="history") -> Paire
     """
     events = [(op.get("index", i) + 1 if isinstance(op.get("index"), int) else i + 1,
                {**op, "value": tuplify(op.get("value"))}) for i, op in enumerate(history)]
-    return pair_history(events, model, path)
+    return pair_history(events, model, path, side=SIDE_FUNCTIONS)
 
 
 def read_jsonl(path: Path, model: Model) -> Paired:

@@ -25,13 +25,17 @@ class Paired:
 
     ``ignored``: count of set-aside events by ``f``; ``failed``: number of
     ``fail`` completions dropped; ``crashed``: number of ops left open;
-    ``timed``: call/ret are ns (``time``) rather than event positions.
+    ``timed``: call/ret are ns (``time``) rather than event positions;
+    ``unknown``: count of client events (not nemesis) of functions the model
+    does not know and the format does not expect beside its model's ops, by
+    ``f`` (a history with any cannot be judged valid).
     """
 
     ops: list[Operation]
     ignored: Counter
     failed: int = 0
     timed: bool = False
+    unknown: Counter = dataclasses.field(default_factory=Counter)
 
     @property
     def crashed(self) -> int:
@@ -39,24 +43,30 @@ class Paired:
         return sum(o.crashed for o in self.ops)
 
 
-def pair_history(events: Iterable[tuple[int | None, dict]], model: Model, path: Any) -> Paired:
+def pair_history(events: Iterable[tuple[int | None, dict]], model: Model, path: Any,
+                 side: Iterable[str] = ()) -> Paired:
     """Pair Jepsen op maps into :class:`Operation`s for ``model``.
 
     ``events``: (source line, op map) in history order; an op map has
     ``type``, ``process``, ``f``, ``value`` and optionally ``time`` (ns) and
     ``index``. Times are ``time`` when every client op has one, else the
-    event's position. Raises :class:`FormatError` naming the line for a
+    event's position. ``side``: functions the format's histories hold beside
+    the model's ops (not counted as unknown). Raises :class:`FormatError` naming the line for a
     missing field, an unknown type, a completion with no invoke or of another
     ``f``, a second invoke while one is open (pairing is
     ``history.pair_ops``), or a value the model cannot read.
     """
     client = []
     ignored: Counter = Counter()
+    unknown: Counter = Counter()
+    side = frozenset(side)
     for line, e in events:
         if e.get("process") != NEMESIS and e.get("f") in model.functions:
             client.append((line, e))
         else:
             ignored[str(e.get("f"))] += 1
+            if e.get("process") != NEMESIS and e.get("f") not in side:
+                unknown[str(e.get("f"))] += 1
     timed = all(isinstance(e.get("time"), int) for _l, e in client)
     line_of = {id(e): line for line, e in client}
     pos_of = {id(e): pos for pos, (_line, e) in enumerate(client)}
@@ -90,4 +100,4 @@ def pair_history(events: Iterable[tuple[int | None, dict]], model: Model, path: 
     ops = [make(inv, done) for inv, done in pairs if done is None or done["type"] != "fail"]
     failed = sum(1 for _inv, done in pairs if done is not None and done["type"] == "fail")
     ops.sort(key=lambda o: (o.call, o.line or 0))
-    return Paired(ops=ops, ignored=ignored, failed=failed, timed=timed)
+    return Paired(ops=ops, ignored=ignored, failed=failed, timed=timed, unknown=unknown)
