@@ -13,6 +13,7 @@ succeeded; concurrent callers serialise on the cache's lock file.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -57,9 +58,10 @@ class JavaClientBuild:
         return [java, *JVM_FLAGS, "-cp", self.classpath(), MAIN_CLASS]
 
 
+@functools.lru_cache(maxsize=8)
 def javac_version(javac: str) -> str:
-    """``javac -version``'s answer (``"javac 17.0.15"``). Raises :class:`TargetError` when it
-    does not run."""
+    """``javac -version``'s answer (``"javac 17.0.15"``; asked once per process). Raises
+    :class:`TargetError` when it does not run."""
     try:
         proc = subprocess.run([javac, "-version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as e:

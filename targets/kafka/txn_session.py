@@ -95,7 +95,7 @@ class Positions:
     def seeked_back(self) -> None:
         """The consumer is back where the op began."""
         targets = self.seek_targets()
-        self.next = dict(targets)
+        self.next, self._marked = dict(targets), dict(targets)
         self.uncommitted = dict(self._marked_uncommitted)
         self._first = {}
 
