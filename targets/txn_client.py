@@ -54,7 +54,8 @@ classes):
   ``KafkaError.retriable()``, e.g. ``_TIMED_OUT``: "the commit continues in the background";
   Java: ``TimeoutException``/``InterruptException``: "it is safe to retry ... but it is not
   possible to attempt a different operation (such as abortTransaction)") is retried until the
-  op's time is up, then indefinite (the commit is in doubt). An abortable error
+  op's time is up, then indefinite and fatal (the commit is in doubt, and neither library
+  lets the producer start another transaction meanwhile). An abortable error
   (``txn_requires_abort()``; Java: the transaction manager is in its abortable-error state,
   e.g. a ``KafkaException`` caused by a failed send, ``TransactionAbortableException``,
   ``InvalidProducerEpochException`` since KIP-588) aborts the transaction: definite when the
@@ -63,14 +64,17 @@ classes):
   ``UnsupportedVersionException``, the manager's fatal state) and anything else are
   indefinite and fatal: an earlier attempt of this commit may have reached the coordinator.
 - ``abort``: returns only when the abort certainly completed (the coordinator answered
-  EndTxn(abort)); a retriable error is retried within the op's time; else indefinite. So
+  EndTxn(abort)); a retriable error is retried within the op's time; else indefinite and
+  fatal. So
   the workload records a transaction it aborted (on purpose, or after a failed micro-op) as
   ``fail`` exactly when ``abort`` returned, and ``info`` when it raised.
 - ``commit_offsets`` (without transactions): commits the highest offset polled since the
   last commit plus one, per key. Retriable errors are retried within the op's time;
   timeouts and lost connections are indefinite, a broker's refusal definite.
-- ``close``: never raises. A session whose JVM died raises indefinite, fatal errors from
-  then on (the op in flight when it died included).
+- ``close`` (the workload's ``crash``): never raises, and does not abort the open
+  transaction (the coordinator aborts it after ``transaction.timeout.ms``, or at once when a
+  new session opens with the same transactional.id). A session whose JVM died raises
+  indefinite, fatal errors from then on (the op in flight when it died included).
 
 **Seeking back.** :meth:`TxnSession.mark` notes where an op begins (the consumer's
 position on each key it has read); after a failed or indefinite op,

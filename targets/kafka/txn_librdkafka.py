@@ -19,6 +19,7 @@ session's ``transaction_version`` is 0.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from typing import Any, Callable, Mapping, Sequence
 
@@ -28,6 +29,9 @@ from targets.kafka.txn_session import Session
 from targets.txn_client import Key, SessionConfig
 
 NAME = "librdkafka"
+#: seconds a session's close waits for the consumer to leave its group
+CLOSE_WAIT_S = 10.0
+log = logging.getLogger("kraft_chaos.targets.kafka.txn")
 
 
 def library_error(err: Any, *, local: bool = False) -> LibraryError:
@@ -76,8 +80,9 @@ class RdkafkaDriver:
                 "topic.metadata.refresh.interval.ms": 1000, "metadata.max.age.ms": 3000}
 
     def _serve_reports(self) -> None:
+        producer = self.producer
         while not self._closed.is_set():
-            self.producer.poll(0.05)
+            producer.poll(0.05)
 
     async def _blocking(self, fn: Callable, *args) -> Any:
         try:
@@ -198,8 +203,10 @@ class RdkafkaDriver:
         await self._blocking(commit)
 
     async def close(self) -> None:
-        """A crash: purge what the producer has not sent, close it without flushing, close
-        the consumer (leaving its group)."""
+        """A crash: purge what the producer has not sent and destroy it without aborting its
+        transaction (``Producer.close()`` would abort it first, and waits without bound for a
+        coordinator that does not answer); close the consumer (it tries to leave its group:
+        a few seconds when no broker answers), waiting at most :data:`CLOSE_WAIT_S`."""
         self._closed.set()
         producer, consumer, self.producer, self.consumer = self.producer, self.consumer, None, None
         if self._reports is not None:
@@ -207,14 +214,16 @@ class RdkafkaDriver:
             self._reports = None
 
         def shut() -> None:
+            nonlocal producer, consumer
             if producer is not None:
-                try:
-                    producer.purge()
-                finally:
-                    producer.close(0)
+                producer.purge()
+                producer = None          # the last reference: librdkafka's destroy, which does not block
             if consumer is not None:
                 consumer.close()
-        await asyncio.to_thread(shut)
+        try:
+            await asyncio.wait_for(asyncio.to_thread(shut), CLOSE_WAIT_S)
+        except TimeoutError:
+            log.warning("the librdkafka consumer did not close within %.0f s; left behind", CLOSE_WAIT_S)
 
 
 def _text(version) -> str:

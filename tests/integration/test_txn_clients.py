@@ -262,3 +262,38 @@ def test_java_client_killed_mid_op_is_indefinite_and_replaced(cluster):
     mid, after, pid, pid2, offset, started = run("java", body)
     assert mid.code == after.code == "client-crashed" and mid.fatal and after.fatal
     assert pid != pid2 and started == 2 and offset >= 0
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_subscribe_reads_the_topics_partitions_and_commits_as_a_group_member(cluster, client):
+    from confluent_kafka import Consumer, TopicPartition
+    topic = cluster.topic(2)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+
+    async def body(factory):
+        w = factory.session(_config(cluster, txn=False))
+        await w.open()
+        sent = {(topic, p): await w.send((topic, p), 10 + p) for p in (0, 1)}
+        await w.close()
+        s = factory.session(_config(cluster, group=group, session_timeout_ms=6000))
+        await s.open()
+        await s.subscribe([(topic, 0)])                 # the topic: both partitions
+        await s.begin()
+        got: dict = {}
+        deadline = time.monotonic() + 40
+        while sum(map(len, got.values())) < 2 and time.monotonic() < deadline:
+            for k, rs in (await s.poll()).items():
+                got.setdefault(k, []).extend(rs)
+        offsets = await s.send_offsets()                # with the member's generation (KIP-447)
+        await s.commit()
+        await s.close()
+        return sent, got, offsets
+    sent, got, offsets = run(client, body)
+    assert got == {k: [(o, 10 + k[1])] for k, o in sent.items()}
+    assert offsets == {k: o + 1 for k, o in sent.items()}
+    c = Consumer({"bootstrap.servers": ",".join(cluster.bootstrap), "group.id": group})
+    try:
+        committed = c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=10)
+    finally:
+        c.close()
+    assert {(tp.topic, tp.partition): tp.offset for tp in committed} == offsets
