@@ -101,7 +101,7 @@ maven:
 	@bash scripts/ensure-maven.sh
 
 # javac >= 17: the Java client (--client java) is compiled against each release's kafka-clients
-# when a run or test first needs it, and cached (targets/kafka/java_client.py).
+# when a run or test first needs it, and cached (targets/kafka/java_build.py).
 jdk:
 	@bash scripts/ensure-jdk.sh
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make sure a Java compiler >= 17 is there: the Java client of --db kafka (--client java) is
-# compiled at set-up against the release's kafka-clients (targets/kafka/java_client.py).
+# compiled at set-up against the release's kafka-clients (targets/kafka/java_build.py).
 #
 # Quiet and exit 0 when `javac` ($JAVA_HOME/bin/javac when JAVA_HOME is set, else the one
 # on PATH) reports major version >= 17. Otherwise, as root on Debian: install

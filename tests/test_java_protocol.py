@@ -141,7 +141,7 @@ def test_jvm_death_fails_the_ops_in_flight_and_after(tmp_path):
 def test_the_real_program_without_a_broker():
     """The program built for the default release: it tells its version, refuses an unknown
     session, and a send to no broker times out as the library says (after timeout_ms)."""
-    from targets.kafka.java_client import ensure_java_client
+    from targets.kafka.java_build import ensure_java_client
     from targets.kafka.releases import DEFAULT_VERSION
 
     build = ensure_java_client(DEFAULT_VERSION)

@@ -1,6 +1,6 @@
 """The transactional clients' registry (targets/kafka/txn_clients.py), the librdkafka
 driver's reading of ``KafkaError`` flags and its send path (a fake producer), and the Java
-client's build (targets/kafka/java_client.py): one line for a release that does not
+client's build (targets/kafka/java_build.py): one line for a release that does not
 resolve, a cache reused per release and rebuilt for a changed source."""
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from targets.errors import TargetError
-from targets.kafka import java_client
+from targets.kafka import java_build
 from targets.kafka.txn_clients import CLIENTS, check_client, client_factory, client_spec
 from targets.kafka.txn_errors import LibraryError
 from targets.kafka.txn_librdkafka import RdkafkaDriver, library_error
 from targets.txn_client import SessionConfig, TxnDefiniteError, TxnIndefiniteError
+from tests.test_queue_kafka_client import FakeMessage
 
 FAILING_MVN = """#!/bin/sh
 echo "[ERROR] Failed to execute goal on project kafka-java-client-libs: Could not resolve dependencies for project x:y:pom:1: The following artifacts could not be resolved: org.apache.kafka:kafka-clients:jar:4.3.9 (absent): Could not find artifact org.apache.kafka:kafka-clients:jar:4.3.9 in central (https://repo.maven.apache.org/maven2) -> [Help 1]"
@@ -48,7 +49,7 @@ def test_java_with_a_release_whose_jar_does_not_resolve_is_one_line(monkeypatch,
     mvn.write_text(FAILING_MVN)
     mvn.chmod(0o755)
     monkeypatch.setenv("PATH", str(bin_dir))
-    monkeypatch.setattr(java_client, "DEFAULT_CACHE_ROOT", tmp_path / "cache")
+    monkeypatch.setattr(java_build, "DEFAULT_CACHE_ROOT", tmp_path / "cache")
     with pytest.raises(ValueError) as e:
         check_client("java", "4.3.9")
     msg = str(e.value)
@@ -60,7 +61,7 @@ def test_no_javac_names_the_package(monkeypatch, tmp_path):
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(TargetError, match="openjdk-17-jdk-headless"):
-        java_client.find_javac()
+        java_build.find_javac()
 
 
 @pytest.mark.kafka
@@ -68,21 +69,22 @@ def test_no_javac_names_the_package(monkeypatch, tmp_path):
 def test_the_build_is_cached_per_release_and_rebuilt_for_a_new_source(tmp_path):
     from targets.kafka.releases import DEFAULT_VERSION
     # the jars come from the machine's cache (resolved there once, by Maven); only javac runs here
-    shared = java_client.ensure_java_client(DEFAULT_VERSION)
+    shared = java_build.ensure_java_client(DEFAULT_VERSION)
     cache = tmp_path / "cache"
     shutil.copytree(shared.libs.parent, cache / DEFAULT_VERSION, ignore=shutil.ignore_patterns("classes-*"))
     logs: list[str] = []
-    first = java_client.ensure_java_client(DEFAULT_VERSION, cache, log=logs.append)
-    assert (first.classes / "TxnClient.class").is_file()
+    first = java_build.ensure_java_client(DEFAULT_VERSION, cache, log=logs.append)
+    assert (first.classes / "TxnClient.class").is_file() and (first.classes / "ClientSession.class").is_file()
     assert {p.name for p in first.libs.glob("kafka-clients-*.jar")} == {f"kafka-clients-{DEFAULT_VERSION}.jar"}
     assert any(p.name.startswith("gson-") for p in first.libs.glob("*.jar"))
     assert sum("compiling" in m for m in logs) == 1 and not any("Maven" in m for m in logs)
-    again = java_client.ensure_java_client(DEFAULT_VERSION, cache, log=logs.append)
+    again = java_build.ensure_java_client(DEFAULT_VERSION, cache, log=logs.append)
     assert again == first and sum("compiling" in m for m in logs) == 1       # reused
-    changed = tmp_path / "TxnClient.java"
-    changed.write_text(java_client.SOURCE.read_text() + "\n// changed\n")
-    third = java_client.ensure_java_client(DEFAULT_VERSION, cache, log=logs.append, source=changed)
-    assert third.classes != first.classes and not first.classes.exists()
+    changed = tmp_path / "src"
+    shutil.copytree(java_build.SOURCES, changed)
+    (changed / "ClientSession.java").write_text((changed / "ClientSession.java").read_text() + "\n// changed\n")
+    third = java_build.ensure_java_client(DEFAULT_VERSION, cache, log=logs.append, sources=changed)
+    assert third.classes != first.classes and (third.classes / "ClientSession.class").is_file()
     assert str(third.classes) in third.classpath() and third.argv()[-1] == "TxnClient"
 
 
@@ -96,14 +98,6 @@ def test_rdkafka_flags(err, want):
     e = library_error(err)
     assert (e.code, e.retriable, e.abortable, e.fatal) == want
     assert library_error(BufferError("full")).local and library_error(BufferError("x")).code == "_QUEUE_FULL"
-
-
-class FakeMessage:
-    def __init__(self, offset):
-        self._offset = offset
-
-    def offset(self):
-        return self._offset
 
 
 class FakeProducer:

@@ -4,7 +4,7 @@
   speaks the original transaction protocol only.
 - ``java``: Kafka's own Java client, kafka-clients of the release under test
   (``targets/kafka/txn_java.py``), compiled at set-up and cached per release
-  (``targets/kafka/java_client.py``); from 4.0 it speaks transaction version 2 (KIP-890
+  (``targets/kafka/java_build.py``); from 4.0 it speaks transaction version 2 (KIP-890
   part 2) where the cluster has it.
 
 :func:`check_client` refuses a client that cannot run (before anything starts: the run's
@@ -33,7 +33,7 @@ def _java(version: str, log: Log) -> TxnClientFactory:
 
 
 def _prepare_java(version: str, log: Log) -> None:
-    from targets.kafka.java_client import ensure_java_client
+    from targets.kafka.java_build import ensure_java_client
     ensure_java_client(version, log=log)
 
 

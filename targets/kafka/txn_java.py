@@ -28,7 +28,7 @@ import time
 import uuid
 from typing import Any, Callable, Mapping, Sequence
 
-from targets.kafka.java_client import JavaClientBuild, ensure_java_client
+from targets.kafka.java_build import JavaClientBuild, ensure_java_client
 from targets.kafka.java_protocol import (ProtocolError, keys_arg, library_error, offsets_arg, parse_answer,
                                          records_of, request_line)
 from targets.kafka.queue_client import decode_value
@@ -346,5 +346,5 @@ class JavaFactory:
 
 def java_factory(kafka_version: str, log_fn: Callable[[str], None] = lambda _m: None) -> JavaFactory:
     """The factory for Kafka ``kafka_version``'s Java client, built if not cached
-    (:func:`targets.kafka.java_client.ensure_java_client`; raises ``TargetError``)."""
+    (:func:`targets.kafka.java_build.ensure_java_client`; raises ``TargetError``)."""
     return JavaFactory(ensure_java_client(kafka_version, log=log_fn))

@@ -73,19 +73,25 @@ def run(client: str, body):
     return asyncio.run(main())
 
 
-async def read_all(factory, cluster: Cluster, keys, want: int, timeout_s: float = 30.0) -> dict:
+async def poll_until(s, want: int, timeout_s: float = 30.0) -> dict:
+    """Poll session ``s`` until ``want`` records came (or ``timeout_s``): ``{key: [(offset,
+    value), ...]}``."""
+    out: dict = {}
+    deadline = time.monotonic() + timeout_s
+    while sum(map(len, out.values())) < want and time.monotonic() < deadline:
+        for k, rs in (await s.poll()).items():
+            out.setdefault(k, []).extend(rs)
+    return out
+
+
+async def read_all(factory, cluster: Cluster, keys, want: int) -> dict:
     """A fresh read_committed consumer's records of ``keys`` from the beginning, polled until
-    ``want`` records came (or ``timeout_s``); ``{key: [(offset, value), ...]}``."""
+    ``want`` records came: ``{key: [(offset, value), ...]}``."""
     s = factory.session(_config(cluster, txn=False))
     await s.open()
     await s.assign(keys, from_beginning=True)
-    out: dict = {}
-    deadline = time.monotonic() + timeout_s
     try:
-        while sum(map(len, out.values())) < want and time.monotonic() < deadline:
-            for k, rs in (await s.poll()).items():
-                out.setdefault(k, []).extend(rs)
-        return out
+        return await poll_until(s, want)
     finally:
         await s.close()
 
@@ -155,10 +161,7 @@ def test_send_offsets_to_transaction_commits_the_groups_offsets(cluster, client)
         await s.open()
         await s.assign([key], from_beginning=True)
         await s.begin()
-        got: list = []
-        deadline = time.monotonic() + 30
-        while len(got) < 3 and time.monotonic() < deadline:
-            got += (await s.poll()).get(key, [])
+        got = (await poll_until(s, 3)).get(key, [])
         offsets = await s.send_offsets()
         await s.commit()
         await s.close()
@@ -186,23 +189,14 @@ def test_seek_back_rereads_what_the_op_read(cluster, client):
             await s.send(key, v)
         await s.assign([key], from_beginning=True)
         s.mark()
-        first: list = []
-        deadline = time.monotonic() + 30
-        while len(first) < 5 and time.monotonic() < deadline:
-            first += (await s.poll()).get(key, [])
+        first = (await poll_until(s, 5)).get(key, [])
         await s.seek_back()                          # the op failed: back to where it began
-        again: list = []
-        while len(again) < 5 and time.monotonic() < deadline:
-            again += (await s.poll()).get(key, [])
+        again = (await poll_until(s, 5)).get(key, [])
         s.mark()                                     # a new op, then back to its start
         await s.send(key, 5)
-        more: list = []
-        while not more and time.monotonic() < deadline:
-            more += (await s.poll()).get(key, [])
+        more = (await poll_until(s, 1)).get(key, [])
         await s.seek_back()
-        last: list = []
-        while not last and time.monotonic() < deadline:
-            last += (await s.poll()).get(key, [])
+        last = (await poll_until(s, 1)).get(key, [])
         await s.close()
         return first, again, more, last
     first, again, more, last = run(client, body)
@@ -279,11 +273,7 @@ def test_subscribe_reads_the_topics_partitions_and_commits_as_a_group_member(clu
         await s.open()
         await s.subscribe([(topic, 0)])                 # the topic: both partitions
         await s.begin()
-        got: dict = {}
-        deadline = time.monotonic() + 40
-        while sum(map(len, got.values())) < 2 and time.monotonic() < deadline:
-            for k, rs in (await s.poll()).items():
-                got.setdefault(k, []).extend(rs)
+        got = await poll_until(s, 2, 40.0)            # after the group assigned the partitions
         offsets = await s.send_offsets()                # with the member's generation (KIP-447)
         await s.commit()
         await s.close()

@@ -1,11 +1,11 @@
-"""The Java client program (``java_client/TxnClient.java``) built for one Kafka release and
+"""The Java client program (``java_client/*.java``) built for one Kafka release and
 cached: Kafka's own Java client, kafka-clients, of the release under test, driven by
 ``targets/kafka/txn_java.py``.
 
 :func:`ensure_java_client` resolves the program's jars with Maven (``poms/clients.xml``:
 kafka-clients of the release, Gson, slf4j-simple; :func:`targets.kafka.jars.resolve_jars`)
-into ``<cache_root>/<version>/libs``, then compiles the source with ``javac`` against them
-into ``<cache_root>/<version>/classes-<digest>/``, where the digest covers the source, the
+into ``<cache_root>/<version>/libs``, then compiles the sources with ``javac`` against them
+into ``<cache_root>/<version>/classes-<digest>/``, where the digest covers the sources, the
 jars (names and sizes) and javac's version: a changed source or release builds anew, an
 unchanged one is reused. javac writes into a temporary folder renamed into place when it
 succeeded; concurrent callers serialise on the cache's lock file.
@@ -28,7 +28,7 @@ from targets.kafka.jars import cache_lock, jar_listing, resolve_jars, validate_v
 
 DEFAULT_CACHE_ROOT = Path.home() / ".cache" / "kraft-chaos" / "java-client"
 POM = Path(__file__).resolve().parent / "poms" / "clients.xml"
-SOURCE = Path(__file__).resolve().parent / "java_client" / "TxnClient.java"
+SOURCES = Path(__file__).resolve().parent / "java_client"
 MAIN_CLASS = "TxnClient"
 #: the oldest JDK the program is compiled for (``javac --release``)
 JAVA_RELEASE = 17
@@ -69,10 +69,17 @@ def javac_version(javac: str) -> str:
     return (proc.stdout + proc.stderr).strip()
 
 
-def build_digest(source: bytes, jars: list[tuple[str, int]], javac: str) -> str:
-    """SHA-256 (hex, 16 digits) over the source, the jars' ``(name, size)`` and javac's version."""
+def java_files(sources: Path) -> list[Path]:
+    """The ``*.java`` files of the folder ``sources``, sorted by name."""
+    return sorted(Path(sources).glob("*.java"))
+
+
+def build_digest(sources: Path, jars: list[tuple[str, int]], javac: str) -> str:
+    """SHA-256 (hex, 16 digits) over the sources (names and bytes), the jars' ``(name, size)``
+    and javac's version."""
     h = hashlib.sha256()
-    for part in (source, json.dumps([list(j) for j in jars]).encode(), javac.encode()):
+    parts = [x for f in java_files(sources) for x in (f.name.encode(), f.read_bytes())]
+    for part in (*parts, json.dumps([list(j) for j in jars]).encode(), javac.encode()):
         h.update(len(part).to_bytes(8, "big") + part)
     return h.hexdigest()[:16]
 
@@ -92,31 +99,32 @@ def find_javac() -> str:
 
 
 def ensure_java_client(version: str, cache_root: Path | None = None, *, log: Log = lambda _m: None,
-                       source: Path = SOURCE, pom: Path = POM) -> JavaClientBuild:
+                       sources: Path = SOURCES, pom: Path = POM) -> JavaClientBuild:
     """The Java client program for Kafka ``version``, resolved and built if not cached (see
-    the module docstring). Raises :class:`TargetError`: a version that is not a supported
+    the module docstring; ``sources``: the folder of the program's ``.java`` files). Raises
+    :class:`TargetError`: a version that is not a supported
     release (before Maven runs), a jar Maven cannot resolve (the message names it), no
     javac, or a failed compilation (with javac's first lines)."""
     validate_version(version)
     cache_root = Path(cache_root) if cache_root is not None else DEFAULT_CACHE_ROOT
     libs = resolve_jars(version, cache_root, pom=pom, log=log, expect="kafka-clients-")
     javac = find_javac()
-    digest = build_digest(Path(source).read_bytes(), jar_listing(libs), javac_version(javac))
+    digest = build_digest(Path(sources), jar_listing(libs), javac_version(javac))
     classes = libs.parent / f"classes-{digest}"
     if (classes / f"{MAIN_CLASS}.class").is_file():
         return JavaClientBuild(version, libs, classes)
     with cache_lock(cache_root):
         if not (classes / f"{MAIN_CLASS}.class").is_file():
-            _compile(javac, Path(source), libs, classes, version, log)
+            _compile(javac, Path(sources), libs, classes, version, log)
     return JavaClientBuild(version, libs, classes)
 
 
-def _compile(javac: str, source: Path, libs: Path, classes: Path, version: str, log: Log) -> None:
+def _compile(javac: str, sources: Path, libs: Path, classes: Path, version: str, log: Log) -> None:
     work = Path(tempfile.mkdtemp(prefix=".classes-", dir=classes.parent))
     try:
         cp = os.pathsep.join(str(libs / n) for n, _ in jar_listing(libs))
         argv = [javac, "--release", str(JAVA_RELEASE), "-nowarn", "-encoding", "UTF-8", "-cp", cp,
-                "-d", str(work), str(source)]
+                "-d", str(work), *map(str, java_files(sources))]
         log(f"compiling the Java client against kafka-clients {version} ...")
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S)
@@ -125,8 +133,7 @@ def _compile(javac: str, source: Path, libs: Path, classes: Path, version: str, 
         if proc.returncode != 0:
             head = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[:12])
             raise TargetError(f"javac of the Java client for Kafka {version} failed (exit {proc.returncode}):\n{head}")
-        for old in classes.parent.glob("classes-*"):      # builds of an older source
-            shutil.rmtree(old, ignore_errors=True)
+        # builds of other sources stay (tens of kB each): a JVM of another checkout may run them
         os.rename(work, classes)
     finally:
         shutil.rmtree(work, ignore_errors=True)
