@@ -7,11 +7,11 @@ One JVM per factory (per run) holds every session side by side: each session is 
 (the workload's ``crash``) closes both without waiting (the producer with a zero timeout, so
 its transaction is not committed; the consumer woken from a blocking call) and the next
 session opens fresh ones. Why one JVM, measured on this 2-core machine against 3 brokers of
-4.4.0 (``python -m harness.bench.txn_clients``): a JVM answers its first request after about
-0.5 s, but its first session opens after about 4 s (class loading and JIT of the client on
-top of ``initTransactions``), while a session in a warm JVM opens in about 0.3 s. With a
-crash every few seconds across the workers, a JVM per session would spend a core on
-start-ups beside the brokers' JVMs.
+4.4.0 (``python -m harness.bench.txn_clients``, docs/txn-clients.md): a JVM answers its
+first request after about 0.35 s, but its first session opens after about 1.9 s (class
+loading and JIT of the client on top of ``initTransactions``; p99 3.6 s), while a session in
+a warm JVM opens in about 0.2 s. With a crash every few seconds across the workers, a JVM
+per session would spend a core on start-ups beside the brokers' JVMs.
 
 A JVM that dies (killed, crashed) fails every call in flight and every later call of its
 sessions with an indefinite, fatal ``client-crashed`` error (the workload then replaces the

@@ -128,10 +128,11 @@ public final class TxnClient {
             } catch (ClientSession.SyncSendError e) {
                 answer(id, null, e.getCause(), session, true);
             } catch (Throwable e) {
-                answer(id, null, e, session);
+                JsonObject error = describe(e, session, false);
                 if (op.equals("open")) {
-                    session.closeQuietly(0);
+                    session.closeQuietly(0);      // before answering: the open may be retried at once
                 }
+                write(id, null, error);
             }
         });
     }
@@ -161,13 +162,18 @@ public final class TxnClient {
     }
 
     static void answer(long id, JsonObject result, Throwable error, ClientSession s, boolean sync) {
+        write(id, result, error == null ? null : describe(error, s, sync));
+    }
+
+    /** One answer line: the result, or the error already described. */
+    static void write(long id, JsonObject result, JsonObject error) {
         JsonObject out = new JsonObject();
         out.addProperty("id", id);
         out.addProperty("ok", error == null);
         if (error == null) {
             out.add("result", result == null ? new JsonObject() : result);
         } else {
-            out.add("error", describe(error, s, sync));
+            out.add("error", error);
         }
         String text = GSON.toJson(out);
         synchronized (TxnClient.class) {
