@@ -53,9 +53,9 @@ class JavaClientBuild:
         """The JVM's ``-cp``: the classes, then every jar."""
         return os.pathsep.join([str(self.classes), *(str(self.libs / n) for n, _ in jar_listing(self.libs))])
 
-    def argv(self, java: str = "java") -> list[str]:
-        """The command line that runs the program."""
-        return [java, *JVM_FLAGS, "-cp", self.classpath(), MAIN_CLASS]
+    def argv(self, java: str | None = None) -> list[str]:
+        """The command line that runs the program (``java``: default :func:`find_java`)."""
+        return [java or find_java(), *JVM_FLAGS, "-cp", self.classpath(), MAIN_CLASS]
 
 
 @functools.lru_cache(maxsize=8)
@@ -82,6 +82,15 @@ def build_digest(sources: Path, jars: list[tuple[str, int]], javac: str) -> str:
     for part in (*parts, json.dumps([list(j) for j in jars]).encode(), javac.encode()):
         h.update(len(part).to_bytes(8, "big") + part)
     return h.hexdigest()[:16]
+
+
+def find_java() -> str:
+    """The ``java`` that runs the program: ``$JAVA_HOME/bin/java`` when there is one (as the
+    javac beside it compiled it), else ``java`` (on ``PATH``)."""
+    home = os.environ.get("JAVA_HOME")
+    if home and Path(home, "bin", "java").is_file():
+        return str(Path(home, "bin", "java"))
+    return "java"
 
 
 def find_javac() -> str:
