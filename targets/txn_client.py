@@ -65,16 +65,17 @@ classes):
   indefinite and fatal: an earlier attempt of this commit may have reached the coordinator.
 - ``abort``: returns only when the abort certainly completed (the coordinator answered
   EndTxn(abort)); a retriable error is retried within the op's time; else indefinite and
-  fatal. So
-  the workload records a transaction it aborted (on purpose, or after a failed micro-op) as
-  ``fail`` exactly when ``abort`` returned, and ``info`` when it raised.
+  fatal. So the workload records a transaction it aborted (on purpose, or after a failed
+  micro-op) as ``fail`` exactly when ``abort`` returned, and ``info`` when it raised.
 - ``commit_offsets`` (without transactions): commits the highest offset polled since the
   last commit plus one, per key. Retriable errors are retried within the op's time;
   timeouts and lost connections are indefinite, a broker's refusal definite.
-- ``close`` (the workload's ``crash``): never raises, and does not abort the open
-  transaction (the coordinator aborts it after ``transaction.timeout.ms``, or at once when a
-  new session opens with the same transactional.id). A session whose JVM died raises
-  indefinite, fatal errors from then on (the op in flight when it died included).
+- ``close`` (the workload's ``crash``): never raises; nothing unsent is flushed and the open
+  transaction is not committed or waited for (librdkafka: purged and destroyed; Java: closed
+  with a zero timeout, a forced close), so the coordinator aborts it after
+  ``transaction.timeout.ms``, or at once when a new session opens with the same
+  transactional.id. A session whose JVM died raises indefinite, fatal errors from then on
+  (the op in flight when it died included).
 
 **Seeking back.** :meth:`TxnSession.mark` notes where an op begins (the consumer's
 position on each key it has read); after a failed or indefinite op,
