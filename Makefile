@@ -1,7 +1,8 @@
 # kraft-chaos: the two commands a user needs are `make run` and `make test`.
 # Both set up everything themselves: the venv and packages, the Docker engine
 # (scripts/ensure-docker.sh), a Java >= 17 runtime for Spark and Kafka
-# (scripts/ensure-java.sh), Maven for Kafka's jars (scripts/ensure-maven.sh), sshd for the
+# (scripts/ensure-java.sh), Maven for Kafka's jars (scripts/ensure-maven.sh), a JDK for the
+# Kafka Java client that --client java compiles per release (scripts/ensure-jdk.sh), sshd for the
 # ssh backend's tests (scripts/ensure-sshd.sh), headless Chromium for the results browser's tests
 # (scripts/ensure-chromium.sh) and the node images (built on first use, cached).
 
@@ -26,33 +27,35 @@ KAFKA_RUN_ARGS := --db kafka --workload metadata --time-limit 120 \
 	--nemesis-mode serial --nemesis-interval 6 --nemesis-duration 8
 ANALYZE_ARGS ?= store
 
-.PHONY: run test test-slow unit bench analyze engine spark maven venv fuse sshd chromium image clean teardown
+.PHONY: run test test-slow unit bench analyze engine spark maven jdk venv fuse sshd chromium image clean teardown
 
-run: venv $(if $(filter netns ssh,$(CLUSTER)),,engine) spark $(if $(filter kafka,$(DB)),maven)
+run: venv $(if $(filter netns ssh,$(CLUSTER)),,engine) spark $(if $(filter kafka,$(DB)),maven jdk)
 	$(VENV)/bin/kraft-chaos run $(if $(CLUSTER),--cluster $(CLUSTER)) $(if $(HOSTS),--hosts $(HOSTS)) $(if $(filter kafka,$(DB)),$(KAFKA_RUN_ARGS)) $(RUN_ARGS)
 
 # The default suite: unit tests and short real runs on each backend (about 15 minutes on 2 cores).
-test: venv engine spark maven sshd chromium
+test: venv engine spark maven jdk sshd chromium
 	$(PY) -m pytest -q -ra --durations=15 -m "not slow"
 
 # Long real runs: every catalogued --unsafe bug caught under its schedule, every variant of the
 # disk-loss timeline on both targets, and the longer runs of one feature each (power loss, voter
 # changes, packet delay, kv, the queue, Kafka under faults, Spark on real runs) (about an hour).
-test-slow: venv engine spark maven sshd
+test-slow: venv engine spark maven jdk sshd
 	$(PY) -m pytest -q -ra -m slow
 
 unit: venv
 	$(PY) -m pytest -q -m "not docker"
 
-# DB=kafka: Apache Kafka's quorum beside ours (first leader, CreateTopics vs appends, failover).
+# DB=kafka: Apache Kafka's quorum beside ours (first leader, CreateTopics vs appends, failover),
+# and the transactional clients side by side (JVM start, send/poll/commit latency, transaction version).
 # harness.bench.backends: cluster start-up and first leader on docker beside netns.
 # harness.bench.analyze: analyze vs check on a store of BENCH_ANALYZE_RUNS runs (default 200).
 # harness.bench.txn_checker: Jepsen's Kafka workload checker on a 1M-micro-op history (< 60 s, < 2 GB).
 # harness.bench.simulate: kraft-chaos simulate's speed (BENCH_SIM_SEEDS schedules, default 200)
 # beside the bare cores, and the time to detect each --unsafe switch.
-bench: venv engine spark $(if $(filter kafka,$(DB)),maven)
+bench: venv engine spark $(if $(filter kafka,$(DB)),maven jdk)
 ifeq ($(DB),kafka)
 	$(PY) -m harness.bench.targets
+	$(PY) -m harness.bench.txn_clients
 else
 	$(PY) -m harness.bench.linearizability
 	$(PY) -m harness.bench.quorum
@@ -98,6 +101,11 @@ chromium:
 # Maven resolves Apache Kafka's jars (--db kafka; targets/kafka/pom.xml).
 maven:
 	@bash scripts/ensure-maven.sh
+
+# javac >= 17: the Java client (--client java) is compiled against each release's kafka-clients
+# when a run or test first needs it, and cached (targets/kafka/java_build.py).
+jdk:
+	@bash scripts/ensure-jdk.sh
 
 # PySpark 4 needs a Java >= 17 runtime.
 spark:

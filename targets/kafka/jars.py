@@ -141,7 +141,8 @@ def mvn_argv(mvn: str, pom: Path, version: str, out_dir: Path) -> list[str]:
 
 
 def resolve_jars(version: str = DEFAULT_VERSION, cache_root: Path | None = None, *,
-                 pom: Path | None = None, log: Log = lambda _m: None, timeout_s: float = MVN_TIMEOUT_S) -> Path:
+                 pom: Path | None = None, log: Log = lambda _m: None, timeout_s: float = MVN_TIMEOUT_S,
+                 expect: str = "kafka_2.13-") -> Path:
     """Return the folder holding every jar Kafka ``version`` needs, resolving it with Maven if not cached.
 
     ``pom`` defaults to the release's (:func:`pom_for`); ``cache_root`` defaults to
@@ -151,6 +152,9 @@ def resolve_jars(version: str = DEFAULT_VERSION, cache_root: Path | None = None,
     temporary folder under ``cache_root`` and renames it into place when Maven
     succeeded. A cache whose stamp (version, pom SHA-256, jar names and sizes)
     matches is reused without running Maven.
+
+    ``expect``: the file name prefix of a jar the pom must bring (the broker's by default;
+    another pom, e.g. the Java client's, names its own).
 
     Raises :class:`TargetError` for a version that is not a supported release (before
     Maven runs, :func:`validate_version`), when ``mvn`` is not on ``PATH``, on a Maven failure (the
@@ -172,13 +176,13 @@ def resolve_jars(version: str = DEFAULT_VERSION, cache_root: Path | None = None,
             return libs
         work = Path(tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=cache_root))
         try:
-            return _resolve_into(mvn, version, cache_root, pom, work, log, timeout_s)
+            return _resolve_into(mvn, version, cache_root, pom, work, log, timeout_s, expect)
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
 
 def _resolve_into(mvn: str, version: str, cache_root: Path, pom: Path, work: Path,
-                  log: Log, timeout_s: float) -> Path:
+                  log: Log, timeout_s: float, expect: str = "kafka_2.13-") -> Path:
     staged = work / version
     (staged / "libs").mkdir(parents=True)
     shutil.copyfile(pom, work / "pom.xml")  # Maven may write target/ next to the pom
@@ -199,8 +203,8 @@ def _resolve_into(mvn: str, version: str, cache_root: Path, pom: Path, work: Pat
         raise TargetError(f"resolving the jars of Kafka {version} failed: Maven {what} "
                           f"(is {version} released on Maven Central?)\n{tail}")
     jars = jar_listing(staged / "libs")
-    if not any(name.startswith("kafka_2.13-") for name, _ in jars):
-        raise TargetError(f"Maven succeeded for Kafka {version} but no kafka_2.13 jar was copied")
+    if not any(name.startswith(expect) for name, _ in jars):
+        raise TargetError(f"Maven succeeded for Kafka {version} but no {expect.rstrip('-')} jar was copied")
     stamp = {"version": version, "pom_sha256": pom_digest(pom), "jars": [list(j) for j in jars]}
     (staged / STAMP_NAME).write_text(json.dumps(stamp, indent=1) + "\n")
     final = cache_root / version
