@@ -26,12 +26,8 @@ import sys
 from pathlib import Path
 
 from harness.cli.check_file import add_file_options, check_one_file, wants_file_check
-<<<<<<< HEAD
-from harness.exits import EXIT_BAD_INPUT, verdict_exit
-=======
 from harness.cli.check_kafka import kafka_options
 from harness.exits import EXIT_BAD_INPUT, verdict_exit
->>>>>>> txncheck
 from harness.reports.summary import format_results
 from harness.run.check import check_run_dir
 from history import HistoryError, store
