@@ -19,7 +19,8 @@ import asyncio
 import contextlib
 import dataclasses
 
-from kraft import api, errors, wire
+from kraft.core import errors
+from kraft.wire import api, frames as wire
 
 APPENDED_ANYWAY = {20, 7}     # NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT
 

@@ -4,11 +4,12 @@ import struct
 
 import pytest
 
-from kraft import api, errors, wire
-from kraft.client import DefiniteError, KraftClient
-from kraft.config import ConfigError, parse_config
-from kraft.meta import MetaError, check_meta, format_dir
-from kraft.raft import Refused
+from kraft.core import errors
+from kraft.runtime.config import ConfigError, parse_config
+from kraft.runtime.raft import Refused
+from kraft.storage.meta import MetaError, check_meta, format_dir
+from kraft.wire import api, frames as wire
+from kraft.wire.client import DefiniteError, KraftClient
 from tests.kraft_inproc import CLUSTER_ID, Running, make_configs, wait_for_leader
 
 
@@ -150,7 +151,7 @@ def test_check_quorum_resigns_a_cut_off_leader(tmp_path):
 
 def test_format_command_takes_a_cluster_id_starting_with_a_dash(tmp_path, capsys):
     from kraft.__main__ import main
-    from kraft.meta import read_meta
+    from kraft.storage.meta import read_meta
     assert main(["format", "--cluster-id=-JVXHGR4SRM540QbhjbOwQ", "--node-id", "3",
                  "--data-dir", str(tmp_path / "d")]) == 0
     assert read_meta(tmp_path / "d").cluster_id == "-JVXHGR4SRM540QbhjbOwQ"
@@ -159,7 +160,7 @@ def test_format_command_takes_a_cluster_id_starting_with_a_dash(tmp_path, capsys
 
 
 def test_client_errors_are_definite_only_when_nothing_was_sent(tmp_path):
-    from kraft.client import IndefiniteError
+    from kraft.wire.client import IndefiniteError
     from tests.kraft_inproc import free_ports
 
     async def run():
