@@ -18,7 +18,7 @@ from ..broker.service import BrokerService
 from ..controller.service import ControllerService
 from ..core import errors
 from ..runtime.raft import InvalidRequest, RaftNode
-from ..wire import frames as wire
+from ..wire import frames
 from ..wire.quorum_codec import DECODERS
 
 log = logging.getLogger("kraft.server")
@@ -72,8 +72,8 @@ class Server:
         try:
             while not self._closed:
                 try:
-                    frame = await wire.read_frame(reader)
-                except wire.FrameError as e:
+                    frame = await frames.read_frame(reader)
+                except frames.FrameError as e:
                     log.warning("closing connection from %s: malformed frame: %s", peer, e)
                     return
                 except (asyncio.IncompleteReadError, ConnectionError):
@@ -84,7 +84,7 @@ class Server:
                 if resp is None:
                     log.warning("closing connection from %s: frame is not a request: %.200r", peer, frame)
                     return
-                writer.write(wire.encode(resp))
+                writer.write(frames.encode(resp))
                 await writer.drain()
         except (ConnectionError, asyncio.CancelledError):
             pass

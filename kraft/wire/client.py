@@ -14,7 +14,7 @@ import asyncio
 import itertools
 
 from ..core import errors
-from . import api, frames as wire
+from . import api, frames
 
 #: Codes after which an Append (or a KvWrite) certainly was not appended.
 _DEFINITE = {errors.NOT_LEADER_OR_FOLLOWER, errors.INCONSISTENT_CLUSTER_ID,
@@ -84,7 +84,7 @@ class KraftClient:
         request may have left.
         """
         cid = next(self._ids)
-        frame = wire.encode({"ApiKey": api_key, "CorrelationId": cid,
+        frame = frames.encode({"ApiKey": api_key, "CorrelationId": cid,
                              "Body": {"ClusterId": self.cluster_id, **body}})
         sent = False
         try:
@@ -94,7 +94,7 @@ class KraftClient:
                 sent = True
                 self._writer.write(frame)
                 await self._writer.drain()
-                resp = await wire.read_frame(self._reader)
+                resp = await frames.read_frame(self._reader)
         except TimeoutError:
             await self.close()
             if not sent:
@@ -102,7 +102,7 @@ class KraftClient:
                                     f"within {self.timeout_s:.1f}s; nothing was sent") from None
             raise IndefiniteError("timeout", f"no answer from {self.host}:{self.port} "
                                   f"within {self.timeout_s:.1f}s") from None
-        except (OSError, asyncio.IncompleteReadError, wire.FrameError) as e:
+        except (OSError, asyncio.IncompleteReadError, frames.FrameError) as e:
             await self.close()
             if not sent:      # e.g. connection refused: the request never left
                 raise DefiniteError("connection", f"cannot connect to {self.host}:{self.port}: {e}; "
