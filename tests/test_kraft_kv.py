@@ -1,4 +1,5 @@
-"""The key-value state machine (kraft/state_machines/kv.py) and its API on a single node (kraft/runtime/kv_service.py)."""
+"""The key-value state machine (kraft/state_machines/kv.py) and its API on a single node
+(kraft/runtime/kv_service.py)."""
 import asyncio
 import dataclasses
 import random

@@ -6,7 +6,7 @@ back. Only the codes this implementation returns are listed.
 
 NONE = 0
 UNKNOWN_SERVER_ERROR = -1
-#: Data plane (issue 17; docs/data-plane.md): broker RPC errors.
+#: Data plane (docs/data-plane.md): broker RPC errors.
 OFFSET_OUT_OF_RANGE = 1
 UNKNOWN_TOPIC_OR_PARTITION = 3
 NOT_LEADER_OR_FOLLOWER = 6
@@ -15,7 +15,7 @@ NOT_ENOUGH_REPLICAS = 19
 NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
 INVALID_REQUIRED_ACKS = 21
 UNSUPPORTED_VERSION = 35
-#: Data plane (issue 17): controller RPC errors (CreateTopics, BrokerRegistration,
+#: Data plane: controller RPC errors (CreateTopics, BrokerRegistration,
 #: BrokerHeartbeat, AlterPartition; kraft/controller/service.py).
 TOPIC_ALREADY_EXISTS = 36
 INVALID_PARTITIONS = 37

@@ -72,7 +72,7 @@ class NodeConfig:
     seed: int | None = None
     #: KIP-853 ``controller.quorum.bootstrap.servers``: ``((host, port), ...)``.
     bootstrap_servers: tuple[tuple[str, int], ...] = ()
-    #: ``process.roles``: "controller" (a voter, as before) or "broker" (docs/data-plane.md).
+    #: ``process.roles``: "controller" (a voter) or "broker" (docs/data-plane.md).
     process_roles: str = "controller"
     #: Broker data plane (kraft/broker/service.py), in ms.
     replica_lag_time_max_ms: int = 3000

@@ -7,7 +7,8 @@ a follower's Fetches), answers requests the server hands it (kraft/node/server.p
 timers on the event loop, writes the disk log (kraft/storage/log.py, which shares its records
 in memory with the core), fsyncs it and feeds ``SyncDone`` back, and writes
 quorum-state (kraft/storage/quorum_state.py) before anything that follows. The wire format
-(kraft/wire/quorum_codec.py), the on-disk format and the CLI are the node's as before.
+(kraft/wire/quorum_codec.py) and the on-disk format (kraft/storage/) are the adapter's: the
+core sees neither.
 
 Besides, every ``TICK_S`` :meth:`tick` writes the advisory ``high-watermark``
 checkpoint and, under ``no-fsync``, hands the log's buffer to the OS every second.
@@ -108,7 +109,8 @@ class RaftNode:
     majority = property(lambda self: self.core.majority, doc="The current voter set's majority.")
     voter_history = property(lambda self: self.core.history, doc="The voter sets by offset (KIP-853).")
     kv = property(lambda self: self.core.kv, doc="The kv state machine (kraft/state_machines/kv.py).")
-    metadata = property(lambda self: self.core.metadata, doc="The metadata replay (kraft/state_machines/metadata_replay.py).")
+    metadata = property(lambda self: self.core.metadata,
+                        doc="The metadata replay (kraft/state_machines/metadata_replay.py).")
     replicas = property(lambda self: self.core.replicas, doc="The leader's replica progress.")
 
     @property

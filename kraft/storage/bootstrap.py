@@ -1,7 +1,7 @@
 """kraft.version and the bootstrap voter set of a data dir (KIP-853, "Bootstrapping").
 
 ``format`` without voter options leaves the data dir at kraft.version 0: the
-voters are the static ``controller.quorum.voters`` config, as before. With
+voters are the static ``controller.quorum.voters`` config. With
 ``--standalone``, ``--initial-controllers`` or ``--no-initial-controllers``
 it writes ``bootstrap.checkpoint`` (Kafka writes a bootstrap snapshot with a
 KRaftVersionRecord and a VotersRecord; ours is one JSON document)::

@@ -1,6 +1,6 @@
 """API keys (Kafka's, from KIP-595/KIP-853) and this project's client API keys."""
 
-#: Data plane broker RPCs (issue 17; docs/data-plane.md; Kafka's keys, and ours for the
+#: Data plane broker RPCs (docs/data-plane.md; Kafka's keys, and ours for the
 #: two kinds of Fetch, which here share a port with the quorum's Fetch).
 PRODUCE = 0
 LIST_OFFSETS = 2
@@ -8,7 +8,7 @@ METADATA = 3
 OFFSET_FOR_LEADER_EPOCH = 23
 CONSUMER_FETCH = 1100
 REPLICA_FETCH = 1101
-#: Data plane controller RPCs (issue 17; kraft/controller/service.py; Kafka's keys).
+#: Data plane controller RPCs (kraft/controller/service.py; Kafka's keys).
 CREATE_TOPICS = 19
 ALTER_PARTITION = 56
 BROKER_REGISTRATION = 62
