@@ -39,13 +39,13 @@ def load_node_data(nodes_dir: Path | str) -> dict[str, NodeData]:
     A Kafka node's ``nodes_dir/<node>/metadata/__cluster_metadata-0`` is read instead
     where it exists (:func:`_kafka_node_data`).
 
-    Uses ``kraft.logreader.read_data_dir`` (the valid records up to a torn
+    Uses ``kraft.storage.logreader.read_data_dir`` (the valid records up to a torn
     tail, and the ``high-watermark`` checkpoint, a single integer as text;
     None if absent or unreadable). A node folder without ``data/`` is left
     out (its data could not be copied). Raises ``FileNotFoundError`` if
     ``nodes_dir`` is not a directory.
     """
-    from kraft import logreader  # imported here: the on-disk format belongs to kraft/
+    from kraft.storage import logreader  # imported here: the on-disk format belongs to kraft/
 
     nodes_dir = Path(nodes_dir)
     if not nodes_dir.is_dir():

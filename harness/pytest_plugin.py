@@ -99,7 +99,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="seconds of workload and faults per run (default: the run's default)")
     g.addoption("--kraft-chaos-nodes", type=int, default=None, metavar="N", help="cluster size")
     g.addoption("--kraft-chaos-unsafe", default=None, metavar="SWITCH[,SWITCH...]",
-                help="kraft.unsafe switches for every run (kraft target)")
+                help="kraft.core.unsafe switches for every run (kraft target)")
     g.addoption("--kraft-chaos-subnet", default=None, metavar="CIDR", help="cluster subnet")
     g.addoption("--kraft-chaos-cluster", default=None, metavar="BACKEND",
                 help="where the nodes run: auto, docker, netns or ssh (default: the run's default, auto)")

@@ -5,7 +5,7 @@ connection), and the process that saw it never issues again.
 
 Every target's client raises these (targets/), and every workload maps them onto the
 history (workloads/recorder.py), so neither needs to know the other. Our quorum's own
-client (``kraft.client``, deployed to the nodes alone) has errors of the same shape; the
+client (``kraft.wire.client``, deployed to the nodes alone) has errors of the same shape; the
 kraft target maps them onto these (targets/kraft_client.py).
 """
 from __future__ import annotations

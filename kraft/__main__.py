@@ -13,9 +13,9 @@ import argparse
 import json
 import sys
 
-from .logreader import read_data_dir
-from .bootstrap import format_node
-from .meta import MetaError
+from .storage.bootstrap import format_node
+from .storage.logreader import read_data_dir
+from .storage.meta import MetaError
 
 
 def main(argv: list[str] | None = None) -> int:

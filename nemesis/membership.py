@@ -1,6 +1,6 @@
 """The ``membership`` nemesis: KIP-853 voter changes (RemoveRaftVoter, AddRaftVoter) under the
 other faults, through the target's DB (``targets.base.DB.voter_state``, ``add_voter``,
-``remove_voter``; our quorum via ``kraft.client``, Kafka via its ``kafka-metadata-quorum``).
+``remove_voter``; our quorum via ``kraft.wire.client``, Kafka via its ``kafka-metadata-quorum``).
 
 Kinds:
 

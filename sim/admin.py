@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kraft import errors
+from kraft.core import errors
+from kraft.core.states import StateKind
 from kraft.quorum.client_messages import AddVoterRequest, RemoveVoterRequest
-from kraft.states import StateKind
-from kraft.voter_set import ReplicaKey
+from kraft.rules.voter_set import ReplicaKey
 
 from .quorum_nodes import voter_node
 from .recording import Recording

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from kraft.unsafe import SWITCHES
+from kraft.core.unsafe import SWITCHES
 
 from .judging import Judge
 
@@ -23,7 +23,7 @@ from .judging import Judge
 class SimOptions:
     """What to simulate: ``voters`` (3 or 5), ``brokers`` (0: the quorum only; else that many
     of our brokers, the data plane), ``kraft_version`` (0 static voters, 1 KIP-853 with wipes
-    and voter changes), ``unsafe`` (kraft.unsafe switch names), ``sim_seconds`` (virtual
+    and voter changes), ``unsafe`` (kraft.core.unsafe switch names), ``sim_seconds`` (virtual
     seconds of faults and clients per schedule; the heal and final reads come after),
     ``client_rate`` (ops per virtual second), ``read_fraction`` (of them, reads) and
     ``fetch_max_records`` (per Fetch response).

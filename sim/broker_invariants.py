@@ -11,7 +11,7 @@ them):
 """
 from __future__ import annotations
 
-from kraft.events import Reply
+from kraft.core.events import Reply
 from kraft.replication.messages import OffsetsResponse
 from kraft.replication.replica import LEADER
 

@@ -1,20 +1,20 @@
 """Broker nodes in the simulator: a :class:`kraft.replication.BrokerCore` rebuilt from its
 :class:`sim.disk.SimDisk` at every (re)start (each partition's log and its high-watermark
-checkpoint), as kraft/broker.py does from its log dirs. Broker ids follow the quorum's
+checkpoint), as kraft/broker/service.py does from its log dirs. Broker ids follow the quorum's
 (voters + 1, ...), named ``n<id>`` like every node.
 """
 from __future__ import annotations
 
-from kraft.record_log import RecordLog
+from kraft.core.record_log import RecordLog
+from kraft.core.unsafe import Unsafe
 from kraft.replication import BrokerConfig, BrokerCore
-from kraft.unsafe import Unsafe
 
 from .disk import SimDisk
 from .runtime import Runtime, SimNode
 
 
 class BrokerNode(SimNode):
-    """A broker: ``policy`` (kraft.unsafe)."""
+    """A broker: ``policy`` (kraft.core.unsafe)."""
 
     def __init__(self, node_id: int, policy: Unsafe):
         super().__init__(node_id, f"n{node_id}", SimDisk(None))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 
-from kraft import errors
+from kraft.core import errors
 from kraft.quorum.client_messages import AppendRequest, ReadRequest
 
 from .recording import Recording

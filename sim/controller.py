@@ -1,28 +1,28 @@
 """The active controller's side of the data plane in the simulator (KIP-631, KIP-497): broker
 registration and fencing, the topic, partition leader elections and AlterPartition, all
 written as Metadata records through the quorum (the leader's core appends them, as
-kraft/controller.py's writes do) and acted on only once committed; the brokers' cores
+kraft/controller/service.py's writes do) and acted on only once committed; the brokers' cores
 (kraft/replication/) then get the committed state as LeaderAndIsr and ClusterView.
 
-The decisions are kraft/partition_election.py's pure functions on the leader's committed
-MetadataImage. One write is in flight at a time (kraft/controller.py's lock). Heartbeats
+The decisions are kraft/controller/partition_election.py's pure functions on the leader's committed
+MetadataImage. One write is in flight at a time (kraft/controller/service.py's lock). Heartbeats
 are not messages here: a broker whose link with the quorum's leader is up (both ways, the
 broker up and not paused) renews its session; one that has not for
 ``broker.session.timeout.ms`` (3 s) is fenced, and unfenced once it is back. A restarted
 broker registers again (a new broker epoch, fenced: the partitions it led move to a new
-leader epoch, as kraft/controller.py's BrokerRegistration does) before it hears of any
+leader epoch, as kraft/controller/service.py's BrokerRegistration does) before it hears of any
 partition. Brokers learn
 the committed metadata one link latency after it commits (when connected to the leader).
 """
 from __future__ import annotations
 
-from kraft import errors
-from kraft.metadata_image import FENCE_BROKER, MIN_ISR, REGISTER_BROKER, UNFENCE_BROKER
-from kraft.partition_election import Rejected, alter_partition, create_topic, partition_changes
+from kraft.controller.partition_election import Rejected, alter_partition, create_topic, partition_changes
+from kraft.core import errors
+from kraft.core.record_log import RecordLog
+from kraft.core.records import METADATA
 from kraft.quorum.client_messages import ProposeRequest
-from kraft.record_log import RecordLog
-from kraft.records import METADATA
 from kraft.replication.messages import ClusterView, IsrAnswer, LeaderAndIsr
+from kraft.state_machines.metadata_image import FENCE_BROKER, MIN_ISR, REGISTER_BROKER, UNFENCE_BROKER
 
 from .admin import leader_of
 from .runtime import CORE, AwaitsReplies, Runtime
@@ -128,7 +128,7 @@ class SimController(AwaitsReplies):
                 return
 
     def _register(self, image, offset: int, b: int, life: int):
-        """BrokerRegistration of a restarted broker (kraft/controller.py): it is fenced under its
+        """BrokerRegistration of a restarted broker (kraft/controller/service.py): it is fenced under its
         new epoch, so the partitions it led elect another leader (a new leader epoch) until a
         heartbeat unfences it."""
         rec = {"type": REGISTER_BROKER, "brokerId": b, "brokerEpoch": offset, "host": f"n{b}", "port": 9092,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from kraft.unsafe import Unsafe
+from kraft.core.unsafe import Unsafe
 
 from .broker_invariants import BrokerInvariants
 from .broker_nodes import broker_nodes

@@ -5,14 +5,14 @@ Each log (None: the metadata log; else a partition key) is a :class:`LogFile`: t
 records written (the page cache), how many an fsync made durable, the fsyncs in flight.
 quorum-state and high-watermark checkpoints are written atomically and durably (the
 adapters write them with temp file, fsync, rename and directory fsync,
-kraft/durable.py), so a crash keeps them whole. A wipe loses everything, as a disk
+kraft/storage/durable.py), so a crash keeps them whole. A wipe loses everything, as a disk
 failure plus ``format`` with a fresh directory id does.
 """
 from __future__ import annotations
 
 import random
 
-from kraft.states import ElectionState
+from kraft.core.states import ElectionState
 
 
 class LogFile:

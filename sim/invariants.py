@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from kraft.events import StateChanged, WriteLog
-from kraft.records import VOTERS
-from kraft.states import StateKind
+from kraft.core.events import StateChanged, WriteLog
+from kraft.core.records import VOTERS
+from kraft.core.states import StateKind
 
 LEADER = StateKind.LEADER
 #: every invariant's name, and what it means

@@ -6,7 +6,7 @@ per node, for the leadership checkers (checkers/leadership.py) and the membershi
 """
 from __future__ import annotations
 
-from kraft import errors
+from kraft.core import errors
 from kraft.quorum.client_messages import DescribeQuorumRequest
 
 from .recording import Recording

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 
-from kraft import errors
+from kraft.core import errors
 from kraft.replication.messages import ConsumerFetchRequest, ProduceRequest
 
 from .broker_invariants import BrokerInvariants

@@ -1,5 +1,5 @@
 """Quorum nodes in the simulator: a :class:`kraft.quorum.QuorumCore` rebuilt from its
-:class:`sim.disk.SimDisk` at every (re)start, as kraft/raft.py does from its data dir.
+:class:`sim.disk.SimDisk` at every (re)start, as kraft/runtime/raft.py does from its data dir.
 
 At kraft.version 0 the voters are the static set 1..N (no directory ids). At kraft.version
 1 (KIP-853) each disk is formatted with ``--initial-controllers`` (its ``bootstrap`` voter
@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import random
 
+from kraft.core.record_log import RecordLog
+from kraft.core.unsafe import Unsafe
 from kraft.quorum import QuorumConfig, QuorumCore
-from kraft.record_log import RecordLog
-from kraft.unsafe import Unsafe
-from kraft.voter_set import VoterHistory, VoterNode, VoterSet
+from kraft.rules.voter_set import VoterHistory, VoterNode, VoterSet
 
 from .disk import SimDisk
 from .runtime import Runtime, SimNode
 
-#: the quorum timeouts of a real run (kraft/config.py defaults, ms): exported scenarios replay
+#: the quorum timeouts of a real run (kraft/runtime/config.py defaults, ms): exported scenarios replay
 #: on real clusters with the same timing
 TIMEOUTS = dict(election_timeout_ms=1000, fetch_timeout_ms=2000, request_timeout_ms=2000,
                 fetch_max_wait_ms=500, election_backoff_max_ms=1000, retry_backoff_ms=20)
@@ -43,7 +43,7 @@ def initial_voters(ids: list[int], kraft_version: int) -> VoterSet:
 
 class QuorumNode(SimNode):
     """A quorum node: ``kraft_version``, ``bootstrap`` (its disk's bootstrap voter set; None:
-    formatted as an observer), ``policy`` (kraft.unsafe) and ``all_ids`` (the discovery
+    formatted as an observer), ``policy`` (kraft.core.unsafe) and ``all_ids`` (the discovery
     targets of an observer)."""
 
     def __init__(self, node_id: int, disk: SimDisk, kraft_version: int, bootstrap: VoterSet | None,

@@ -1,11 +1,11 @@
 """The simulator's event loop: nodes running cores (kraft/quorum/, kraft/replication/) in
-virtual time, carrying out their effects (kraft/events.py) on a :class:`sim.network.Network`
+virtual time, carrying out their effects (kraft/core/events.py) on a :class:`sim.network.Network`
 and :class:`sim.disk.SimDisk` s, and the node faults: kill, power loss, pause, wall-clock
 jump, wipe.
 
 Time is ms of virtual time (``Runtime.now``). Events sit in one heap ordered by (time,
 scheduling order), so a schedule is a pure function of its seed. Requests between nodes
-follow the runtime contract of kraft/events.py: each Send is answered by exactly one
+follow the runtime contract of kraft/core/events.py: each Send is answered by exactly one
 Replied (the response, or None when it timed out: lost, cut, its target down or paused).
 What a node's core is and how it is rebuilt from its disk is the node's own
 (:class:`SimNode` subclasses in sim/quorum_nodes.py and sim/broker_nodes.py).
@@ -17,8 +17,9 @@ import heapq
 import random
 from typing import Callable
 
-from kraft.events import (CheckpointHighWatermark, FatalError, PersistElection, ProposeIsr, Received, Replied, Reply,
-                          Send, SetTimer, StateChanged, SyncDone, SyncLog, TimerFired, TruncateLog, WriteLog)
+from kraft.core.events import (CheckpointHighWatermark, FatalError, PersistElection, ProposeIsr, Received,
+                               Replied, Reply, Send, SetTimer, StateChanged, SyncDone, SyncLog, TimerFired,
+                               TruncateLog, WriteLog)
 
 from .disk import SimDisk
 from .network import Network

@@ -13,7 +13,7 @@ import logging
 import random
 import time
 
-from kraft.unsafe import Unsafe
+from kraft.core.unsafe import Unsafe
 
 from .admin import leader_of
 from .clients import AppendClients

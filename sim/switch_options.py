@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kraft.unsafe import SWITCHES
+from kraft.core.unsafe import SWITCHES
 
 #: switch -> SimOptions fields that make its bug show soonest
 PRESETS: dict[str, dict] = {
@@ -41,5 +41,5 @@ def options_for(switches, base, explicit: frozenset = frozenset()):
 
 
 def all_switches() -> list[str]:
-    """Every switch, in kraft/unsafe.py's order."""
+    """Every switch, in kraft/core/unsafe.py's order."""
     return list(SWITCHES)

@@ -1,9 +1,9 @@
-"""The kraft target's client: ``kraft.client.KraftClient`` with its errors mapped onto the
+"""The kraft target's client: ``kraft.wire.client.KraftClient`` with its errors mapped onto the
 history's vocabulary (history/outcomes.py), as a Jepsen client maps a system's errors
 onto ``:fail`` and ``:info``.
 
 ``kraft/`` is deployed to the nodes on its own, so its client keeps errors of its own
-(``kraft.client.DefiniteError``, ``IndefiniteError``); every caller above the system under
+(``kraft.wire.client.DefiniteError``, ``IndefiniteError``); every caller above the system under
 test gets a :class:`KraftClient` from here, whose requests raise
 :class:`history.outcomes.DefiniteError` or :class:`history.outcomes.IndefiniteError` with
 the same code, message and leader hint.
@@ -14,15 +14,15 @@ import functools
 from typing import Any
 
 from history.outcomes import ClientError, DefiniteError, IndefiniteError
-from kraft import client as kclient
+from kraft.wire import client as kclient
 
-#: the requests of ``kraft.client.KraftClient`` (each a coroutine) whose errors are mapped
+#: the requests of ``kraft.wire.client.KraftClient`` (each a coroutine) whose errors are mapped
 REQUESTS = ("request", "append", "read", "put", "cas", "get", "describe_quorum", "add_voter",
             "remove_voter", "update_voter")
 
 
 def translate(err: kclient.ClientError) -> ClientError:
-    """``err`` (a ``kraft.client.ClientError``) as the history's error of the same kind:
+    """``err`` (a ``kraft.wire.client.ClientError``) as the history's error of the same kind:
     definite stays definite, anything else is indefinite; code, message and leader hint kept."""
     cls = DefiniteError if isinstance(err, kclient.DefiniteError) else IndefiniteError
     text = str(err)
@@ -32,7 +32,7 @@ def translate(err: kclient.ClientError) -> ClientError:
 
 
 class KraftClient:
-    """A connection to one kraft node (``kraft.client.KraftClient``, looked up when made, so
+    """A connection to one kraft node (``kraft.wire.client.KraftClient``, looked up when made, so
     tests can replace it), whose requests raise :mod:`history.outcomes` errors.
     ``timeout_ms`` bounds each request (ms)."""
 

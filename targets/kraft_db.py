@@ -83,7 +83,7 @@ class KraftDB(KraftRoles, DB):
     :func:`node_seed`). ``port``: the controller listener port on every
     node. Timeouts are in ms (KIP-595 ``controller.quorum.*`` settings).
     ``pre_vote`` (KIP-996) and ``check_quorum`` switch those mechanisms;
-    ``unsafe`` lists ``kraft.unsafe`` switch names. ``fetch_max_records``
+    ``unsafe`` lists ``kraft.core.unsafe`` switch names. ``fetch_max_records``
     bounds the records of one Fetch response (``fetch.max.records``; None: the
     node's default). ``kraft_version`` 0 (default): static
     ``controller.quorum.voters``; 1 (KIP-853): formatted with
@@ -155,7 +155,7 @@ class KraftDB(KraftRoles, DB):
         return kraft_client
 
     def config_text(self, node: str) -> str:
-        """The contents of the node's properties file (see ``kraft/config.py`` for the keys)."""
+        """The contents of the node's properties file (see ``kraft/runtime/config.py`` for the keys)."""
         host, port = self.address(node)
         nid = self.node_id(node)
         broker = self.is_broker(node)
@@ -275,16 +275,16 @@ class KraftDB(KraftRoles, DB):
         self.remote.exec(node, script, check=True, timeout_s=60.0)
 
     def _voter_change(self, op: str, node: str, directory_id: str) -> dict:
-        """AddRaftVoter / RemoveRaftVoter through ``kraft.client`` to the leader
+        """AddRaftVoter / RemoveRaftVoter through ``kraft.wire.client`` to the leader
         (:func:`targets.voters.kraft_change`)."""
         from .voters import kraft_change
         return kraft_change(self, op, node, directory_id)
 
     def disk_state(self, node: str) -> dict:
         """``{"directory_id", "last_offset"}`` of the node's data dir, read in place by
-        ``kraft.logreader`` (None for what is missing or unreadable). Raises ``RemoteError``
+        ``kraft.storage.logreader`` (None for what is missing or unreadable). Raises ``RemoteError``
         when the node cannot be reached."""
-        code = ("import json\nfrom kraft.logreader import read_data_dir\n"
+        code = ("import json\nfrom kraft.storage.logreader import read_data_dir\n"
                 f"try:\n    d = read_data_dir({self.paths.data_dir!r})\n"
                 "except Exception:\n    print(json.dumps({}))\n"
                 "else:\n    print(json.dumps({'directory_id': d.meta.directory_id if d.meta else None,\n"

@@ -1,5 +1,5 @@
 """The queue workload's client for our brokers (``--db kraft --brokers B``): the broker RPCs
-of docs/data-plane.md ("Broker RPCs") over ``kraft.client.KraftClient.request``.
+of docs/data-plane.md ("Broker RPCs") over ``kraft.wire.client.KraftClient.request``.
 
 :class:`KraftQueueClient` is a ``QueueClient`` (workloads/queue.py): it learns each
 partition's leader from Metadata (3), sends Produce (0), ConsumerFetch (1100) and
@@ -26,11 +26,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable, Iterable, Sequence
 
-from kraft import api, errors
+from kraft.core import errors
+from kraft.wire import api
 from history import outcomes
 from targets.kraft_client import KraftClient
 
-#: Kafka error codes this client handles by name (``kraft.errors`` has the broker's own;
+#: Kafka error codes this client handles by name (``kraft.core.errors`` has the broker's own;
 #: the controller's are Kafka's numbers)
 OFFSET_OUT_OF_RANGE = getattr(errors, "OFFSET_OUT_OF_RANGE", 1)
 UNKNOWN_TOPIC_OR_PARTITION = getattr(errors, "UNKNOWN_TOPIC_OR_PARTITION", 3)
@@ -67,7 +68,7 @@ CREATE_TOPICS = getattr(api, "CREATE_TOPICS", 19)
 
 
 def error_name(code: int) -> str:
-    """Kafka's name of error ``code`` (``kraft.errors.name``, with the codes it lacks)."""
+    """Kafka's name of error ``code`` (``kraft.core.errors.name``, with the codes it lacks)."""
     name = errors.name(code)
     return _EXTRA_NAMES.get(code, name) if name.startswith("UNKNOWN_ERROR_") else name
 

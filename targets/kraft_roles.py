@@ -11,7 +11,7 @@ import logging
 import uuid
 
 from history.outcomes import ClientError
-from kraft import api
+from kraft.wire import api
 
 from .kraft_client import KraftClient
 from .kraft_queue import kraft_queue_factory

@@ -7,10 +7,11 @@ import contextlib
 import dataclasses
 from typing import AsyncIterator
 
-from kraft import api, errors
-from kraft.client import ClientError, KraftClient
-from kraft.config import NodeConfig
-from kraft.meta import format_dir
+from kraft.core import errors
+from kraft.runtime.config import NodeConfig
+from kraft.storage.meta import format_dir
+from kraft.wire import api
+from kraft.wire.client import ClientError, KraftClient
 from tests.kraft_inproc import CLUSTER_ID, Running, free_ports, make_configs
 
 #: Broker timers, fast for tests (ms).

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import random
 
-from kraft.events import Reply, Send
+from kraft.core.events import Reply, Send
+from kraft.core.record_log import RecordLog
+from kraft.core.records import DATA, Record
+from kraft.core.states import ElectionState
+from kraft.core.unsafe import Unsafe
 from kraft.quorum import QuorumConfig, QuorumCore
-from kraft.record_log import RecordLog
-from kraft.records import DATA, Record
-from kraft.states import ElectionState
-from kraft.unsafe import Unsafe
-from kraft.voter_set import VoterHistory, VoterNode, VoterSet
+from kraft.rules.voter_set import VoterHistory, VoterNode, VoterSet
 
 
 class Clock:
@@ -73,7 +73,7 @@ class Driver:
         self.take(start_effects)
 
     def take(self, effects: list) -> list:
-        from kraft.events import SetTimer
+        from kraft.core.events import SetTimer
         for e in effects:
             if type(e) is SetTimer:
                 self.timers[e.key] = e.at
@@ -86,7 +86,7 @@ class Driver:
 
     def advance(self, to: float) -> list:
         """Fire every timer due up to ``to`` (ms), in order; returns the effects."""
-        from kraft.events import TimerFired
+        from kraft.core.events import TimerFired
         out: list = []
         while self.timers:
             key = min(self.timers, key=lambda k: (self.timers[k], str(k)))

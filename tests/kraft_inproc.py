@@ -7,11 +7,11 @@ import socket
 from pathlib import Path
 from typing import AsyncIterator
 
-from kraft.client import IndefiniteError
-from kraft.config import NodeConfig, Voter
-from kraft.meta import format_dir, read_meta
-from kraft.raft import TICK_S, RaftNode
-from kraft.server import Server
+from kraft.node.server import Server
+from kraft.runtime.config import NodeConfig, Voter
+from kraft.runtime.raft import TICK_S, RaftNode
+from kraft.storage.meta import format_dir, read_meta
+from kraft.wire.client import IndefiniteError
 
 CLUSTER_ID = "unit-test-cluster"
 

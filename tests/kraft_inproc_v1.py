@@ -8,9 +8,9 @@ import shutil
 import uuid
 from pathlib import Path
 
-from kraft.bootstrap import format_node
-from kraft.client import KraftClient
-from kraft.config import NodeConfig
+from kraft.runtime.config import NodeConfig
+from kraft.storage.bootstrap import format_node
+from kraft.wire.client import KraftClient
 from tests.kraft_inproc import CLUSTER_ID, Running, free_ports
 
 FAST = dict(election_timeout_ms=150, fetch_timeout_ms=300, request_timeout_ms=500,

@@ -19,7 +19,8 @@ import asyncio
 import contextlib
 import dataclasses
 
-from kraft import api, errors, wire
+from kraft.core import errors
+from kraft.wire import api, frames
 
 APPENDED_ANYWAY = {20, 7}     # NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT
 
@@ -83,7 +84,7 @@ class FakeBrokers:
     async def _serve(self, bid: int, reader, writer) -> None:
         try:
             while True:
-                frame = await wire.read_frame(reader)
+                frame = await frames.read_frame(reader)
                 if frame is None:
                     return
                 self.requests.append((bid, frame["ApiKey"], frame["Body"]))
@@ -92,7 +93,7 @@ class FakeBrokers:
                 if bid in self.silent:
                     continue
                 body = self.dispatch(bid, frame["ApiKey"], frame["Body"])
-                writer.write(wire.encode({"CorrelationId": frame["CorrelationId"], "Body": body}))
+                writer.write(frames.encode({"CorrelationId": frame["CorrelationId"], "Body": body}))
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
             return

@@ -14,13 +14,13 @@ import random
 import sys
 import time
 
-from kraft.events import (PersistElection, Received, Replied, Reply, Send, SetTimer, StateChanged, SyncDone,
-                          SyncLog, TimerFired, TruncateLog, WriteLog)
+from kraft.core.events import (PersistElection, Received, Replied, Reply, Send, SetTimer, StateChanged,
+                               SyncDone, SyncLog, TimerFired, TruncateLog, WriteLog)
+from kraft.core.record_log import RecordLog
+from kraft.core.states import ElectionState, StateKind
+from kraft.core.unsafe import SAFE
 from kraft.quorum import QuorumConfig, QuorumCore
-from kraft.record_log import RecordLog
-from kraft.states import ElectionState, StateKind
-from kraft.unsafe import SAFE
-from kraft.voter_set import VoterHistory, VoterNode, VoterSet
+from kraft.rules.voter_set import VoterHistory, VoterNode, VoterSet
 
 
 class SimDisk:

@@ -12,9 +12,9 @@ import heapq
 import sys
 import time
 
-from kraft.events import (CheckpointHighWatermark, ProposeIsr, Received, Replied, Reply, Send, SetTimer, SyncDone,
-                          SyncLog, TimerFired, TruncateLog, WriteLog)
-from kraft.record_log import RecordLog
+from kraft.core.events import (CheckpointHighWatermark, ProposeIsr, Received, Replied, Reply, Send, SetTimer,
+                               SyncDone, SyncLog, TimerFired, TruncateLog, WriteLog)
+from kraft.core.record_log import RecordLog
 from kraft.replication import BrokerConfig, BrokerCore
 from kraft.replication.messages import IsrAnswer, LeaderAndIsr, ProduceRequest
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
-from kraft import api, errors
+from kraft.core import errors
+from kraft.wire import api
 from tests.broker_inproc import create_topic, data_plane, eventually, partition_state
 
 TOPIC = "q"
@@ -127,9 +128,9 @@ def _restart_after_divergence(tmp_path, mode):
     Returns (L's records, the new leader's records, the ISR L2 ends up with)."""
     import dataclasses
 
-    from kraft.log import Log
-    from kraft.partition import CHECKPOINT, partition_dir, write_checkpoint
-    from kraft.records import DATA, Record
+    from kraft.storage.log import Log
+    from kraft.storage.partition import CHECKPOINT, partition_dir, write_checkpoint
+    from kraft.core.records import DATA, Record
     from tests.kraft_inproc import Running
 
     async def main():

@@ -1,7 +1,7 @@
-"""kraft/isr.py: the partition leader's high watermark and ISR shrink/expand decisions
+"""kraft/rules/isr.py: the partition leader's high watermark and ISR shrink/expand decisions
 (Kafka 0.8 replication design; replica.lag.time.max.ms)."""
-from kraft.isr import (UNKNOWN, FollowerProgress, expand_candidates, fresh_progress, high_watermark,
-                       proposed_isr, shrink_candidates)
+from kraft.rules.isr import (UNKNOWN, FollowerProgress, expand_candidates, fresh_progress, high_watermark,
+                             proposed_isr, shrink_candidates)
 
 
 def prog(leo, caught_up=0.0):

@@ -1,10 +1,10 @@
-"""kraft/partition.py: a partition replica's storage (log, high watermark checkpoint) and
+"""kraft/storage/partition.py: a partition replica's storage (log, high watermark checkpoint) and
 the leader's bookkeeping: high watermark over the ISR, produce answers, ISR proposals."""
 import asyncio
 
-from kraft import errors
-from kraft.partition import (CHECKPOINT, FOLLOWER, LEADER, PartitionReplica, partition_dir,
-                             read_checkpoint, write_checkpoint)
+from kraft.core import errors
+from kraft.storage.partition import (CHECKPOINT, FOLLOWER, LEADER, PartitionReplica, partition_dir,
+                                     read_checkpoint, write_checkpoint)
 
 
 def replica(tmp_path, page_cache_ack=False, broker_id=1, hw_below_min_isr=False):

@@ -1,6 +1,6 @@
-"""kraft/produce.py: Produce's acks and min.insync.replicas decisions."""
-from kraft import errors
-from kraft.produce import DEFINITE, check_append, outcome
+"""kraft/rules/produce.py: Produce's acks and min.insync.replicas decisions."""
+from kraft.core import errors
+from kraft.rules.produce import DEFINITE, check_append, outcome
 
 
 def test_check_append():

@@ -1,9 +1,9 @@
-"""kraft/truncation.py: becomeFollower's truncation in both modes, on real logs, and the
+"""kraft/rules/truncation.py: becomeFollower's truncation in both modes, on real logs, and the
 classic KIP-101 scenarios where truncate-to-hw (Kafka 0.8) and leader-epoch differ."""
-from kraft.log import Log
-from kraft.records import DATA, Record
-from kraft.truncation import (UNDEFINED, Step, leader_epoch_answer, leader_epoch_step,
-                              truncate_to_hw_target)
+from kraft.core.records import DATA, Record
+from kraft.rules.truncation import (UNDEFINED, Step, leader_epoch_answer, leader_epoch_step,
+                                    truncate_to_hw_target)
+from kraft.storage.log import Log
 
 
 def make_log(path, epochs_values):

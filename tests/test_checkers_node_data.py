@@ -1,9 +1,9 @@
-"""Tests for checkers/node_data.py against real segment files (kraft/records.py encoding)."""
+"""Tests for checkers/node_data.py against real segment files (kraft/core/records.py encoding)."""
 import pytest
 
 from checkers.node_data import NodeData, load_node_data
-from kraft.records import Record, encode
-from kraft.segments import segment_name
+from kraft.core.records import Record, encode
+from kraft.storage.segments import segment_name
 
 
 def _write_node(nodes_dir, name, records, hw=None, torn=b""):

@@ -60,9 +60,9 @@ def test_run_defaults_parse():
 
 
 def write_node_log(data_dir, records):
-    """A kraft data dir holding ``records`` in one segment (kraft.records encoding)."""
-    from kraft import records as rec
-    from kraft.segments import segment_name
+    """A kraft data dir holding ``records`` in one segment (kraft.core.records encoding)."""
+    from kraft.core import records as rec
+    from kraft.storage.segments import segment_name
     (data_dir / "log").mkdir(parents=True)
     (data_dir / "log" / segment_name(0)).write_bytes(
         b"".join(rec.encode(rec.Record.from_wire(r)) for r in records))

@@ -69,7 +69,7 @@ def test_targets_and_backends_meet_in_one_table(monkeypatch):
     from targets.registry import target_spec
     sw = node_software(target_spec("kraft"), Resolved("netns"), None, print)
     assert sw.image is None and sw.env == {"PYTHONPATH": "/opt/kraft"} and sw.min_java is None
-    assert sw.files["/opt/kraft/kraft"].joinpath("node.py").is_file()
+    assert sw.files["/opt/kraft/kraft"].joinpath("node", "__main__.py").is_file()     # python3 -m kraft.node
 
 
 def test_cli_refuses_a_pair_the_table_leaves_out_with_exit_3(tmp_path, capsys, monkeypatch):

@@ -1,4 +1,4 @@
-"""The controller RPCs through a real in-process quorum of 3 controllers (kraft/controller.py).
+"""The controller RPCs through a real in-process quorum of 3 controllers (kraft/controller/service.py).
 
 The test plays the brokers: it registers them, heartbeats for them (or stops, to
 let a session expire) and sends AlterPartition as a partition leader would. Waits
@@ -9,9 +9,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from kraft import api, errors
-from kraft.client import ClientError, KraftClient
-from kraft.records import METADATA
+from kraft.core import errors
+from kraft.core.records import METADATA
+from kraft.wire import api
+from kraft.wire.client import ClientError, KraftClient
 from tests.kraft_inproc import CLUSTER_ID, Running, make_configs
 
 SESSION_MS = 1500

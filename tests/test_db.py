@@ -46,7 +46,7 @@ def test_config_text_for_n1_of_3():
 
 
 def test_fetch_max_records_reaches_the_node_config():
-    from kraft.config import parse_config
+    from kraft.runtime.config import parse_config
     db = KraftDB(FakeCluster(3), "CID", seed=1, fetch_max_records=100)
     assert "fetch.max.records=100" in db.config_text("n2").splitlines()
     assert parse_config(db.config_text("n2")).fetch_max_records == 100
@@ -332,7 +332,7 @@ def test_local_setup_detects_crash(local_db):
 
 
 def test_segment_bytes_reaches_the_node_config_and_the_log():
-    from kraft.config import parse_config
+    from kraft.runtime.config import parse_config
     db = KraftDB(FakeCluster(3), "CID", seed=3, segment_bytes=4096)
     text = db.config_text("n2")
     assert "log.segment.bytes=4096" in text and parse_config(text).segment_bytes == 4096

@@ -5,9 +5,9 @@ import shlex
 import pytest
 
 from kraft.__main__ import main as kraft_main
-from kraft.bootstrap import read_bootstrap
-from kraft.config import parse_config
-from kraft.meta import read_meta
+from kraft.runtime.config import parse_config
+from kraft.storage.bootstrap import read_bootstrap
+from kraft.storage.meta import read_meta
 from targets.kraft_db import KraftDB, directory_id
 from tests.nemesis_fakes import FakeCluster, FakeRemote
 

@@ -9,8 +9,8 @@ import shlex
 import pytest
 
 from kraft.__main__ import main as kraft_main
-from kraft.bootstrap import read_bootstrap
-from kraft.meta import read_meta
+from kraft.storage.bootstrap import read_bootstrap
+from kraft.storage.meta import read_meta
 from nemesis.faults import Fault
 from nemesis.membership import Membership
 from targets import voters

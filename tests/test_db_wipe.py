@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kraft.client import KraftClient, ClientError
+from kraft.wire.client import KraftClient, ClientError
 from targets.kraft_db import KraftDB, NodePaths
 from tests.test_db import LocalCluster, LocalRemote
 

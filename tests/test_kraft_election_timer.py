@@ -10,7 +10,7 @@ stood: the quorum stayed leaderless for as long as the laggard kept trying.
 import asyncio
 import dataclasses
 
-from kraft.client import KraftClient
+from kraft.wire.client import KraftClient
 from tests.kraft_inproc import CLUSTER_ID, Partition, Running, make_configs, wait_for_leader
 
 

@@ -4,7 +4,7 @@ at once through EndQuorumEpoch (KIP-595)."""
 import asyncio
 import dataclasses
 
-from kraft.client import KraftClient
+from kraft.wire.client import KraftClient
 from tests.kraft_inproc import CLUSTER_ID, Partition, Running, make_configs, wait_for_leader
 
 

@@ -1,20 +1,21 @@
-"""The key-value state machine (kraft/kv.py) and its API on a single node (kraft/kv_service.py)."""
+"""The key-value state machine (kraft/state_machines/kv.py) and its API on a single node
+(kraft/runtime/kv_service.py)."""
 import asyncio
 import dataclasses
 import random
 
 import pytest
 
-from kraft import errors
-from kraft.kv import (ApplyResult, CommandError, KvStateMachine, cas_command, parse_command,
-                      put_command)
-from kraft.kv_service import KvService
-from kraft.log import Log
-from kraft.meta import read_meta
-from kraft.quorum_state import ElectionState
-from kraft.raft import InvalidRequest, RaftNode
-from kraft.records import DATA, LEADER_CHANGE, Record
-from kraft.states import StateKind
+from kraft.core import errors
+from kraft.core.records import DATA, LEADER_CHANGE, Record
+from kraft.core.states import StateKind
+from kraft.runtime.kv_service import KvService
+from kraft.runtime.raft import InvalidRequest, RaftNode
+from kraft.state_machines.kv import (ApplyResult, CommandError, KvStateMachine, cas_command, parse_command,
+                                     put_command)
+from kraft.storage.log import Log
+from kraft.storage.meta import read_meta
+from kraft.storage.quorum_state import ElectionState
 from tests.kraft_inproc import make_configs
 
 LC = {"LeaderId": 1, "Voters": [1, 2, 3], "GrantingVoters": [1, 2]}

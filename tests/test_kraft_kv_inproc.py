@@ -1,4 +1,4 @@
-"""The key-value API through a real in-process quorum on loopback (kraft/kv_service.py).
+"""The key-value API through a real in-process quorum on loopback (kraft/runtime/kv_service.py).
 
 put/get/cas over TCP with KraftClient; every node's state machine converges;
 restarted nodes rebuild their state from the log; a leader cut off from the
@@ -8,10 +8,10 @@ import asyncio
 
 import pytest
 
-from kraft import errors
-from kraft.client import ClientError, DefiniteError, IndefiniteError, KraftClient
-from kraft.meta import read_meta
-from kraft.raft import RaftNode
+from kraft.core import errors
+from kraft.runtime.raft import RaftNode
+from kraft.storage.meta import read_meta
+from kraft.wire.client import ClientError, DefiniteError, IndefiniteError, KraftClient
 from tests.kraft_inproc import CLUSTER_ID, Partition, Running, make_configs, wait_for_leader
 
 

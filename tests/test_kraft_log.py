@@ -3,10 +3,10 @@ import os
 
 import pytest
 
-from kraft.log import Log, LogError
-from kraft.logreader import read_data_dir
-from kraft.records import DATA, LEADER_CHANGE, Record
-from kraft.segments import list_segments
+from kraft.core.records import DATA, LEADER_CHANGE, Record
+from kraft.storage.log import Log, LogError
+from kraft.storage.logreader import read_data_dir
+from kraft.storage.segments import list_segments
 
 
 def fill(log: Log, epochs):

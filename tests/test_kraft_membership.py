@@ -5,10 +5,11 @@ import asyncio
 
 import pytest
 
-from kraft import api, errors
-from kraft.client import DefiniteError, IndefiniteError, KraftClient
-from kraft.records import KRAFT_VERSION, LEADER_CHANGE, VOTERS
-from kraft.states import StateKind
+from kraft.core import errors
+from kraft.core.records import KRAFT_VERSION, LEADER_CHANGE, VOTERS
+from kraft.core.states import StateKind
+from kraft.wire import api
+from kraft.wire.client import DefiniteError, IndefiniteError, KraftClient
 from tests.kraft_inproc import CLUSTER_ID, Partition, loopback_cluster, wait_for_leader
 from tests.kraft_inproc_v1 import V1Cluster, eventually
 

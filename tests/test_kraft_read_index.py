@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import asyncio
 
-from kraft.raft import Refused
+from kraft.runtime.raft import Refused
 
 from .kraft_inproc import HeldPartition, loopback_cluster, wait_for_leader
 

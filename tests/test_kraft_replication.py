@@ -3,12 +3,12 @@ import asyncio
 
 import pytest
 
-from kraft.high_watermark import end_quorum_backoff_ms, majority_position, next_high_watermark
-from kraft.meta import read_meta
-from kraft.quorum_state import ElectionState, write_state
-from kraft.raft import FatalError, RaftNode
-from kraft.records import DATA, Record
-from kraft.states import StateKind
+from kraft.core.records import DATA, Record
+from kraft.core.states import StateKind
+from kraft.rules.high_watermark import end_quorum_backoff_ms, majority_position, next_high_watermark
+from kraft.runtime.raft import FatalError, RaftNode
+from kraft.storage.meta import read_meta
+from kraft.storage.quorum_state import ElectionState, write_state
 from tests.kraft_inproc import make_configs
 
 

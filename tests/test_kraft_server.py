@@ -4,11 +4,12 @@ import struct
 
 import pytest
 
-from kraft import api, errors, wire
-from kraft.client import DefiniteError, KraftClient
-from kraft.config import ConfigError, parse_config
-from kraft.meta import MetaError, check_meta, format_dir
-from kraft.raft import Refused
+from kraft.core import errors
+from kraft.runtime.config import ConfigError, parse_config
+from kraft.runtime.raft import Refused
+from kraft.storage.meta import MetaError, check_meta, format_dir
+from kraft.wire import api, frames
+from kraft.wire.client import DefiniteError, KraftClient
 from tests.kraft_inproc import CLUSTER_ID, Running, make_configs, wait_for_leader
 
 
@@ -31,7 +32,7 @@ def test_bad_input_never_crashes_the_node(tmp_path):
         assert await raw_request(port, b"GET / HTTP/1.1\r\n\r\n") == b""
         assert await raw_request(port, struct.pack(">I", 1 << 30)) == b""
         assert await raw_request(port, struct.pack(">I", 5) + b"\xff\xfe{{{") == b""
-        assert await raw_request(port, wire.encode({"hello": 1})) == b""
+        assert await raw_request(port, frames.encode({"hello": 1})) == b""
         # the wrong cluster id: INCONSISTENT_CLUSTER_ID, with the leader piggybacked
         c = KraftClient("127.0.0.1", port, "someone-elses-cluster")
         body = await c.request(api.FETCH, {"ReplicaId": 2, "ReplicaEpoch": 1, "FetchOffset": 0,
@@ -150,7 +151,7 @@ def test_check_quorum_resigns_a_cut_off_leader(tmp_path):
 
 def test_format_command_takes_a_cluster_id_starting_with_a_dash(tmp_path, capsys):
     from kraft.__main__ import main
-    from kraft.meta import read_meta
+    from kraft.storage.meta import read_meta
     assert main(["format", "--cluster-id=-JVXHGR4SRM540QbhjbOwQ", "--node-id", "3",
                  "--data-dir", str(tmp_path / "d")]) == 0
     assert read_meta(tmp_path / "d").cluster_id == "-JVXHGR4SRM540QbhjbOwQ"
@@ -159,7 +160,7 @@ def test_format_command_takes_a_cluster_id_starting_with_a_dash(tmp_path, capsys
 
 
 def test_client_errors_are_definite_only_when_nothing_was_sent(tmp_path):
-    from kraft.client import IndefiniteError
+    from kraft.wire.client import IndefiniteError
     from tests.kraft_inproc import free_ports
 
     async def run():
@@ -191,7 +192,7 @@ def test_a_crashed_node_answers_nothing_even_on_a_connection_served_late(tmp_pat
         await wait_for_leader([node])
         await node.crash()
         reader = asyncio.StreamReader()
-        reader.feed_data(wire.encode({"ApiKey": api.APPEND, "CorrelationId": 1,
+        reader.feed_data(frames.encode({"ApiKey": api.APPEND, "CorrelationId": 1,
                                       "Body": {"ClusterId": CLUSTER_ID, "Value": "late"}}))
         reader.feed_eof()
 

@@ -11,10 +11,10 @@ import dataclasses
 
 import pytest
 
-from kraft import errors, unsafe
-from kraft.high_watermark import majority_position, next_high_watermark
-from kraft.quorum_state import ElectionState
-from kraft.voting import is_up_to_date
+from kraft.core import errors, unsafe
+from kraft.rules.high_watermark import majority_position, next_high_watermark
+from kraft.rules.voting import is_up_to_date
+from kraft.storage.quorum_state import ElectionState
 
 from .kraft_inproc import make_configs
 from .test_kraft_replication import fetch, started

@@ -2,19 +2,19 @@
 of a log, the voter-change rules and the leader's majority over a changing voter set."""
 import pytest
 
-from kraft import errors
-from kraft.bootstrap import format_node, load_history, read_bootstrap
-from kraft.config import Voter
-from kraft.high_watermark import majority_position
-from kraft.log import Log
-from kraft.membership import check_change_allowed, is_caught_up, plan_add, plan_remove, plan_update, \
-    should_resign
-from kraft.meta import MetaError, read_meta
-from kraft.records import DATA, KRAFT_VERSION, LEADER_CHANGE, VOTERS, Record
-from kraft.replicas import ReplicaProgress, ReplicaTracker
-from kraft.rpc import Refused
-from kraft.voter_set import ReplicaKey, VoterHistory, VoterNode, VoterSet, addressed_to, \
-    parse_initial_controllers
+from kraft.core import errors
+from kraft.core.records import DATA, KRAFT_VERSION, LEADER_CHANGE, VOTERS, Record
+from kraft.core.rpc import Refused
+from kraft.rules.high_watermark import majority_position
+from kraft.rules.membership import (check_change_allowed, is_caught_up, plan_add, plan_remove, plan_update,
+                                    should_resign)
+from kraft.rules.replicas import ReplicaProgress, ReplicaTracker
+from kraft.rules.voter_set import (ReplicaKey, VoterHistory, VoterNode, VoterSet, addressed_to,
+                                   parse_initial_controllers)
+from kraft.runtime.config import Voter
+from kraft.storage.bootstrap import format_node, load_history, read_bootstrap
+from kraft.storage.log import Log
+from kraft.storage.meta import MetaError, read_meta
 
 A, B, C, D = (VoterNode(i, f"dir{i}", "h", 9000 + i) for i in (1, 2, 3, 4))
 

@@ -4,12 +4,12 @@ import asyncio
 
 import pytest
 
-from kraft.meta import read_meta
-from kraft.quorum_state import read_state
-from kraft.raft import RaftNode
-from kraft.records import DATA, Record
-from kraft.states import StateKind
-from kraft.voting import grant_pre_vote, grant_vote, is_up_to_date
+from kraft.core.records import DATA, Record
+from kraft.core.states import StateKind
+from kraft.rules.voting import grant_pre_vote, grant_vote, is_up_to_date
+from kraft.runtime.raft import RaftNode
+from kraft.storage.meta import read_meta
+from kraft.storage.quorum_state import read_state
 from tests.kraft_inproc import make_configs
 
 

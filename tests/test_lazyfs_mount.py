@@ -17,7 +17,7 @@ import pytest
 
 from clusters.lazyfs.control import ControlClient, ControlError
 from clusters.lazyfs.mounts import LazyMounts, lazyfs_mounts, sweep
-from kraft.durable import fsync_dir
+from kraft.storage.durable import fsync_dir
 
 
 def _fuse_missing() -> str | None:
@@ -219,7 +219,7 @@ def test_write_atomic_survives_kill_and_crash(lazy):
     p = _child(f"""
         import os, sys, time
         from pathlib import Path
-        from kraft.durable import write_atomic
+        from kraft.storage.durable import write_atomic
         write_atomic(Path({str(m / 'quorum-state')!r}), b'{{"epoch": 7}}')
         fd = os.open({str(m / 'scratch')!r}, os.O_CREAT | os.O_WRONLY)
         os.write(fd, b"unsynced")          # open and dirty when killed
@@ -302,8 +302,8 @@ def test_sweep_removes_stale_mount_of_a_dead_harness(tmp_path):
 def _kraft_log_run(lazy, segment_bytes: int, torn: bool) -> list[int]:
     """Append 20 records and flush, 5 more unflushed, power loss; the values a reopened log holds.
     ``Log.open`` makes ``data/log`` itself (its creation must be durable too)."""
-    from kraft.log import Log
-    from kraft.records import DATA, Record
+    from kraft.storage.log import Log
+    from kraft.core.records import DATA, Record
 
     d = mnt(lazy) / "data" / "log"
     lg = Log(d, segment_bytes=segment_bytes)
@@ -339,7 +339,7 @@ def test_kraft_log_keeps_flushed_records_across_segment_roll(lazy, torn):
 
 def test_a_formatted_data_dir_survives_power_loss(lazy):
     # regression: format_dir made the data dir without fsyncing its parent
-    from kraft.meta import format_dir, read_meta
+    from kraft.storage.meta import format_dir, read_meta
     meta = format_dir(mnt(lazy) / "var" / "data", "CID", 3)
     lazy.crash("n1", lost_renames=True, seed=1)
     assert read_meta(mnt(lazy) / "var" / "data") == meta

@@ -1,13 +1,13 @@
-"""kraft/metadata_image.py: folding Metadata records into the image (docs/data-plane.md)."""
+"""kraft/state_machines/metadata_image.py: folding Metadata records into the image (docs/data-plane.md)."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from kraft import records as rec
-from kraft.metadata_image import (EMPTY, BrokerInfo, MetadataImage, PartitionState, TopicInfo,
-                                  topic_configs)
+from kraft.core import records as rec
+from kraft.state_machines.metadata_image import (EMPTY, BrokerInfo, MetadataImage, PartitionState, TopicInfo,
+                                                 topic_configs)
 
 
 def register(bid: int, epoch: int) -> dict:
@@ -188,7 +188,7 @@ def test_metadata_record_type_encodes_and_scans():
 
 
 def test_replay_applies_committed_metadata_only():
-    from kraft.metadata_replay import MetadataReplay
+    from kraft.state_machines.metadata_replay import MetadataReplay
 
     class FakeLog:
         def __init__(self, recs):

@@ -1,12 +1,12 @@
-"""kraft/partition_election.py: assignment, leader election, fencing changes, AlterPartition."""
+"""kraft/controller/partition_election.py: assignment, leader election, fencing changes, AlterPartition."""
 from __future__ import annotations
 
 import pytest
 
-from kraft import errors
-from kraft.metadata_image import EMPTY, MetadataImage, PartitionState
-from kraft.partition_election import (Rejected, alter_partition, assign_replicas, create_topic,
-                                      partition_changes, target_state)
+from kraft.controller.partition_election import (Rejected, alter_partition, assign_replicas, create_topic,
+                                                 partition_changes, target_state)
+from kraft.core import errors
+from kraft.state_machines.metadata_image import EMPTY, MetadataImage, PartitionState
 
 
 class Cluster:

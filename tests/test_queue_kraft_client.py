@@ -7,7 +7,8 @@ import asyncio
 
 import pytest
 
-from kraft import api, errors
+from kraft.core import errors
+from kraft.wire import api
 from history.outcomes import DefiniteError, IndefiniteError
 from targets.kraft_queue import KraftQueueClient, check_acks, kraft_queue_factory, parse_endpoint
 from tests.queue_fakes import FakeBrokers

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from kraft import errors
-from kraft.events import PersistElection, Received, Replied, SyncDone, SyncLog, TruncateLog, WriteLog
+from kraft.core import errors
+from kraft.core.events import PersistElection, Received, Replied, SyncDone, SyncLog, TruncateLog, WriteLog
+from kraft.core.records import KRAFT_VERSION, LEADER_CHANGE, VOTERS
+from kraft.core.states import ElectionState, StateKind
 from kraft.quorum import FatalError
 from kraft.quorum.client_messages import AddVoterRequest, AppendRequest, ReadIndexRequest, RemoveVoterRequest
 from kraft.quorum.messages import (BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchResponse,
                                    VoteRequest, VoteResponse)
-from kraft.records import KRAFT_VERSION, LEADER_CHANGE, VOTERS
-from kraft.states import ElectionState, StateKind
-from kraft.voter_set import ReplicaKey, VoterHistory, VoterNode
+from kraft.rules.voter_set import ReplicaKey, VoterHistory, VoterNode
 
 from .core_driving import Clock, Driver, of, quorum_core, records, replies, sent, voters
 from .quorum_sim import SimCluster
@@ -382,10 +382,10 @@ def test_every_unsafe_switch_is_a_policy_field_the_cores_consult():
     import dataclasses
     from pathlib import Path
 
-    from kraft import unsafe
+    from kraft.core import unsafe
     fields = {f.name for f in dataclasses.fields(unsafe.Unsafe)}
     assert fields == {n.replace("-", "_") for n in unsafe.SWITCHES}
-    root = Path(unsafe.__file__).parent
+    root = Path(unsafe.__file__).parents[1]      # kraft/ (unsafe is kraft/core/unsafe.py)
     source = "".join(p.read_text() for d in ("quorum", "replication") for p in (root / d).glob("*.py"))
     assert {f for f in fields if f"policy.{f}" not in source} == set()
     assert unsafe.Unsafe.of(["lease-read"]).lease_read and unsafe.Unsafe.of(["lease-read"]).switches == {"lease-read"}
@@ -415,7 +415,7 @@ def test_the_cores_import_neither_asyncio_nor_socket():
 def power_loss_keeps_acknowledged_appends(switches=()) -> bool:
     """Three voters acknowledge 20 appends; all lose power and restart from what their disks
     durably hold; True iff a new leader still has every acknowledged append."""
-    from kraft.unsafe import Unsafe
+    from kraft.core.unsafe import Unsafe
     c = SimCluster(3, seed=5, policy=Unsafe.of(switches))
     c.run_for(1000)
     lead = c.leader()

@@ -3,16 +3,16 @@ produce acks, ISR shrink and expand, the high watermark with min.insync.replicas
 truncation on a leader change, and the three broker switches."""
 from __future__ import annotations
 
-from kraft import errors
-from kraft.events import (CheckpointHighWatermark, ProposeIsr, Received, Replied, SyncDone, SyncLog, TruncateLog,
-                          WriteLog)
-from kraft.record_log import RecordLog
+from kraft.core import errors
+from kraft.core.events import (CheckpointHighWatermark, ProposeIsr, Received, Replied, SyncDone, SyncLog,
+                               TruncateLog, WriteLog)
+from kraft.core.record_log import RecordLog
+from kraft.core.unsafe import Unsafe
 from kraft.replication import BrokerConfig, BrokerCore
 from kraft.replication.messages import (IsrAnswer, LeaderAndIsr, OffsetForLeaderEpochRequest,
                                         OffsetForLeaderEpochResponse, ProduceRequest, ReplicaFetchRequest,
                                         ReplicaFetchResponse)
 from kraft.replication.replica import FOLLOWER, LEADER
-from kraft.unsafe import Unsafe
 
 from .core_driving import Clock, Driver, of, records, replies, sent
 

@@ -13,7 +13,7 @@ from harness.cli import main as cli
 from harness.run import runner
 from history import store
 from history import HistoryWriter
-from kraft.kv import cas_command, put_command
+from kraft.state_machines.kv import cas_command, put_command
 from tests.test_cli import write_node_log
 
 

@@ -5,7 +5,7 @@ from harness.catalogue.detection import anomaly_ops, first_anomaly_s
 from harness.catalogue.bugs import CATALOGUE
 from harness.config.schedules import SCHEDULES
 from harness.catalogue.shrink import Unit, ddmin, fault_units, replay_value, shrink, units_to_steps
-from kraft import unsafe
+from kraft.core import unsafe
 
 from .histories.builder import H
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from kraft.records import DATA, Record
+from kraft.core.records import DATA, Record
 from sim.disk import LogFile, SimDisk
 from sim.network import LinkFault, Network
 

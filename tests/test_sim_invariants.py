@@ -5,10 +5,10 @@ import types
 
 import pytest
 
-from kraft.events import StateChanged, WriteLog
-from kraft.records import DATA, VOTERS, Record
-from kraft.states import ElectionState, StateKind
-from kraft.voter_set import VoterSet
+from kraft.core.events import StateChanged, WriteLog
+from kraft.core.records import DATA, VOTERS, Record
+from kraft.core.states import ElectionState, StateKind
+from kraft.rules.voter_set import VoterSet
 from sim.invariants import InvariantBroken, QuorumInvariants
 from sim.quorum_nodes import initial_voters
 

@@ -2,7 +2,7 @@
 
 The fake: one leader holds the log; other nodes answer NOT_LEADER_OR_FOLLOWER
 with a leader hint (or none); "dead" nodes time out (IndefiniteError).
-``kraft.client.KraftClient`` is monkeypatched, so this also checks the
+``kraft.wire.client.KraftClient`` is monkeypatched, so this also checks the
 workload builds its clients through it.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import asyncio
 import pytest
 
 from history import HistoryWriter, pair_ops, read_history
-from kraft import client as kclient
+from kraft.wire import client as kclient
 from workloads.append import AppendOptions, AppendWorkload, final_reads
 
 from .workload_fakes import NODES, drive, install_fake_client, topology
@@ -44,7 +44,7 @@ class FakeCluster:
 
 
 class FakeClient:
-    """Stands in for kraft.client.KraftClient; records each request."""
+    """Stands in for kraft.wire.client.KraftClient; records each request."""
 
     cluster: FakeCluster
 

@@ -2,7 +2,7 @@
 
 The fake: the leader holds the registers and applies each request at once;
 other nodes answer NOT_LEADER_OR_FOLLOWER with a leader hint (or none);
-"dead" nodes time out (IndefiniteError). ``kraft.client.KraftClient`` is
+"dead" nodes time out (IndefiniteError). ``kraft.wire.client.KraftClient`` is
 monkeypatched, so this also checks the workload builds its clients through it.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import asyncio
 import pytest
 
 from history import HistoryWriter, pair_ops, read_history
-from kraft import client as kclient
+from kraft.wire import client as kclient
 from workloads.kv import CLIENT_FS, KvOptions, KvWorkload
 
 from .workload_fakes import NODES, drive, install_fake_client, topology

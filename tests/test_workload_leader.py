@@ -6,7 +6,7 @@ import asyncio
 import pytest
 
 from harness.run import leader
-from kraft import client as kclient
+from kraft.wire import client as kclient
 
 
 class FakeDB:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Callable
 
-from kraft import client as kclient
+from kraft.wire import client as kclient
 from targets.kraft_client import kraft_client
 from workloads.topology import Topology
 
@@ -17,7 +17,7 @@ def topology() -> Topology:
 
 
 def install_fake_client(monkeypatch, client_cls: type, cluster: Any) -> Any:
-    """Make ``kraft.client.KraftClient`` build ``client_cls`` (sharing ``cluster``); returns it."""
+    """Make ``kraft.wire.client.KraftClient`` build ``client_cls`` (sharing ``cluster``); returns it."""
     client_cls.cluster = cluster
     monkeypatch.setattr(kclient, "KraftClient", client_cls)
     return cluster

@@ -4,7 +4,7 @@ C workers (``concurrency``) share a target total rate (ops/s) and issue
 random ``read``, ``write`` and ``cas`` ops over a small fixed keyspace: keys
 are the strings ``"k0"`` .. ``"k{keys-1}"`` (5 by default), values random
 ints ``0`` .. ``values-1`` (5 by default). Every key starts null (never
-written). Reads are linearizable gets (kraft/kv_service.py) sent to the
+written). Reads are linearizable gets (kraft/runtime/kv_service.py) sent to the
 believed leader, or with probability ``read_any_node`` to a random node (a
 correct non-leader refuses them, a stale leader cannot confirm its
 leadership); writes and cas go to the believed leader. Which op next is

@@ -31,7 +31,7 @@ def bare_cores_events_per_s(events: int = 200_000) -> float:
     runtime, no faults, no invariants, no clients, no judge; events per wall second."""
     from sim.quorum_nodes import quorum_nodes
     from sim.runtime import Runtime
-    from kraft.unsafe import SAFE
+    from kraft.core.unsafe import SAFE
     rt = Runtime(1)
     quorum_nodes(rt, 3, 0, SAFE)
     t0 = time.perf_counter()

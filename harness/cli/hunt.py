@@ -90,7 +90,7 @@ def add_parser(sub) -> None:
     h.add_argument("--workload", type=_workload_list, action="append", default=None, metavar="W",
                    help="a workload the real runs rotate through (repeatable or comma-separated; default every "
                         "workload of the target: append, kv, queue on kraft; metadata, queue on kafka)")
-    h.add_argument("--unsafe", type=unsafe_switches, default=[], help="comma-separated kraft.unsafe switches "
+    h.add_argument("--unsafe", type=unsafe_switches, default=[], help="comma-separated kraft.core.unsafe switches "
                                                                        "(--db kraft), in every run and seed")
     h.add_argument("--kafka-version", type=kafka_version, default=None,
                    help=f"--db kafka: the Apache Kafka release (default {RunConfig.kafka_version})")

@@ -92,7 +92,7 @@ def add_parser(sub) -> None:
                    default=D.interval, help=f"seconds of calm before each fault (default {D.interval:g})")
     r.add_argument("--nemesis-duration", type=number("--nemesis-duration"), default=D.duration,
                    help=f"seconds each fault lasts (default {D.duration:g})")
-    r.add_argument("--unsafe", type=unsafe_switches, default=[], help="comma-separated kraft.unsafe switches")
+    r.add_argument("--unsafe", type=unsafe_switches, default=[], help="comma-separated kraft.core.unsafe switches")
     r.add_argument("--fetch-max-records", type=positive_int("--fetch-max-records"), default=None,
                    help="kraft target: records per Fetch response (default 2000); small values make "
                         "a laggard catch up over several Fetches")

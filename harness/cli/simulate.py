@@ -177,7 +177,7 @@ def add_parser(sub) -> None:
                         "plane's --unsafe switches choose 3)")
     s.add_argument("--kraft-version", type=int, choices=(0, 1), default=0,
                    help="0: static voters; 1: KIP-853, with wipes and voter changes (default 0)")
-    s.add_argument("--unsafe", type=unsafe_switches, default=None, help="kraft.unsafe switches, comma-separated")
+    s.add_argument("--unsafe", type=unsafe_switches, default=None, help="kraft.core.unsafe switches, comma-separated")
     s.add_argument("--client-rate", type=number("--client-rate"), default=None,
                    help="client ops per virtual second (default 40; --unsafe may choose another)")
     s.add_argument("--read-fraction", type=number("--read-fraction", 0.0, strict=False), default=None,

@@ -18,7 +18,7 @@ from nemesis.schedule import MODES
 from targets.kafka.releases import DEFAULT_VERSION as KAFKA_DEFAULT_VERSION
 from targets.registry import DEFAULT_TARGET, check_supported, target_spec
 from workloads.registry import workload_spec
-from kraft import unsafe
+from kraft.core import unsafe
 
 
 @dataclasses.dataclass
@@ -29,7 +29,7 @@ class RunConfig:
     (``harness.config.schedules.DEFAULT_SCHEDULE``), what ``make run`` runs.
 
     Times in seconds, ``rate`` in ops/s. ``nemesis`` lists fault names
-    (``nemesis.schedule.FAULT_NAMES``); ``unsafe`` lists ``kraft.unsafe``
+    (``nemesis.schedule.FAULT_NAMES``); ``unsafe`` lists ``kraft.core.unsafe``
     switch names. ``segment_bytes``: the kraft log's ``log.segment.bytes`` (None: the
     node's default, 1 MiB). ``fetch_max_records`` bounds a kraft Fetch response (None: the node's
     default). ``db`` names the target (targets/registry.py); ``kafka_version``,

@@ -8,7 +8,7 @@ import ipaddress
 from pathlib import Path
 
 from clusters.ssh_hosts import HostsFileError, load_hosts
-from kraft import unsafe
+from kraft.core import unsafe
 from nemesis.schedule import parse_fault_names
 from targets.errors import TargetError
 from targets.kafka.releases import release

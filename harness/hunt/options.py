@@ -9,7 +9,7 @@ from harness.config import values
 from harness.config.run import RunConfig
 from harness.hunt import portfolio
 from harness.hunt.shrink_real import SHRINK_MAX_RUNS
-from kraft import unsafe as unsafe_switches
+from kraft.core import unsafe as unsafe_switches
 from targets.registry import target_spec
 
 

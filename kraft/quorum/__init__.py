@@ -1,6 +1,6 @@
 """The quorum core: a KRaft replica without I/O (kraft/quorum/core.py), its messages and
 configuration. See kraft/README.md ("The cores") for how to drive one."""
-from ..events import FatalError
+from ..core.events import FatalError
 from .config import QuorumConfig
 from .core import QuorumCore
 

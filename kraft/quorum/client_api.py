@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import heapq
 
-from .. import errors
-from ..records import DATA, Record
-from ..states import StateKind
+from ..core import errors
+from ..core.records import DATA, Record
+from ..core.states import StateKind
 from .client_messages import (AppendRequest, AppendResponse, DescribeQuorumRequest, DescribeQuorumResponse,
                               KvGetRequest, KvWriteRequest, KvWriteResponse, ProposeRequest, ReadIndexRequest,
                               ReadRequest)

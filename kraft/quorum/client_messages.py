@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..records import Record
-from ..voter_set import ReplicaKey, VoterNode
+from ..core.records import Record
+from ..rules.voter_set import ReplicaKey, VoterNode
 
 
 @dataclasses.dataclass(slots=True)

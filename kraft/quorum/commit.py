@@ -12,10 +12,10 @@ high watermark passes it, its deadline, or the end of the leadership.
 """
 from __future__ import annotations
 
-from .. import errors
-from ..high_watermark import next_high_watermark
-from ..membership import should_resign
-from ..states import StateKind
+from ..core import errors
+from ..core.states import StateKind
+from ..rules.high_watermark import next_high_watermark
+from ..rules.membership import should_resign
 from .client_messages import AppendResponse, KvWriteResponse, VoterChangeResponse
 
 LEADER = StateKind.LEADER

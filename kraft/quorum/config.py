@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..unsafe import SAFE, Unsafe
+from ..core.unsafe import SAFE, Unsafe
 
 
 @dataclasses.dataclass(frozen=True)

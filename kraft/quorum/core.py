@@ -20,14 +20,14 @@ import logging
 import random
 from typing import Callable
 
-from ..events import (PersistElection, Received, Replied, Reply, StateChanged, SyncDone, SyncLog, TimerFired,
-                      TruncateLog)
-from ..kv import KvStateMachine
-from ..metadata_replay import MetadataReplay
-from ..record_log import DurableEnd, RecordLog
-from ..states import ElectionState, StateKind
-from ..timers import DeadlineTimers
-from ..voter_set import ReplicaKey, VoterHistory, VoterSet
+from ..core.events import (PersistElection, Received, Replied, Reply, StateChanged, SyncDone, SyncLog,
+                           TimerFired, TruncateLog)
+from ..core.record_log import DurableEnd, RecordLog
+from ..core.states import ElectionState, StateKind
+from ..core.timers import DeadlineTimers
+from ..rules.voter_set import ReplicaKey, VoterHistory, VoterSet
+from ..state_machines.kv import KvStateMachine
+from ..state_machines.metadata_replay import MetadataReplay
 from .client_api import ClientApi
 from .client_messages import (AddVoterRequest, AppendRequest, DescribeQuorumRequest, KvGetRequest, KvWriteRequest,
                               ProposeRequest, ReadIndexRequest, ReadRequest, RemoveVoterRequest, UpdateVoterRequest)

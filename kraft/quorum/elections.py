@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import logging
 
-from .. import errors
-from ..events import Send
-from ..high_watermark import end_quorum_backoff_ms
-from ..records import LEADER_CHANGE, Record
-from ..states import ElectionState, StateKind
-from ..voter_set import ReplicaKey, addressed_to
-from ..voting import grant_pre_vote, grant_vote, is_up_to_date
+from ..core import errors
+from ..core.events import Send
+from ..core.records import LEADER_CHANGE, Record
+from ..core.states import ElectionState, StateKind
+from ..rules.high_watermark import end_quorum_backoff_ms
+from ..rules.voter_set import ReplicaKey, addressed_to
+from ..rules.voting import grant_pre_vote, grant_vote, is_up_to_date
 from .messages import (BeginQuorumEpochRequest, EndQuorumEpochRequest, EpochResponse, VoteRequest,
                        VoteResponse)
 

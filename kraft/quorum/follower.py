@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import logging
 
-from .. import errors
-from ..events import FatalError, Send, WriteLog
-from ..record_log import LogError
-from ..states import StateKind
+from ..core import errors
+from ..core.events import FatalError, Send, WriteLog
+from ..core.record_log import LogError
+from ..core.states import StateKind
 from .messages import FetchRequest, FetchResponse
 
 log = logging.getLogger("kraft.quorum")

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import logging
 
-from .. import errors
-from ..events import Send, WriteLog
-from ..records import Record
-from ..replicas import ReplicaTracker
-from ..states import StateKind
-from ..voter_set import ReplicaKey
+from ..core import errors
+from ..core.events import Send, WriteLog
+from ..core.records import Record
+from ..core.states import StateKind
+from ..rules.replicas import ReplicaTracker
+from ..rules.voter_set import ReplicaKey
 from .messages import BeginQuorumEpochRequest, FetchRequest, FetchResponse
 
 log = logging.getLogger("kraft.quorum")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..records import Record
+from ..core.records import Record
 
 
 @dataclasses.dataclass(slots=True)

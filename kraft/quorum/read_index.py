@@ -17,9 +17,9 @@ answers the leader's at once.
 """
 from __future__ import annotations
 
-from .. import errors
-from ..high_watermark import majority_position
-from ..states import StateKind
+from ..core import errors
+from ..core.states import StateKind
+from ..rules.high_watermark import majority_position
 from .client_messages import KvGetResponse, ReadIndexResponse, ReadResponse
 
 LEADER = StateKind.LEADER

@@ -9,11 +9,11 @@ the removal commits (kraft/quorum/commit.py).
 """
 from __future__ import annotations
 
-from .. import errors
-from ..membership import check_change_allowed, plan_add, plan_remove, plan_update
-from ..records import VOTERS, Record
-from ..rpc import Refused
-from ..states import StateKind
+from ..core import errors
+from ..core.records import VOTERS, Record
+from ..core.rpc import Refused
+from ..core.states import StateKind
+from ..rules.membership import check_change_allowed, plan_add, plan_remove, plan_update
 from .client_messages import AddVoterRequest, RemoveVoterRequest, UpdateVoterRequest, VoterChangeResponse
 from .commit import VOTERS as VOTER_CHANGE
 

@@ -3,12 +3,12 @@ every partition replica of one broker (kraft/replication/replica.py), the leader
 (Produce, ReplicaFetch, ConsumerFetch, ListOffsets, OffsetForLeaderEpoch), the
 follower side (kraft/replication/follower.py), ISR changes and the disk's timers.
 
-Driven like the quorum core (kraft/events.py): ``step(event) -> effects``. Besides the
+Driven like the quorum core (kraft/core/events.py): ``step(event) -> effects``. Besides the
 shared events it takes :class:`LeaderAndIsr` (from the committed metadata),
 :class:`ClusterView` and :class:`IsrAnswer` (kraft/replication/messages.py), and it asks
-for ISR changes with :class:`kraft.events.ProposeIsr`. The controller side (broker
-registration, heartbeats, partition elections) stays with the adapter (kraft/broker.py)
-and the pure kraft/partition_election.py.
+for ISR changes with :class:`kraft.core.events.ProposeIsr`. The controller side (broker
+registration, heartbeats, partition elections) stays with the adapter (kraft/broker/service.py)
+and the pure kraft/controller/partition_election.py.
 """
 from __future__ import annotations
 
@@ -17,12 +17,13 @@ import heapq
 import logging
 from typing import Callable
 
-from .. import errors, produce
-from ..events import ProposeIsr, Received, Replied, Reply, SyncDone, TimerFired
-from ..record_log import RecordLog
-from ..timers import DeadlineTimers
-from ..truncation import leader_epoch_answer
-from ..unsafe import SAFE, Unsafe
+from ..core import errors
+from ..core.events import ProposeIsr, Received, Replied, Reply, SyncDone, TimerFired
+from ..core.record_log import RecordLog
+from ..core.timers import DeadlineTimers
+from ..core.unsafe import SAFE, Unsafe
+from ..rules import produce
+from ..rules.truncation import leader_epoch_answer
 from .follower import FollowerSide
 from .messages import (ClusterView, ConsumerFetchRequest, IsrAnswer, LeaderAndIsr, ListOffsetsRequest,
                        OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, OffsetsResponse, ProduceRequest,
@@ -245,7 +246,7 @@ class BrokerCore(DeadlineTimers, FollowerSide):
         return False
 
     def _on_produce(self, token, req: ProduceRequest, st: ReplicaState) -> None:
-        """Produce with acks and min.insync.replicas (kraft/produce.py)."""
+        """Produce with acks and min.insync.replicas (kraft/rules/produce.py)."""
         code = produce.check_append(req.acks, len(st.isr), st.min_insync)
         if code != errors.NONE:
             self.out.append(Reply(token, ProduceResponse(code, -1, st.leader_epoch)))

@@ -7,7 +7,7 @@ time to the leader:
 
 1. Truncation. ``truncate-to-hw`` (unsafe): to the local high watermark, at once, as
    0.8. Default: OffsetForLeaderEpoch for the log's last epoch and
-   :func:`kraft.truncation.leader_epoch_step`, repeated until the epochs agree.
+   :func:`kraft.rules.truncation.leader_epoch_step`, repeated until the epochs agree.
 2. ReplicaFetch from the log end offset, long-polled by the leader. Records are
    appended and fsynced (not under ``page-cache-ack``) before the next fetch reports
    the new offset; the high watermark becomes ``min(leader's, own log end offset)``.
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import logging
 
-from .. import errors
-from ..events import Send
-from ..truncation import leader_epoch_step, truncate_to_hw_target
+from ..core import errors
+from ..core.events import Send
+from ..rules.truncation import leader_epoch_step, truncate_to_hw_target
 from .messages import OffsetForLeaderEpochRequest, ReplicaFetchRequest
 from .replica import FOLLOWER, ReplicaState
 

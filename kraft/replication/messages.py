@@ -3,16 +3,16 @@ RPCs"; Kafka 0.8's replication design, KIP-101): the RPCs a broker's core serves
 sends, and the commands and answers it takes from the controller side.
 
 A partition is named by its key ``(topic, partition)``. Every response has
-``error_code`` (kraft/errors.py) and, for an error, ``message``; the core fills in
+``error_code`` (kraft/core/errors.py) and, for an error, ``message``; the core fills in
 ``leader_id`` / ``leader_epoch`` of NOT_LEADER_OR_FOLLOWER answers with what it knows
-(the adapter replaces them with its metadata image's). kraft/broker_codec.py maps all
+(the adapter replaces them with its metadata image's). kraft/wire/broker_codec.py maps all
 of them to the wire.
 """
 from __future__ import annotations
 
 import dataclasses
 
-from ..records import Record
+from ..core.records import Record
 
 Key = tuple   # (topic, partition)
 
@@ -48,7 +48,7 @@ class ClusterView:
 
 @dataclasses.dataclass(slots=True)
 class IsrAnswer:
-    """The controller's answer to a :class:`kraft.events.ProposeIsr` (AlterPartition) for
+    """The controller's answer to a :class:`kraft.core.events.ProposeIsr` (AlterPartition) for
     ``key`` with ``isr`` at ``partition_epoch``: ``error_code`` NONE (the ISR changes when
     the new LeaderAndIsr arrives) or the refusal."""
 
@@ -96,7 +96,7 @@ class ReplicaFetchRequest:
 
 @dataclasses.dataclass(slots=True)
 class ReplicaFetchResponse:
-    """``records`` (kraft.records.Record, from the fetch offset on) and the
+    """``records`` (kraft.core.records.Record, from the fetch offset on) and the
     ``high_watermark``; OFFSET_OUT_OF_RANGE carries the leader's ``log_end_offset``."""
 
     error_code: int

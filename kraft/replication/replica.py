@@ -3,21 +3,22 @@ leader's bookkeeping while it leads (Kafka 0.8 replication design: ``becomeLeade
 state, ``on_ReplicaFetchRequest``'s high watermark, the commit thread answering
 produces; KIP-966's min.insync.replicas rule).
 
-The records are a :class:`kraft.record_log.RecordLog`; what must reach the disk goes
+The records are a :class:`kraft.core.record_log.RecordLog`; what must reach the disk goes
 out as effects on ``out`` (WriteLog, SyncLog, TruncateLog, CheckpointHighWatermark,
 all for log ``key``), and produce answers as Reply effects. Records count toward the
 high watermark once fsynced (:attr:`durable_end`, from SyncDone); with
 ``page_cache_ack`` (the unsafe switch) once written (the log end offset). The pure
-rules are kraft/isr.py and kraft/produce.py.
+rules are kraft/rules/isr.py and kraft/rules/produce.py.
 """
 from __future__ import annotations
 
 import logging
 
-from .. import errors, isr as isr_rules, produce
-from ..events import CheckpointHighWatermark, Reply, SyncLog, TruncateLog, WriteLog
-from ..record_log import DurableEnd, RecordLog
-from ..records import DATA, Record
+from ..core import errors
+from ..core.events import CheckpointHighWatermark, Reply, SyncLog, TruncateLog, WriteLog
+from ..core.record_log import DurableEnd, RecordLog
+from ..core.records import DATA, Record
+from ..rules import isr as isr_rules, produce
 from .messages import ProduceResponse
 
 log = logging.getLogger("kraft.partition")
@@ -31,7 +32,7 @@ class ReplicaState:
 
     ``role`` is NONE, LEADER or FOLLOWER; ``leader_id`` and ``leader_epoch`` the
     leadership it follows. As leader: ``isr``, ``replicas``, ``partition_epoch``,
-    ``min_insync``, ``progress`` (follower id -> :class:`kraft.isr.FollowerProgress`),
+    ``min_insync``, ``progress`` (follower id -> :class:`kraft.rules.isr.FollowerProgress`),
     ``epoch_start_offset`` and ``pending_isr`` (an AlterPartition in flight, since
     ``pending_since_ms``). ``generation`` goes up on every role change.
     """
@@ -227,7 +228,7 @@ class ReplicaState:
 
     def wait_produce(self, token, offset: int, acks: int) -> None:
         """Answer produce ``token`` for the record at ``offset`` (a Reply with a
-        ProduceResponse) once its outcome is known (kraft/produce.py ``outcome``)."""
+        ProduceResponse) once its outcome is known (kraft/rules/produce.py ``outcome``)."""
         self._waiters.append((offset, acks, token, self.leader_epoch))
         self.complete_waiters()
 

@@ -15,7 +15,7 @@ Implements, from Apache Kafka's message schemas in
   v0-v1 before 3.9, v0-v2 from 3.9).
 
 :class:`KafkaQuorumClient` keeps one connection for repeated samples (the
-shape of ``kraft.client.KraftClient.describe_quorum`` so the quorum monitor
+shape of ``kraft.wire.client.KraftClient.describe_quorum`` so the quorum monitor
 can use it); :func:`describe_quorum` is a blocking one-shot. Both ask about
 ``__cluster_metadata`` partition 0. Only the active controller answers; the
 others say NOT_LEADER_OR_FOLLOWER without naming a leader (Kafka's
@@ -92,7 +92,7 @@ def _same_cid(sent: int, got: int, api: str) -> None:
 class KafkaQuorumClient:
     """A reusable connection to one Kafka controller (or broker) for DescribeQuorum samples.
 
-    Constructed as ``kraft.client.KraftClient`` is, ``(host, port, cluster_id,
+    Constructed as ``kraft.wire.client.KraftClient`` is, ``(host, port, cluster_id,
     timeout_ms)`` (``cluster_id`` unused: DescribeQuorum carries none), so it
     fits ``workloads.clients.ClientFactory``. The connection opens lazily,
     negotiates versions with ApiVersions once per connection (``versions``:
