@@ -38,7 +38,8 @@ until ``change_s`` seconds have passed, and one that timed out but shows applied
 leader's voter set records ``"voter_now": false``.
 
 Blocking (the controller runs in a worker thread); catch-up waits are bounded by
-``catch_up_s`` seconds, polled every ``poll_s`` seconds.
+``catch_up_s`` seconds, polled every ``poll_s`` seconds. :data:`INJECTOR` is the family's
+(its facts: faults/membership.py).
 """
 from __future__ import annotations
 
@@ -46,13 +47,15 @@ import logging
 import random
 import time
 
+from faults.membership import SPEC
+from faults.registry import fault_spec, named
+from nemesis.injector import Injector
 from nemesis.leader_wait import CONTROLLER_WAIT_S, leader_voter_state
 from targets.registry import effective_kraft_version
 from targets.voters import observer
 
 log = logging.getLogger("kraft_chaos.nemesis.membership")
 
-KINDS = ("remove", "remove-leader", "replace")
 #: ``nodes``' ``action`` param
 ACTIONS = ("remove", "add", "replace")
 #: s an add waits for its node to catch up as an observer (and retries REQUEST_TIMED_OUT)
@@ -295,11 +298,11 @@ def for_controller(controller) -> Membership:
 
 
 def uses_membership(config) -> bool:
-    """Whether a run config (``harness.config.run.RunConfig``) has membership faults: a
-    ``--nemesis`` name ``membership[:kinds]`` or a scenario step ``start-membership``."""
-    names = [str(n).partition(":")[0] for n in getattr(config, "nemesis", None) or []]
-    steps = [s.get("nemesis") for s in getattr(config, "scenario", None) or [] if isinstance(s, dict)]
-    return "membership" in names or "start-membership" in steps
+    """Whether a run config (``harness.config.run.RunConfig``) has voter changes: a
+    ``--nemesis`` name ``membership[:kinds]`` (a family whose spec has ``voter_changes``) or a
+    scenario step ``start-membership``."""
+    specs = named(getattr(config, "nemesis", None), getattr(config, "scenario", None))
+    return any(spec.voter_changes for spec in specs)
 
 
 def check_run_config(config) -> None:
@@ -334,7 +337,7 @@ def guard_wipes(controller, fault, targets: list[str], value: dict) -> list[str]
         return []
     ids = {db.node_id(n): n for n in controller.nodes}
     voters = {ids[v["id"]] for v in state["voters"] if v["id"] in ids}
-    held = {n for f in controller.active_faults() if f.name == "wipe" and f.key != fault.key
+    held = {n for f in controller.active_faults() if fault_spec(f.name).wipes_disks and f.key != fault.key
             for n in controller.active.get(f.key, [])}
     lost = set(wiped_voters(state, controller.nodes, db.node_id)) | (held & voters)
     live, majority = len(state["voters"]) - len(lost), len(state["voters"]) // 2 + 1
@@ -350,3 +353,16 @@ def guard_wipes(controller, fault, targets: list[str], value: dict) -> list[str]
     if skipped:
         value["wipe_skipped"] = skipped
     return allowed
+
+
+def _start(ctl, fault, value: dict, waited) -> bool:
+    value.update(for_controller(ctl).start(fault))
+    ctl.hold(fault, value["targets"])
+    return False
+
+
+def _stop(ctl, fault, targets: list[str], out: dict) -> None:
+    out.update(for_controller(ctl).stop(fault))     # adds back what a removal took out
+
+
+INJECTOR = Injector(SPEC, _start, _stop)

@@ -7,13 +7,23 @@ from array import array
 from typing import Iterable
 
 from checkers.inflight import InFlight
+from faults.registry import FAULTS, spec_of
 from history import NEMESIS
 
 #: Marker colour per completion type (Jepsen's palette: ok blue, info orange, fail pink).
 TYPE_COLOURS = {"ok": "#81BFFC", "info": "#FFA400", "fail": "#FF1E90"}
-FAULT_COLOURS = {"partition": "#C5A0AF", "kill": "#E9A4A0", "pause": "#A0C5E9", "crash": "#E9D3A0"}
+#: Shade per fault family that has a colour of its own (its spec's ``colour``; the others are
+#: drawn grey), in the registry's order.
+FAULT_COLOURS = {name: spec.colour for name, spec in FAULTS.items() if spec.colour}
 #: Width of a throughput bucket (s).
 RATE_BUCKET_S = 1.0
+
+
+def fault_label(name: str) -> str:
+    """The legend's name of fault family ``name`` (its spec's label; the name itself for a
+    name that is no family)."""
+    spec = spec_of(name)
+    return spec.plot_label if spec is not None else name
 
 
 class PlotData:
