@@ -8,12 +8,14 @@ Source: the ``start-<family>`` / ``stop-<family>`` ops of process ``"nemesis"``
 
 * **failed** when its completion has an ``error`` (the controller raised: e.g. "no quorum
   node answered DescribeQuorum as leader"), or, for a membership fault (a family whose spec
-  has ``voter_changes``, faults/registry.py), when no voter change succeeded (``ok``, or ``confirmed``: of unknown outcome, then seen applied in the
-  leader's voter set) and some change was answered with an error (``fail``, ``error``, or
-  the indefinite ``info``: the reason then says "(outcome unknown)");
+  has ``voter_changes``, faults/registry.py), when no voter change succeeded (``ok``, or
+  ``confirmed``: of unknown outcome, then seen applied in the leader's voter set) and some
+  change was answered with an error (``fail``, ``error``, or the indefinite ``info``: the
+  reason then says "(outcome unknown)");
 * **skipped** when the completion says so (``skipped``: why), or when it did nothing: a
-  wipe (a family whose spec ``wipes_disks``) whose every target was refused (``wipe_skipped``: why), a membership fault whose
-  every change was skipped (``changes[].skipped``), a fault left with no targets;
+  wipe (a family whose spec ``wipes_disks``) whose every target was refused
+  (``wipe_skipped``: why), a membership fault whose every change was skipped
+  (``changes[].skipped``), a fault left with no targets;
 * **happened** otherwise. A leader-aimed fault that found no leader in time and fell back
   to a random node (``leader_unknown``) happened, and is counted in ``leader_unknown``.
 

@@ -1,6 +1,8 @@
 """Every fault family, by name: one :class:`faults.spec.FaultSpec` each. A new family is a
 module beside this one holding its spec, and a line here (and its injector in nemesis/ when a
-real cluster can play it; in ``SIMULATED`` too when the simulator draws it)."""
+real cluster can play it; in ``SIMULATED`` too when the simulator draws it). Everything that
+handles faults looks a family up here when it needs it (never a copy made at import), so a
+family registered here is known everywhere at once."""
 from __future__ import annotations
 
 from faults import clock, crash, flap, kill, membership, packet, partition, pause, power_loss, rolling, wipe
@@ -24,8 +26,11 @@ FAULTS: dict[str, FaultSpec] = {s.name: s for s in (
 #: a change here changes every simulated schedule)
 SIMULATED: tuple[str, ...] = tuple(s.name for s in (
     partition.SPEC, packet.SPEC, kill.SPEC, power_loss.SPEC, pause.SPEC, clock.SPEC, wipe.SPEC, membership.SPEC))
-#: the families a real cluster can play (those with kinds), in order
-FAMILIES: tuple[str, ...] = tuple(name for name, s in FAULTS.items() if s.kinds)
+
+
+def families() -> tuple[str, ...]:
+    """The families a real cluster can play (those with kinds), in :data:`FAULTS`' order."""
+    return tuple(name for name, spec in FAULTS.items() if spec.kinds)
 
 
 def spec_of(name: str) -> FaultSpec | None:

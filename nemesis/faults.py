@@ -4,24 +4,20 @@ A fault's ``family`` is what it does (the history's ``start-<family>`` /
 ``stop-<family>`` ops); its ``kind`` says how targets are chosen or what it
 does exactly; its ``slot`` lets faults of one family overlap (each slot has
 its own iptables chain and active entry; default: the family's name). The families and
-their kinds are faults/registry.py's (:data:`FAMILIES`: those a real cluster plays).
+their kinds are faults/registry.py's (``families()``: those a real cluster plays).
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, Mapping
 
-from faults.registry import FAMILIES, FAULTS
+from faults.registry import families, spec_of
 from faults.spec import EXPLICIT
-
-#: kinds of each family a real cluster plays (``membership``'s kind ``nodes`` takes an
-#: ``action`` param: remove, add, replace)
-KINDS: dict[str, tuple[str, ...]] = {name: FAULTS[name].kinds for name in FAMILIES}
 
 
 @dataclasses.dataclass(frozen=True)
 class Fault:
-    """One fault: ``name`` (its family, in :data:`FAMILIES`), ``kind``, ``slot`` (None: the
+    """One fault: ``name`` (its family, one of ``faults.registry.families()``), ``kind``, ``slot`` (None: the
     family's name), ``targets`` (explicit nodes, with kind ``nodes``) and ``params``
     (family settings, e.g. a flap's ``period_ms``)."""
 
@@ -61,11 +57,13 @@ class Fault:
 
 
 def check_kind(name: str, kind: Any) -> None:
-    """Raise ValueError unless ``name`` is a family and ``kind`` one of its kinds (or ``nodes``)."""
-    if name not in KINDS:
-        raise ValueError(f"unknown nemesis {name!r}: choose from {', '.join(FAMILIES)}")
-    if kind != EXPLICIT and kind not in KINDS[name]:
-        raise ValueError(f"unknown {name} kind {kind!r}: choose from {', '.join(KINDS[name])}, {EXPLICIT}")
+    """Raise ValueError unless ``name`` is a family a real cluster plays and ``kind`` one of its
+    kinds (or ``nodes``)."""
+    spec = spec_of(name)
+    if spec is None or not spec.kinds:
+        raise ValueError(f"unknown nemesis {name!r}: choose from {', '.join(families())}")
+    if kind != EXPLICIT and kind not in spec.kinds:
+        raise ValueError(f"unknown {name} kind {kind!r}: choose from {', '.join(spec.kinds)}, {EXPLICIT}")
 
 
 def kinds_for(name: str, n_nodes: int) -> list[str]:
@@ -74,5 +72,5 @@ def kinds_for(name: str, n_nodes: int) -> list[str]:
     ``bridge``, ``leader-minority`` and the diamonds 3 or more; flaps likewise). Raises
     ``ValueError`` for an unknown family.
     """
-    check_kind(name, KINDS.get(name, ("?",))[0])
-    return FAULTS[name].kinds_for(n_nodes)
+    check_kind(name, EXPLICIT)
+    return spec_of(name).kinds_for(n_nodes)

@@ -5,8 +5,9 @@ voter keys still alive in the leader's DescribeQuorum; a fault aimed at the lead
 among its family's ``leader_kinds``: ``kill``, ``pause``, ``power-loss`` or ``wipe`` of kind
 ``leader``, the ``isolate-leader``, ``leader-minority``, ``one-way-leader`` and
 ``leader-diamond`` partitions and flaps) hits whoever leads. Which family needs what is its
-spec's (faults/registry.py: ``leader_kinds``, ``needs_leader``, ``needs_leader_at_kv1``). Under overlapping faults a leader comes and goes (a default run has one in
-about a fifth of its seconds), so such a fault waits for one in two places:
+spec's (faults/registry.py: ``leader_kinds``, ``needs_leader``, ``needs_leader_at_kv1``).
+Under overlapping faults a leader comes and goes (a default run has one in about a fifth of
+its seconds), so such a fault waits for one in two places:
 
 * the schedule (nemesis/windows.py, :class:`LeaderGate`): before the start op, without
   holding the nemesis thread (a generator's wait), until the quorum monitor's view names a

@@ -1,6 +1,6 @@
 """The nemesis's schedule as a generator: which fault op comes next, and when.
 
-``--nemesis`` names (:data:`FAULT_NAMES`): the fault families a real cluster plays
+``--nemesis`` names (:func:`fault_names`): the fault families a real cluster plays
 (faults/registry.py) and the targeted faults, which aim with the quorum monitor's view
 (``ctx.view``, a :class:`workloads.monitor.QuorumView`-like object):
 
@@ -30,15 +30,22 @@ from __future__ import annotations
 import random
 from typing import Iterable, Iterator
 
-from faults.registry import spec_of
+from faults.registry import families, spec_of
 from generator import Any, Cycle, Generator, Seq, Sleep
-from nemesis.faults import FAMILIES, Fault, check_kind, kinds_for
+from nemesis.faults import Fault, check_kind, kinds_for
 from nemesis.targeted import TARGETED, targeted_fault
 from nemesis.windows import family_window
 
-FAULT_NAMES = FAMILIES + TARGETED
 MODES = ("serial", "overlap")
 
+
+def fault_names() -> tuple[str, ...]:
+    """Every ``--nemesis`` name: the families a real cluster plays, then the targeted faults."""
+    return families() + tuple(TARGETED)
+
+
+#: :func:`fault_names` as the registry stood at import (for listings)
+FAULT_NAMES = fault_names()
 
 
 def split_name(name: str) -> tuple[str, list[str] | None]:
@@ -63,10 +70,10 @@ def validate_fault_names(faults: Iterable[str]) -> list[str]:
     out: list[str] = []
     for name in faults:
         base, kinds = split_name(name)
-        if base not in FAULT_NAMES:
-            raise ValueError(f"unknown nemesis {base!r}: choose from {', '.join(FAULT_NAMES)}")
+        if base not in fault_names():
+            raise ValueError(f"unknown nemesis {base!r}: choose from {', '.join(fault_names())}")
         if kinds is not None:
-            if base not in FAMILIES or not kinds:
+            if base not in families() or not kinds:
                 raise ValueError(f"nemesis {name!r}: only a fault family takes kinds (family:kind+kind)")
             for k in kinds:
                 check_kind(base, k)
@@ -79,7 +86,7 @@ def name_kinds(name: str, n_nodes: int) -> list[str]:
     """The kinds a ``--nemesis`` name draws from on ``n_nodes`` nodes (``[name]`` for a
     targeted fault)."""
     base, kinds = split_name(name)
-    if base not in FAMILIES:
+    if base not in families():
         return [base]
     usable = kinds_for(base, n_nodes)
     return [k for k in kinds if k in usable] if kinds is not None else usable
@@ -220,7 +227,7 @@ def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "ser
     for n in names:
         family = split_name(n)[0]
         seen[family] = seen.get(family, 0) + 1
-        slots.append(f"{family}{seen[family]}" if seen[family] > 1 and family in FAMILIES else None)
+        slots.append(f"{family}{seen[family]}" if seen[family] > 1 and family in families() else None)
     timelines = [timeline(n, slot) for n, slot in zip(names, slots)]     # seeded in the order named
     # asked first: the voter changes and wipes (their specs' asked_first), so that when a leader
     # comes after none, those that waited for it start before the faults that strike it (elect,

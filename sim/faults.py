@@ -12,11 +12,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from faults.registry import FAULTS, SIMULATED
-
-#: family -> (weight, kinds), in the draw's order
-FAMILIES = {name: (FAULTS[name].sim.weight, FAULTS[name].sim.kinds) for name in SIMULATED}
-KRAFT_V1_ONLY = tuple(name for name in SIMULATED if FAULTS[name].sim.kraft_v1_only)
+from faults import registry
 #: the share of faults that last max_duration_ms..2 x max_duration_ms
 LONG_FAULTS = 0.15
 #: the first fault starts after this long (ms): a leader is elected first
@@ -44,13 +40,14 @@ class PlannedFault:
 
 
 def families_for(kraft_version: int) -> list[str]:
-    """The families a schedule draws from."""
-    return [f for f in FAMILIES if kraft_version == 1 or f not in KRAFT_V1_ONLY]
+    """The families a schedule draws from, in the draw's order (faults/registry.py's
+    ``SIMULATED``; those ``kraft_v1_only`` at kraft.version 1 alone)."""
+    return [f for f in registry.SIMULATED if kraft_version == 1 or not registry.FAULTS[f].sim.kraft_v1_only]
 
 
 def _params(family: str, kind: str, rng: random.Random) -> dict:
     p: dict = {"pick": rng.randrange(1 << 16)}
-    p.update(FAULTS[family].sim.draw(kind, rng))
+    p.update(registry.FAULTS[family].sim.draw(kind, rng))
     return p
 
 
@@ -60,13 +57,14 @@ def draw_schedule(rng: random.Random, sim_ms: float, kraft_version: int, mean_ga
     lasting 0.3..``max_duration_ms`` (a share :data:`LONG_FAULTS` up to twice that); at most one
     active fault per family at a time."""
     fams = families_for(kraft_version)
-    weights = [FAMILIES[f][0] for f in fams]
+    hooks = {f: registry.FAULTS[f].sim for f in fams}
+    weights = [hooks[f].weight for f in fams]
     busy: dict[str, float] = {}
     out: list[PlannedFault] = []
     t = FIRST_FAULT_MS + rng.random() * mean_gap_ms
     while t < sim_ms - 1000:
         fam = rng.choices(fams, weights)[0]
-        kind = rng.choice(FAMILIES[fam][1])
+        kind = rng.choice(hooks[fam].kinds)
         dur = 300 + rng.random() * (max_duration_ms - 300)
         if rng.random() < LONG_FAULTS:             # a long one: a stale leader shows only after seconds
             dur = max_duration_ms + rng.random() * max_duration_ms

@@ -12,11 +12,22 @@ from history import NEMESIS
 
 #: Marker colour per completion type (Jepsen's palette: ok blue, info orange, fail pink).
 TYPE_COLOURS = {"ok": "#81BFFC", "info": "#FFA400", "fail": "#FF1E90"}
-#: Shade per fault family that has a colour of its own (its spec's ``colour``; the others are
-#: drawn grey), in the registry's order.
-FAULT_COLOURS = {name: spec.colour for name, spec in FAULTS.items() if spec.colour}
+#: The shade of a fault with no colour of its own.
+FAULT_GREY = "#DDDDDD"
 #: Width of a throughput bucket (s).
 RATE_BUCKET_S = 1.0
+
+
+def fault_colours() -> dict[str, str]:
+    """``{family: "#RRGGBB"}`` of the families with a colour of their own (their specs'
+    ``colour``), in the registry's order; the others are drawn :data:`FAULT_GREY`."""
+    return {name: spec.colour for name, spec in FAULTS.items() if spec.colour}
+
+
+def fault_colour(name: str) -> str:
+    """The shade of fault family ``name``: its spec's colour, else :data:`FAULT_GREY`."""
+    spec = spec_of(name)
+    return spec.colour if spec is not None and spec.colour else FAULT_GREY
 
 
 def fault_label(name: str) -> str:
