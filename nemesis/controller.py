@@ -202,17 +202,15 @@ class NemesisController(PacketFaults):
         bg.start()
 
     def stop(self, fault: Fault) -> dict:
-        """Heal ``fault``'s slot through its family's injector: flush its chains (partition,
-        flap, packet), remove netem or stop the packet shapers, restart the killed nodes (kill,
-        crash, rolling, wipe, power-loss), SIGCONT the paused ones (pause), add back removed
-        voters (membership).
+        """Heal ``fault``'s slot through its family's injector (a partition's chains flushed,
+        killed nodes restarted, paused ones resumed, removed voters added back, ...).
 
-        Returns ``{"kind": K, "targets": [nodes]}`` (with ``"slot"`` when not
-        the family's, ``"errors"`` from a background fault, a flap's ``"cuts"``, and ``"shaped"``:
-        ``{node: the shaper's counts}`` for a shaped packet fault); stopping a
-        slot that is not active does nothing and returns ``"targets": []``. Raises ``clusters.parallel.NodeErrors``
-        if a node could not be healed (the fault then stays active for
-        :meth:`heal_all`).
+        Returns ``{"kind": K, "targets": [nodes]}`` (with ``"slot"`` when not the family's,
+        ``"errors"`` from a background fault, a flap's ``"cuts"``, and what the injector adds,
+        such as a shaped packet fault's ``"shaped"``: ``{node: the shaper's counts}``);
+        stopping a slot that is not active does nothing and returns ``"targets": []``. Raises
+        ``clusters.parallel.NodeErrors`` if a node could not be healed (the fault then stays
+        active for :meth:`heal_all`).
         """
         with self._lock:  # claim the slot, so a concurrent stop does nothing
             entry = self._active.pop(fault.key, None)
