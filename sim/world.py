@@ -51,7 +51,7 @@ class World:
 
     def may_wipe(self, node: int) -> bool:
         """A wipe at kraft.version 1 keeps a majority of the voter keys on intact disks (as the
-        real nemesis does: nemesis/membership.py's ``guard_wipes``)."""
+        real nemesis does: nemesis/wipe.py's ``guard_wipes``)."""
         lead = self.leader()
         if lead is None:
             return False

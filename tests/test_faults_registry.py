@@ -56,6 +56,21 @@ def test_every_real_family_has_its_injector_and_every_simulated_one_its_hooks():
         injectors.injector("clock")
 
 
+def test_the_hooks_find_what_they_are_promised():
+    """The simulator's World has every SimWorld method; the controller every part of it the
+    injectors use (nemesis/injector.py's docstring)."""
+    from faults.spec import SimWorld
+    from nemesis.controller import NemesisController
+    from sim.world import World
+    promised = [n for n in vars(SimWorld) if not n.startswith("_")]
+    assert promised and all(callable(getattr(World, n)) for n in promised if n != "kraft_version")
+    _cluster, _sim, _db, ctl = make_controller(3)
+    for name in ("nodes", "rng", "db", "disks", "partitioner", "hold", "process_targets", "grudge",
+                 "run_background", "packet_start", "packet_stop"):
+        assert hasattr(ctl, name), name
+    assert isinstance(ctl, NemesisController)
+
+
 def test_the_named_schedules_name_registered_faults():
     from harness.config.schedules import SCHEDULES
     from nemesis.schedule import validate_fault_names
