@@ -17,9 +17,9 @@ from faults.spec import EXPLICIT
 
 @dataclasses.dataclass(frozen=True)
 class Fault:
-    """One fault: ``name`` (its family, one of ``faults.registry.families()``), ``kind``, ``slot`` (None: the
-    family's name), ``targets`` (explicit nodes, with kind ``nodes``) and ``params``
-    (family settings, e.g. a flap's ``period_ms``)."""
+    """One fault: ``name`` (its family, one of ``faults.registry.families()``), ``kind``,
+    ``slot`` (None: the family's name), ``targets`` (explicit nodes, with kind ``nodes``) and
+    ``params`` (family settings, e.g. a flap's ``period_ms``)."""
 
     name: str
     kind: str

@@ -13,6 +13,7 @@ import dataclasses
 import random
 
 from faults import registry
+
 #: the share of faults that last max_duration_ms..2 x max_duration_ms
 LONG_FAULTS = 0.15
 #: the first fault starts after this long (ms): a leader is elected first
@@ -21,9 +22,9 @@ FIRST_FAULT_MS = 2000.0
 
 @dataclasses.dataclass(frozen=True)
 class PlannedFault:
-    """One planned fault: starts ``at_ms``, lasts ``duration_ms``; ``family``, ``kind``; ``params``
-    (sorted ``(name, value)`` pairs: ``pick`` a node index for the random kinds, a packet
-    fault's settings, ``torn``, a clock jump's ``offset_ms``)."""
+    """One planned fault: starts ``at_ms``, lasts ``duration_ms``; ``family``, ``kind``;
+    ``params`` (sorted ``(name, value)`` pairs: ``pick`` a node index for the random kinds, a
+    packet fault's settings, ``torn``, a clock jump's ``offset_ms``)."""
 
     at_ms: float
     duration_ms: float
