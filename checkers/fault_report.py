@@ -7,13 +7,15 @@ Source: the ``start-<family>`` / ``stop-<family>`` ops of process ``"nemesis"``
 ``invoke`` pairs with the next nemesis completion. A start is
 
 * **failed** when its completion has an ``error`` (the controller raised: e.g. "no quorum
-  node answered DescribeQuorum as leader"), or, for a membership fault, when no voter
-  change succeeded (``ok``, or ``confirmed``: of unknown outcome, then seen applied in the
-  leader's voter set) and some change was answered with an error (``fail``, ``error``, or
-  the indefinite ``info``: the reason then says "(outcome unknown)");
+  node answered DescribeQuorum as leader"), or, for a membership fault (a family whose spec
+  has ``voter_changes``, faults/registry.py), when no voter change succeeded (``ok``, or
+  ``confirmed``: of unknown outcome, then seen applied in the leader's voter set) and some
+  change was answered with an error (``fail``, ``error``, or the indefinite ``info``: the
+  reason then says "(outcome unknown)");
 * **skipped** when the completion says so (``skipped``: why), or when it did nothing: a
-  wipe whose every target was refused (``wipe_skipped``: why), a membership fault whose
-  every change was skipped (``changes[].skipped``), a fault left with no targets;
+  wipe (a family whose spec ``wipes_disks``) whose every target was refused
+  (``wipe_skipped``: why), a membership fault whose every change was skipped
+  (``changes[].skipped``), a fault left with no targets;
 * **happened** otherwise. A leader-aimed fault that found no leader in time and fell back
   to a random node (``leader_unknown``) happened, and is counted in ``leader_unknown``.
 
@@ -43,6 +45,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from faults.registry import spec_of
 from history import NEMESIS
 
 from .fold import Checker, check_list
@@ -75,6 +78,18 @@ def _bump(counts: dict, key: str, n: int = 1) -> None:
     counts[key] = counts.get(key, 0) + n
 
 
+def _changes_voters(family: str) -> bool:
+    """Whether ``family``'s ops carry voter changes (its spec's ``voter_changes``)."""
+    spec = spec_of(family)
+    return spec is not None and spec.voter_changes
+
+
+def _wipes_disks(family: str) -> bool:
+    """Whether ``family``'s starts carry ``wiped`` and ``wipe_skipped`` (``wipes_disks``)."""
+    spec = spec_of(family)
+    return spec is not None and spec.wipes_disks
+
+
 def kind_label(family: str, value: Any) -> str:
     """The report's kind of a start's invoke ``value``: its ``kind``; ``nodes@<slot>`` for
     explicit targets in a slot of their own; ``nodes:<action>`` for a membership ``nodes``."""
@@ -82,7 +97,7 @@ def kind_label(family: str, value: Any) -> str:
     kind = str(v.get("kind", "?"))
     if kind != "nodes":
         return kind
-    if family == "membership":
+    if _changes_voters(family):
         return f"nodes:{v.get('action', 'remove')}"
     return f"nodes@{v['slot']}" if v.get("slot") else kind
 
@@ -103,7 +118,7 @@ def classify(family: str, completion: dict | None) -> tuple[str, list[str]]:
     v = completion.get("value") if isinstance(completion.get("value"), dict) else {}
     if v.get("skipped"):
         return "skipped", [reason_text(v["skipped"])]
-    if family == "membership":
+    if _changes_voters(family):
         changes = [c for c in v.get("changes") or [] if isinstance(c, dict)]
         if any(change_outcome(c) in ("ok", "confirmed") for c in changes):
             return "happened", []
@@ -114,7 +129,7 @@ def classify(family: str, completion: dict | None) -> tuple[str, list[str]]:
         return "skipped", sorted(set(skipped)) or ["no voter change"]
     if v.get("targets"):
         return "happened", []
-    if family == "wipe" and isinstance(v.get("wipe_skipped"), dict) and v["wipe_skipped"]:
+    if _wipes_disks(family) and isinstance(v.get("wipe_skipped"), dict) and v["wipe_skipped"]:
         return "skipped", sorted({reason_text(r) for r in v["wipe_skipped"].values()})
     if "targets" in v:
         return "skipped", ["no target"]
@@ -173,10 +188,10 @@ class FaultReport(Checker):
             w["max_s"] = max(w["max_s"], float(wait["waited_s"]))
             if not wait.get("leader", True):
                 w["no_leader"] += 1
-        if family == "membership":
+        if _changes_voters(family):
             self._count_changes(v.get("added_back"))
             self._count_changes(v.get("changes"))
-        if family == "wipe":
+        if _wipes_disks(family):
             self.wiped["wiped"] += len(v.get("wiped") or {}) if isinstance(v.get("wiped"), dict) else 0
             for why in (v.get("wipe_skipped") or {}).values() if isinstance(v.get("wipe_skipped"), dict) else ():
                 self.wiped["skipped"] += 1
@@ -187,7 +202,7 @@ class FaultReport(Checker):
             _bump(self.stop_errors, family)
             return
         v = completion.get("value")
-        if family == "membership" and isinstance(v, dict):
+        if _changes_voters(family) and isinstance(v, dict):
             self._count_changes(v.get("changes"))
 
     def _done(self, invoke: dict, completion: dict | None) -> None:

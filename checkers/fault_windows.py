@@ -6,9 +6,11 @@ acted), per slot (``value.slot``, default the family). Two things come out:
 
 - ``down``: intervals in which a node's process was killed, paused, crashed,
   wiped, lost power or was restarted by a rolling restart, or its packets were delayed or lost
-  (packet faults, flapping partitions): it may not have answered;
+  (packet faults, flapping partitions), or it was removed from the voters: it may not have
+  answered (the targets of a family whose spec ``takes_down``, faults/registry.py);
 - ``cuts``: intervals in which two nodes could not talk both ways, from the
-  grudges of partitions (``value.grudge``: who drops whom).
+  grudges of partitions (``value.grudge``: who drops whom; a family whose spec ``cuts`` and
+  that recorded no grudge: its targets count as down).
 
 A fault that never stopped holds to the end of the history. Times are the
 history's (ns).
@@ -18,11 +20,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable
 
+from faults.registry import spec_of
 from history import NEMESIS
-
-#: families whose targets may not answer while the fault holds (``membership``: a removed
-#: voter neither votes nor counts, a leader that removed itself resigns)
-PROCESS_FAMILIES = ("kill", "pause", "crash", "rolling", "packet", "flap", "wipe", "power-loss", "membership")
 
 Interval = tuple[int, int]
 
@@ -74,7 +73,8 @@ class FaultWindowFold:
     def _close(self, opened: tuple[int, dict, str], t1: int) -> None:
         t0, value, family = opened
         targets = value.get("targets") if isinstance(value.get("targets"), list) else []
-        if family in PROCESS_FAMILIES:
+        spec = spec_of(family)
+        if spec is not None and spec.takes_down:
             for n in targets:
                 self.windows.down.setdefault(n, []).append((t0, t1))
         grudge = value.get("grudge")
@@ -82,7 +82,7 @@ class FaultWindowFold:
             for node, drops in grudge.items():
                 for other in drops if isinstance(drops, list) else ():
                     self.windows.cuts.setdefault(frozenset((node, other)), []).append((t0, t1))
-        elif family == "partition":        # no grudge recorded: assume the targets were cut off
+        elif spec is not None and spec.cuts:     # no grudge recorded: assume the targets were cut off
             for n in targets:
                 self.windows.down.setdefault(n, []).append((t0, t1))
 

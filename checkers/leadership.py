@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from faults.registry import spec_of
 from history import NEMESIS
 
 from .crashes import CrashedNode
@@ -124,6 +125,14 @@ class _Samples(Checker):
         self.samples.append((t0, op["time"], node, epoch, leader, leading, op["index"]))
 
 
+def _starts_a_wipe(f: str) -> bool:
+    """Whether op ``f`` starts a fault that wipes disks (``start-wipe``: its spec's
+    ``wipes_disks``)."""
+    phase, _, family = f.partition("-")
+    spec = spec_of(family)
+    return phase == "start" and spec is not None and spec.wipes_disks
+
+
 class EpochRegression(_Samples):
     """``epoch-regression``: a node answered with an epoch lower than one it answered before
     on the same disk.
@@ -138,7 +147,7 @@ class EpochRegression(_Samples):
         self._wipe_started: dict[Any, int] = {}
 
     def feed(self, op: dict) -> None:
-        if op["process"] == NEMESIS and op["f"] == "start-wipe":
+        if op["process"] == NEMESIS and _starts_a_wipe(op["f"]):
             slot = (op.get("value") or {}).get("slot") if isinstance(op.get("value"), dict) else None
             if op["type"] == "invoke":
                 self._wipe_started[slot] = op["time"]

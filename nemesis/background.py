@@ -52,6 +52,10 @@ class Background:
         self._halt.set()
         self._thread.join(timeout_s)
 
+    def outcome(self) -> dict:
+        """What the stop op's value gets, once stopped: ``errors`` (when there were any)."""
+        return {"errors": self.errors} if self.errors else {}
+
 
 class Flapper(Background):
     """Cut with a fresh ``grudge()`` for ``period_s``, heal for ``period_s``, again and again.
@@ -76,6 +80,10 @@ class Flapper(Background):
 
     def finish(self) -> None:
         self.partitioner.heal(self.slot)
+
+    def outcome(self) -> dict:
+        """The base's, and ``cuts``: how many cuts it made."""
+        return {**super().outcome(), "cuts": self.cuts}
 
 
 class RollingRestart(Background):

@@ -2,7 +2,9 @@
 
 Blocking code: the nemesis worker (:mod:`nemesis.worker`) calls it through
 ``asyncio.to_thread``. Faults in different slots may overlap; each slot
-holds at most one active fault.
+holds at most one active fault. Each family is started and stopped by its injector
+(nemesis/registry.py); the controller holds what they share: the slots, the cluster's
+iptables chains and packet shapers, the wait for a leader, and the heal of everything.
 """
 from __future__ import annotations
 
@@ -12,29 +14,24 @@ import threading
 import time
 from typing import Callable
 
+from clusters.parallel import NodeErrors, on_nodes
 from clusters.remote import Cluster
 from nemesis import grudge as grudges
 from nemesis import packet
-from nemesis.background import Background, Flapper, RollingRestart
+from nemesis.background import Background
 from nemesis.faults import EXPLICIT, Fault, check_kind
-from nemesis.kill import kill_nodes, restart_nodes
-from clusters.parallel import NodeErrors, on_nodes
-from nemesis.leader_wait import CONTROLLER_WAIT_S, LEADER_KINDS, POLL_S, Waited, await_leader
+from nemesis.kill import restart_nodes
+from nemesis.leader_wait import CONTROLLER_WAIT_S, POLL_S, Waited, aims_at_leader, await_leader
 from nemesis.packet_faults import PacketFaults
 from nemesis.partition import Partitioner
 from nemesis.partition_kinds import partition_grudge
-from nemesis.pause import pause_nodes, resume_nodes
-from nemesis.power_loss import Disks, power_loss
+from nemesis.pause import resume_nodes
+from nemesis.power_loss import Disks
 from nemesis.process_db import ProcessDB
+from nemesis.registry import injector
 from nemesis.targets import choose_targets
 
 log = logging.getLogger("kraft_chaos.nemesis")
-
-#: partition kinds applied on the senders' OUTPUT
-ONE_WAY_KINDS = ("one-way-leader", "one-way-one")
-#: default settings of the families that take some
-FLAP_PERIOD_MS = 300
-ROLLING_GAP_S = 0.5
 
 
 class NemesisController(PacketFaults):
@@ -49,9 +46,10 @@ class NemesisController(PacketFaults):
     of the cluster; e.g. only Kafka's controllers), in order; ``disks``: the nodes' lazyfs
     mounts, for power-loss (None: the run has none). ``leader_wait_s``: how long (s) a fault
     that needs a leader waits for ``find_leader`` to name one, polling every ``poll_s``
-    (nemesis/leader_wait.py), on ``clock`` and ``sleep`` (monotonic s). Packet faults are
-    :class:`~nemesis.packet_faults.PacketFaults`'s; what each partition kind cuts,
-    :mod:`nemesis.partition_kinds`'s.
+    (nemesis/leader_wait.py), on ``clock`` and ``sleep`` (monotonic s). Each family's start
+    and stop are its injector's (nemesis/registry.py), which uses the public methods below;
+    the packet faults' state is :class:`~nemesis.packet_faults.PacketFaults`'s; what each
+    partition kind cuts, :mod:`nemesis.partition_kinds`'s.
     """
 
     def __init__(self, cluster: Cluster, db: ProcessDB, find_leader: Callable[[], str | None],
@@ -111,9 +109,9 @@ class NemesisController(PacketFaults):
 
     # -- choosing -------------------------------------------------------------
 
-    def _grudge(self, kind: str, targets: tuple[str, ...] | None = None,
-                rng: random.Random | None = None, grudge: dict | None = None,
-                waited: Waited | None = None) -> tuple[grudges.Grudge, list[str], bool]:
+    def grudge(self, kind: str, targets: tuple[str, ...] | None = None,
+               rng: random.Random | None = None, grudge: dict | None = None,
+               waited: Waited | None = None) -> tuple[grudges.Grudge, list[str], bool]:
         """(grudge, targets, leader_unknown) for a partition kind
         (:func:`nemesis.partition_kinds.partition_grudge`), drawn from ``rng`` (default: the
         controller's). A leader-aimed kind aims at the leader ``waited`` found, else at whoever
@@ -121,7 +119,7 @@ class NemesisController(PacketFaults):
         leader = (lambda: waited.leader) if waited is not None else self._leader
         return partition_grudge(kind, self.nodes, rng or self.rng, leader, targets, grudge)
 
-    def _process_targets(self, fault: Fault, waited: Waited | None = None) -> tuple[list[str], bool]:
+    def process_targets(self, fault: Fault, waited: Waited | None = None) -> tuple[list[str], bool]:
         """(targets, leader_unknown) of a kill, pause, power-loss or wipe; kind ``leader``
         aims at the leader ``waited`` found, ``majority`` holds whoever leads now."""
         if fault.kind == EXPLICIT:
@@ -179,101 +177,40 @@ class NemesisController(PacketFaults):
         log.info("nemesis start-%s %s", fault.name, value)
         return value
 
-    def _hold(self, fault: Fault, targets: list[str]) -> None:
+    def hold(self, fault: Fault, targets: list[str]) -> None:
+        """Record ``targets`` as the nodes ``fault``'s slot holds (its stop and :meth:`heal_all`
+        heal them); an injector calls it before it touches them."""
         with self._lock:
             self._active[fault.key] = (fault, list(targets))
 
     def _apply(self, fault: Fault) -> dict:
         value = fault.to_value()
-        leader_unknown = False
-        name = fault.name
+        family = injector(fault.name)
         waited = None
-        if fault.kind in LEADER_KINDS.get(name, ()) and name != "flap" and self._leader_among():
+        if family.awaits_leader and aims_at_leader(fault.name, fault.kind) and self._leader_among():
             waited = self.await_leader()         # aimed at the leader: wait for one
             if waited.waited:
                 value["leader_wait"] = waited.value()
-        if name == "partition":
-            g, targets, leader_unknown = self._grudge(fault.kind, fault.targets,
-                                                      grudge=fault.params.get("grudge"), waited=waited)
-            value.update(targets=targets, grudge=grudges.grudge_to_json(g))
-            self._hold(fault, targets or self.nodes)
-            # a one-way partition drops on the sender's OUTPUT: its packets never leave it
-            self.partitioner.apply(g, fault.key, outgoing=fault.kind in ONE_WAY_KINDS)
-        elif name == "flap":
-            period = float(fault.params.get("period_ms", FLAP_PERIOD_MS)) / 1000.0
-            if fault.kind == EXPLICIT:
-                self._grudge(EXPLICIT, fault.targets)     # bad targets fail the start, not the thread
-            value.update(targets=self.nodes, period_ms=int(period * 1000))
-            self._hold(fault, self.nodes)
-            rng = random.Random(self.rng.getrandbits(64))     # the flapper's thread draws alone
-            self._run_background(fault, Flapper(self.partitioner,
-                                                lambda: self._grudge(fault.kind, fault.targets, rng)[0],
-                                                period, fault.key))
-        elif name == "rolling":
-            gap = float(fault.params.get("gap_s", ROLLING_GAP_S))
-            if fault.kind == EXPLICIT:
-                targets = self._process_targets(fault)[0]     # checked: bad targets fail the start
-            else:
-                targets = list(fault.targets) if fault.targets else self.nodes
-            value.update(targets=targets, gap_s=gap)
-            self._hold(fault, targets)
-            rng = random.Random(self.rng.getrandbits(64))
-            self._run_background(fault, RollingRestart(self.db, targets, gap, rng, fault.key))
-        elif name == "packet":
-            value.update(self._packet(fault))
-        elif name == "power-loss":
-            targets, leader_unknown = self._process_targets(fault, waited)
-            value["targets"] = targets
-            self._hold(fault, targets)
-            value.update(power_loss(self.db, self.disks, targets, self.rng, dict(fault.params)))
-        elif name == "membership":      # KIP-853 voter changes: nemesis/membership.py
-            from nemesis.membership import for_controller
-            value.update(for_controller(self).start(fault))
-            self._hold(fault, value["targets"])
-        elif name == "wipe":
-            targets, leader_unknown = self._process_targets(fault, waited)
-            from nemesis.membership import guard_wipes     # kraft.version 1: keep a majority of keys
-            targets = guard_wipes(self, fault, targets, value)
-            value["targets"] = targets
-            self._hold(fault, targets)
-            value["wiped"] = on_nodes(targets, self.db.wipe, what="wipe")
-            quorum = set(self.db.quorum_nodes())   # a wiped broker is no voter to replace later
-            for node, w in value["wiped"].items():
-                if isinstance(w, dict):
-                    w["quorum_node"] = node in quorum
-            if self.disks is not None and targets:
-                # a replaced disk is new hardware: a later power loss must not bring the old
-                # one back (the wipe's rm and mkdir were never fsynced into its parent)
-                on_nodes(targets, self.disks.sync, what="wipe sync")
-        else:
-            targets, leader_unknown = self._process_targets(fault, waited)
-            value["targets"] = targets
-            self._hold(fault, targets)
-            signalled = (pause_nodes if name == "pause" else kill_nodes)(self.db, targets)
-            missing = [n for n in targets if not signalled[n]]
-            if missing:
-                value["no_process"] = missing
-        if leader_unknown:
+        if family.start(self, fault, value, waited):
             value["leader_unknown"] = True
         return value
 
-    def _run_background(self, fault: Fault, bg: Background) -> None:
+    def run_background(self, fault: Fault, bg: Background) -> None:
+        """Start ``bg``, a fault that acts while it holds; the slot's stop stops it."""
         with self._lock:
             self._background[fault.key] = bg
         bg.start()
 
     def stop(self, fault: Fault) -> dict:
-        """Heal ``fault``'s slot: flush its chains (partition, flap, packet), remove netem or
-        stop the packet shapers, restart the killed nodes (kill, crash, rolling, wipe,
-        power-loss) or SIGCONT
-        the paused ones (pause).
+        """Heal ``fault``'s slot through its family's injector (a partition's chains flushed,
+        killed nodes restarted, paused ones resumed, removed voters added back, ...).
 
-        Returns ``{"kind": K, "targets": [nodes]}`` (with ``"slot"`` when not
-        the family's, ``"errors"`` from a background fault, and ``"shaped"``:
-        ``{node: the shaper's counts}`` for a shaped packet fault); stopping a
-        slot that is not active does nothing and returns ``"targets": []``. Raises ``clusters.parallel.NodeErrors``
-        if a node could not be healed (the fault then stays active for
-        :meth:`heal_all`).
+        Returns ``{"kind": K, "targets": [nodes]}`` (with ``"slot"`` when not the family's,
+        ``"errors"`` from a background fault, a flap's ``"cuts"``, and what the injector adds,
+        such as a shaped packet fault's ``"shaped"``: ``{node: the shaper's counts}``);
+        stopping a slot that is not active does nothing and returns ``"targets": []``. Raises
+        ``clusters.parallel.NodeErrors`` if a node could not be healed (the fault then stays
+        active for :meth:`heal_all`).
         """
         with self._lock:  # claim the slot, so a concurrent stop does nothing
             entry = self._active.pop(fault.key, None)
@@ -285,24 +222,8 @@ class NemesisController(PacketFaults):
         try:
             if bg is not None:
                 bg.stop()
-                if bg.errors:
-                    out["errors"] = bg.errors
-                if isinstance(bg, Flapper):
-                    out["cuts"] = bg.cuts
-            name = held.name
-            if name in ("partition", "flap"):
-                self.partitioner.heal(held.key)
-            elif name == "packet":
-                shaped = self._stop_packet(held.key, targets)
-                if shaped:
-                    out["shaped"] = shaped
-            elif name in ("kill", "crash", "rolling", "wipe", "power-loss"):
-                restart_nodes(self.db, targets)
-            elif name == "pause":
-                resume_nodes(self.db, targets)
-            elif name == "membership":      # adds back what a removal took out
-                from nemesis.membership import for_controller
-                out.update(for_controller(self).stop(held))
+                out.update(bg.outcome())
+            injector(held.name).stop(self, held, targets, out)
         except BaseException:
             with self._lock:
                 self._active.setdefault(held.key, entry)

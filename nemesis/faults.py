@@ -1,48 +1,25 @@
-"""The faults the nemesis can apply: families, their kinds, and one fault as data.
+"""One fault as data (:class:`Fault`), and the checks of a family's name and kind.
 
 A fault's ``family`` is what it does (the history's ``start-<family>`` /
 ``stop-<family>`` ops); its ``kind`` says how targets are chosen or what it
 does exactly; its ``slot`` lets faults of one family overlap (each slot has
-its own iptables chain and active entry; default: the family's name).
+its own iptables chain and active entry; default: the family's name). The families and
+their kinds are faults/registry.py's (``families()``: those a real cluster plays).
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, Mapping
 
-from nemesis.packet import PACKET_KINDS
-from nemesis.power_loss import POWER_LOSS_KINDS
-
-PARTITION_KINDS = ("random-halves", "isolate-one", "isolate-leader", "leader-minority",
-                   "majorities-ring", "bridge", "one-way-leader", "one-way-one", "leader-diamond", "diamond")
-PROCESS_KINDS = ("one", "minority", "leader")
-#: ``crash``: SIGKILL a majority (the leader among them) or every node at once,
-#: like a power loss; what a node had not written out is gone.
-CRASH_KINDS = ("majority", "all")
-FLAP_KINDS = ("random-halves", "isolate-one", "isolate-leader", "bridge")
-ROLLING_KINDS = ("kill",)
-#: ``wipe``: a disk failure: SIGKILL, delete the data, format again (fresh directory id);
-#: the node restarts when the fault stops
-WIPE_KINDS = ("one", "minority", "leader")
-#: every kind takes ``nodes`` too: explicit ``targets`` (for a partition, the group cut off)
-EXPLICIT = "nodes"
-
-KINDS: dict[str, tuple[str, ...]] = {
-    "partition": PARTITION_KINDS, "kill": PROCESS_KINDS, "pause": PROCESS_KINDS,
-    "crash": CRASH_KINDS, "packet": PACKET_KINDS, "flap": FLAP_KINDS, "rolling": ROLLING_KINDS,
-    "wipe": WIPE_KINDS, "power-loss": POWER_LOSS_KINDS,
-}
-#: ``membership``: KIP-853 voter changes (nemesis/membership.py); kind ``nodes`` takes an
-#: ``action`` param (remove, add, replace)
-KINDS["membership"] = ("remove", "remove-leader", "replace")
-FAMILIES = tuple(KINDS)
+from faults.registry import families, spec_of
+from faults.spec import EXPLICIT
 
 
 @dataclasses.dataclass(frozen=True)
 class Fault:
-    """One fault: ``name`` (its family, in :data:`FAMILIES`), ``kind``, ``slot`` (None: the
-    family's name), ``targets`` (explicit nodes, with kind ``nodes``) and ``params``
-    (family settings, e.g. a flap's ``period_ms``)."""
+    """One fault: ``name`` (its family, one of ``faults.registry.families()``), ``kind``,
+    ``slot`` (None: the family's name), ``targets`` (explicit nodes, with kind ``nodes``) and
+    ``params`` (family settings, e.g. a flap's ``period_ms``)."""
 
     name: str
     kind: str
@@ -80,25 +57,20 @@ class Fault:
 
 
 def check_kind(name: str, kind: Any) -> None:
-    """Raise ValueError unless ``name`` is a family and ``kind`` one of its kinds (or ``nodes``)."""
-    if name not in KINDS:
-        raise ValueError(f"unknown nemesis {name!r}: choose from {', '.join(FAMILIES)}")
-    if kind != EXPLICIT and kind not in KINDS[name]:
-        raise ValueError(f"unknown {name} kind {kind!r}: choose from {', '.join(KINDS[name])}, {EXPLICIT}")
+    """Raise ValueError unless ``name`` is a family a real cluster plays and ``kind`` one of its
+    kinds (or ``nodes``)."""
+    spec = spec_of(name)
+    if spec is None or not spec.kinds:
+        raise ValueError(f"unknown nemesis {name!r}: choose from {', '.join(families())}")
+    if kind != EXPLICIT and kind not in spec.kinds:
+        raise ValueError(f"unknown {name} kind {kind!r}: choose from {', '.join(spec.kinds)}, {EXPLICIT}")
 
 
 def kinds_for(name: str, n_nodes: int) -> list[str]:
-    """The kinds of family ``name`` that make sense on ``n_nodes`` nodes.
-
-    Partitions: ``majorities-ring`` only with 5 nodes, ``bridge``,
-    ``leader-minority`` and the diamonds with 3 or more, the others with 2 or
-    more (none with 1); flaps likewise. Raises ``ValueError`` for an unknown family.
+    """The kinds of family ``name`` that make sense on ``n_nodes`` nodes (its spec's
+    ``usable``: partitions, for one, need 2 nodes or more, ``majorities-ring`` exactly 5,
+    ``bridge``, ``leader-minority`` and the diamonds 3 or more; flaps likewise). Raises
+    ``ValueError`` for an unknown family.
     """
-    check_kind(name, KINDS.get(name, ("?",))[0])
-    kinds = list(KINDS[name])
-    if name in ("partition", "flap"):
-        if n_nodes < 2:
-            return []
-        kinds = [k for k in kinds if not (k == "majorities-ring" and n_nodes != 5)
-                 and not (k in ("bridge", "diamond", "leader-diamond", "leader-minority") and n_nodes < 3)]
-    return kinds
+    check_kind(name, EXPLICIT)
+    return spec_of(name).kinds_for(n_nodes)

@@ -1,11 +1,13 @@
 """Faults that need a leader wait, within a bound, for one instead of failing at once.
 
 A KIP-853 voter change is asked of the leader; a random wipe at kraft.version 1 counts the
-voter keys still alive in the leader's DescribeQuorum; a fault aimed at the leader (``kill``,
-``pause``, ``power-loss`` or ``wipe`` of kind ``leader``, the ``isolate-leader``,
-``leader-minority``, ``one-way-leader`` and ``leader-diamond`` partitions and flaps) hits
-whoever leads. Under overlapping faults a leader comes and goes (a default run has one in
-about a fifth of its seconds), so such a fault waits for one in two places:
+voter keys still alive in the leader's DescribeQuorum; a fault aimed at the leader (a kind
+among its family's ``leader_kinds``: ``kill``, ``pause``, ``power-loss`` or ``wipe`` of kind
+``leader``, the ``isolate-leader``, ``leader-minority``, ``one-way-leader`` and
+``leader-diamond`` partitions and flaps) hits whoever leads. Which family needs what is its
+spec's (faults/registry.py: ``leader_kinds``, ``needs_leader``, ``needs_leader_at_kv1``).
+Under overlapping faults a leader comes and goes (a default run has one in about a fifth of
+its seconds), so such a fault waits for one in two places:
 
 * the schedule (nemesis/windows.py, :class:`LeaderGate`): before the start op, without
   holding the nemesis thread (a generator's wait), until the quorum monitor's view names a
@@ -28,6 +30,8 @@ import dataclasses
 import time
 from typing import Any, Callable
 
+from faults.registry import spec_of
+from faults.spec import EXPLICIT
 from generator import Context, Generator, Wait
 
 #: s the schedule waits for the monitor to show a leader before a fault that needs one
@@ -41,29 +45,25 @@ CONTROLLER_WAIT_S = 3.0
 #: s between the controller's looks for a leader
 POLL_S = 0.25
 
-#: kinds of each family aimed at the leader
-LEADER_KINDS = {
-    "kill": ("leader",), "pause": ("leader",), "power-loss": ("leader",), "wipe": ("leader",),
-    "partition": ("isolate-leader", "leader-minority", "one-way-leader", "leader-diamond"),
-    "flap": ("isolate-leader",),
-}
-
-
 def aims_at_leader(family: str, kind: str) -> bool:
-    """Whether a ``family`` fault of ``kind`` strikes the leader (:data:`LEADER_KINDS`)."""
-    return kind in LEADER_KINDS.get(family, ())
+    """Whether a ``family`` fault of ``kind`` strikes the leader (its spec's ``leader_kinds``;
+    False for a name that is no family, such as a targeted fault's)."""
+    spec = spec_of(family)
+    return spec is not None and spec.aims_at_leader(kind)
 
 
 def needs_leader(family: str, kind: str, voter_changes: bool = False) -> bool:
-    """Whether a ``family`` fault of ``kind`` needs a leader: every ``membership`` fault, the
-    leader-aimed kinds (:data:`LEADER_KINDS`), and with ``voter_changes`` (kraft.version 1)
-    every random ``wipe`` (it counts the live voter keys). Explicit targets (``nodes``)
-    never wait: a scenario says itself what it waits for."""
-    if kind == "nodes":
+    """Whether a ``family`` fault of ``kind`` needs a leader: every fault of a family that
+    ``needs_leader`` (``membership``), the leader-aimed kinds, and with ``voter_changes``
+    (kraft.version 1) every random fault of a family that ``needs_leader_at_kv1`` (``wipe``:
+    it counts the live voter keys). Explicit targets (``nodes``) never wait: a scenario says
+    itself what it waits for."""
+    spec = spec_of(family)
+    if kind == EXPLICIT or spec is None:
         return False
-    if family == "membership" or (family == "wipe" and voter_changes):
+    if spec.needs_leader or (spec.needs_leader_at_kv1 and voter_changes):
         return True
-    return aims_at_leader(family, kind)
+    return spec.aims_at_leader(kind)
 
 
 @dataclasses.dataclass

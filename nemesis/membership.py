@@ -38,7 +38,8 @@ until ``change_s`` seconds have passed, and one that timed out but shows applied
 leader's voter set records ``"voter_now": false``.
 
 Blocking (the controller runs in a worker thread); catch-up waits are bounded by
-``catch_up_s`` seconds, polled every ``poll_s`` seconds.
+``catch_up_s`` seconds, polled every ``poll_s`` seconds. :data:`INJECTOR` is the family's
+(its facts: faults/membership.py).
 """
 from __future__ import annotations
 
@@ -46,13 +47,15 @@ import logging
 import random
 import time
 
+from faults.membership import SPEC
+from faults.registry import named
+from nemesis.injector import Injector
 from nemesis.leader_wait import CONTROLLER_WAIT_S, leader_voter_state
 from targets.registry import effective_kraft_version
 from targets.voters import observer
 
 log = logging.getLogger("kraft_chaos.nemesis.membership")
 
-KINDS = ("remove", "remove-leader", "replace")
 #: ``nodes``' ``action`` param
 ACTIONS = ("remove", "add", "replace")
 #: s an add waits for its node to catch up as an observer (and retries REQUEST_TIMED_OUT)
@@ -295,11 +298,11 @@ def for_controller(controller) -> Membership:
 
 
 def uses_membership(config) -> bool:
-    """Whether a run config (``harness.config.run.RunConfig``) has membership faults: a
-    ``--nemesis`` name ``membership[:kinds]`` or a scenario step ``start-membership``."""
-    names = [str(n).partition(":")[0] for n in getattr(config, "nemesis", None) or []]
-    steps = [s.get("nemesis") for s in getattr(config, "scenario", None) or [] if isinstance(s, dict)]
-    return "membership" in names or "start-membership" in steps
+    """Whether a run config (``harness.config.run.RunConfig``) has voter changes: a
+    ``--nemesis`` name ``membership[:kinds]`` (a family whose spec has ``voter_changes``) or a
+    scenario step ``start-membership``."""
+    specs = named(getattr(config, "nemesis", None), getattr(config, "scenario", None))
+    return any(spec.voter_changes for spec in specs)
 
 
 def check_run_config(config) -> None:
@@ -310,43 +313,14 @@ def check_run_config(config) -> None:
                          "kraft.version 0 (static voters): run with --kraft-version 1")
 
 
-def guard_wipes(controller, fault, targets: list[str], value: dict) -> list[str]:
-    """The wipe targets that keep a majority of the voter set's keys alive, at kraft.version 1
-    (a wiped voter's key is gone for good until ``replace``: wiping a majority of keys would
-    leave the quorum without a leader forever, a certainty rather than a finding). Counts as
-    lost the voters that fetch under a new directory id and the nodes an active wipe holds.
-    Explicit targets (kind ``nodes``) and kraft.version 0 are left alone. The leader's voter
-    state is waited for up to the controller's ``leader_wait_s`` (``value["leader_wait"]``:
-    ``{"waited_s", "leader"}``, added to a wait for the leader a ``leader`` kind made). What
-    is skipped is recorded in ``value["wipe_skipped"]``: ``{node: reason}``."""
-    db = controller.db
-    if fault.kind == "nodes" or getattr(db, "kraft_version", 0) != 1 or not targets:
-        return targets
-    state, waited, why = leader_voter_state(
-        db, getattr(controller, "_leader", None), getattr(controller, "leader_wait_s", CONTROLLER_WAIT_S),
-        getattr(controller, "poll_s", POLL_S), getattr(controller, "clock", time.monotonic),
-        getattr(controller, "sleep", time.sleep))
-    if waited.waited:
-        before = value.get("leader_wait", {}).get("waited_s", 0.0)
-        value["leader_wait"] = {**waited.value(), "waited_s": round(before + waited.waited_s, 3)}
-    if state is None:       # no leader in time: nothing safe to count on
-        value["wipe_skipped"] = {n: f"no leader to count live voter keys: {why}" for n in targets}
-        return []
-    ids = {db.node_id(n): n for n in controller.nodes}
-    voters = {ids[v["id"]] for v in state["voters"] if v["id"] in ids}
-    held = {n for f in controller.active_faults() if f.name == "wipe" and f.key != fault.key
-            for n in controller.active.get(f.key, [])}
-    lost = set(wiped_voters(state, controller.nodes, db.node_id)) | (held & voters)
-    live, majority = len(state["voters"]) - len(lost), len(state["voters"]) // 2 + 1
-    allowed, skipped = [], {}
-    for n in targets:
-        if n in voters and n not in lost:
-            if live - 1 < majority:
-                skipped[n] = (f"would leave {live - 1} of {len(state['voters'])} voter keys alive, fewer "
-                              f"than a majority ({majority}): replace a wiped voter first")
-                continue
-            live -= 1
-        allowed.append(n)
-    if skipped:
-        value["wipe_skipped"] = skipped
-    return allowed
+def _start(ctl, fault, value: dict, waited) -> bool:
+    value.update(for_controller(ctl).start(fault))
+    ctl.hold(fault, value["targets"])
+    return False
+
+
+def _stop(ctl, fault, targets: list[str], out: dict) -> None:
+    out.update(for_controller(ctl).stop(fault))     # adds back what a removal took out
+
+
+INJECTOR = Injector(SPEC, _start, _stop)

@@ -27,10 +27,8 @@ import shlex
 from pathlib import Path
 
 from clusters.remote import ExecResult
+from faults.packet import KINDS as PACKET_KINDS
 from nemesis.partition import chain, ensure_chain_command
-
-#: packet fault kinds
-PACKET_KINDS = ("delay", "loss", "duplicate", "reorder", "mixed")
 #: the interface every node sends on
 DEVICE = "eth0"
 #: sh: remove every qdisc of ours (idempotent)

@@ -4,15 +4,19 @@ loss only, with iptables' ``statistic`` match. The commands are :mod:`nemesis.pa
 
 A mixin of :class:`nemesis.controller.NemesisController`, which sets ``cluster``, ``rng``,
 ``partitioner``, ``_lock``, ``_netem`` (None until probed) and ``_shapers`` (``{slot:
-(nfqueue, nodes running a shaper)}``), and has ``nodes``, ``_hold`` and ``_process_targets``.
+(nfqueue, nodes running a shaper)}``), and has ``nodes``, ``hold`` and ``process_targets``:
+the packet faults' state on a cluster. :data:`INJECTOR`, the ``packet`` family's, starts and
+stops them through it.
 """
 from __future__ import annotations
 
 import logging
 
 from clusters.parallel import NodeErrors, on_nodes
+from faults.packet import SPEC
 from nemesis import packet
 from nemesis.faults import EXPLICIT, Fault
+from nemesis.injector import Injector
 from nemesis.targets import choose_targets
 
 log = logging.getLogger("kraft_chaos.nemesis")
@@ -32,10 +36,12 @@ class PacketFaults:
                             "(nemesis/nfqueue_shaper.py) instead (%s)", (res.stderr or res.stdout).strip()[:200])
         return self._netem
 
-    def _packet(self, fault: Fault) -> dict:
+    def packet_start(self, fault: Fault) -> dict:
+        """Start packet fault ``fault``; return what its start's value gets (DEVELOPERS.md,
+        "Nemesis ops"). Raises ``ValueError`` for a bad ``to``, ``NodeErrors``."""
         nodes = self.nodes
         if fault.kind == EXPLICIT:
-            senders, _ = self._process_targets(fault)
+            senders, _ = self.process_targets(fault)
             kind = str(fault.params.get("effect", "mixed"))
         else:
             mode = self.rng.choice(["one", "minority", "all"])
@@ -47,7 +53,7 @@ class PacketFaults:
         if to is not None and not (isinstance(to, (list, tuple)) and set(to) <= set(nodes)):
             raise ValueError(f"nemesis packet: to must list nodes of {nodes}, got {to!r}")
         out: dict = {"targets": senders, **p, **({"to": list(to)} if to is not None else {})}
-        self._hold(fault, senders)
+        self.hold(fault, senders)
         ips = {n: [self.cluster.ip(d) for d in (to if to is not None else nodes) if d != n] for n in senders}
         if self.netem_available():
             on_nodes(senders, lambda n: self.cluster.remote.exec(n, packet.netem_command(ips[n], p),
@@ -111,7 +117,7 @@ class PacketFaults:
             self._shapers.pop(slot, None)
         return {n: packet.shaper_counts(r.stdout) for n, r in res.items()}
 
-    def _stop_packet(self, slot: str, targets: list[str]) -> dict[str, dict]:
+    def packet_stop(self, slot: str, targets: list[str]) -> dict[str, dict]:
         """Heal the packet fault of ``slot``: flush its chains (first, so no packet goes to a
         queue being closed), remove netem from ``targets``, stop the slot's shapers; return
         the shapers' counts by node (:meth:`_stop_shapers`). Raises NodeErrors."""
@@ -120,3 +126,17 @@ class PacketFaults:
             on_nodes(targets, lambda n: self.cluster.remote.exec(n, packet.HEAL_COMMAND, check=True),
                      what="netem heal")
         return self._stop_shapers(slot)
+
+
+def _start(ctl, fault: Fault, value: dict, waited) -> bool:
+    value.update(ctl.packet_start(fault))
+    return False
+
+
+def _stop(ctl, fault: Fault, targets: list[str], out: dict) -> None:
+    shaped = ctl.packet_stop(fault.key, targets)
+    if shaped:
+        out["shaped"] = shaped
+
+
+INJECTOR = Injector(SPEC, _start, _stop)

@@ -10,6 +10,9 @@ the packets never leave it. Each slot (the default ``partition``, a
 flapping partition, a targeted fault's) has its own chains, so overlapping
 faults heal independently; :data:`HEAL_ALL_COMMAND` flushes every ``KC-`` chain (and no
 other rule: on the ssh backend the node's firewall is its host's own).
+
+:data:`INJECTOR` is the ``partition`` family's (which grudge each kind draws:
+nemesis/partition_kinds.py).
 """
 from __future__ import annotations
 
@@ -17,9 +20,11 @@ import re
 import shlex
 from typing import Callable
 
-from clusters.remote import Cluster
-from nemesis.grudge import Grudge
 from clusters.parallel import on_nodes
+from clusters.remote import Cluster
+from faults.partition import SPEC
+from nemesis.grudge import Grudge, grudge_to_json
+from nemesis.injector import Injector
 
 #: flushes every rule of ours on a node (every KC- chain; the jumps to them stay), for heal_all;
 #: fails when ``iptables -S`` does
@@ -116,3 +121,24 @@ class Partitioner:
         targets = list(self.cluster.nodes if nodes is None else nodes)
         on_nodes(targets, lambda node: self.cluster.remote.exec(node, HEAL_ALL_COMMAND, check=True),
                  what="partition heal")
+
+
+#: partition kinds applied on the senders' OUTPUT: their packets never leave them
+ONE_WAY_KINDS = ("one-way-leader", "one-way-one")
+
+
+def _start(ctl, fault, value: dict, waited) -> bool:
+    g, targets, leader_unknown = ctl.grudge(fault.kind, fault.targets, grudge=fault.params.get("grudge"),
+                                            waited=waited)
+    value.update(targets=targets, grudge=grudge_to_json(g))
+    ctl.hold(fault, targets or ctl.nodes)
+    ctl.partitioner.apply(g, fault.key, outgoing=fault.kind in ONE_WAY_KINDS)
+    return leader_unknown
+
+
+def heal_slot(ctl, fault, targets: list[str], out: dict) -> None:
+    """The stop of a fault whose rules live in its slot's chains (partition, flap): flush them."""
+    ctl.partitioner.heal(fault.key)
+
+
+INJECTOR = Injector(SPEC, _start, heal_slot)

@@ -1,9 +1,12 @@
-"""Pause faults: SIGSTOP node processes, and SIGCONT them on heal."""
+"""Pause faults: SIGSTOP node processes, and SIGCONT them on heal; the ``pause`` family's
+injector."""
 from __future__ import annotations
 
 from typing import Sequence
 
 from clusters.parallel import on_nodes
+from faults.pause import SPEC
+from nemesis.injector import Injector, signal_start
 from nemesis.process_db import ProcessDB
 
 
@@ -23,3 +26,10 @@ def resume_nodes(db: ProcessDB, targets: Sequence[str]) -> dict[str, bool]:
     ``clusters.parallel.NodeErrors`` on failure.
     """
     return on_nodes(targets, db.resume, what="resume")
+
+
+def _stop(ctl, fault, targets: list[str], out: dict) -> None:
+    resume_nodes(ctl.db, targets)
+
+
+INJECTOR = Injector(SPEC, signal_start(pause_nodes), _stop)

@@ -6,7 +6,8 @@ memory until ``fsync``/``fdatasync`` of the file, and creates and renames until 
 their directory. A power loss kills the node's process first, then asks its lazyfs to crash:
 everything unsynced is dropped, optionally with a torn last write (a prefix of it kept) and
 optionally with the unsynced creates and renames undone (``lost_renames``). The node restarts
-when the fault stops, on the disk as it would be found after the power came back.
+when the fault stops, on the disk as it would be found after the power came back. The
+family's kinds and facts are faults/power_loss.py's.
 """
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ import random
 from typing import Any, Protocol, Sequence
 
 from clusters.parallel import on_nodes
+from faults.power_loss import SPEC
+from nemesis.injector import Injector
+from nemesis.kill import restart_stop
+from nemesis.leader_wait import Waited
 from nemesis.process_db import ProcessDB
-
-#: who loses power: like a kill, or every node at once
-POWER_LOSS_KINDS = ("one", "minority", "leader", "majority", "all")
 
 
 class Disks(Protocol):
@@ -73,3 +75,14 @@ def _summary(info: dict) -> dict:
             items = info[k]
             out[k] = items[:20] if isinstance(items, list) else items
     return out
+
+
+def _start(ctl, fault, value: dict, waited: Waited | None) -> bool:
+    targets, leader_unknown = ctl.process_targets(fault, waited)
+    value["targets"] = targets
+    ctl.hold(fault, targets)
+    value.update(power_loss(ctl.db, ctl.disks, targets, ctl.rng, dict(fault.params)))
+    return leader_unknown
+
+
+INJECTOR = Injector(SPEC, _start, restart_stop)

@@ -1,8 +1,7 @@
 """The nemesis's schedule as a generator: which fault op comes next, and when.
 
-``--nemesis`` names (:data:`FAULT_NAMES`): the fault families of
-:mod:`nemesis.faults` (partition, kill, pause, crash, packet, flap, rolling, wipe, power-loss)
-and the targeted faults, which aim with the quorum monitor's view
+``--nemesis`` names (:func:`fault_names`): the fault families a real cluster plays
+(faults/registry.py) and the targeted faults, which aim with the quorum monitor's view
 (``ctx.view``, a :class:`workloads.monitor.QuorumView`-like object):
 
 - ``lag``, ``catchup``, ``elect``, ``batch``: see :mod:`nemesis.targeted`.
@@ -31,15 +30,22 @@ from __future__ import annotations
 import random
 from typing import Iterable, Iterator
 
+from faults.registry import families, spec_of
 from generator import Any, Cycle, Generator, Seq, Sleep
-from nemesis.faults import FAMILIES, Fault, check_kind, kinds_for
+from nemesis.faults import Fault, check_kind, kinds_for
 from nemesis.targeted import TARGETED, targeted_fault
 from nemesis.windows import family_window
 
-FAULT_NAMES = FAMILIES + TARGETED
 MODES = ("serial", "overlap")
-#: families whose timelines the overlap mode asks first (see :func:`nemesis_generator`)
-FIRST_WHEN_LEADER = ("membership", "wipe")
+
+
+def fault_names() -> tuple[str, ...]:
+    """Every ``--nemesis`` name: the families a real cluster plays, then the targeted faults."""
+    return families() + tuple(TARGETED)
+
+
+#: :func:`fault_names` as the registry stood at import (for listings)
+FAULT_NAMES = fault_names()
 
 
 def split_name(name: str) -> tuple[str, list[str] | None]:
@@ -47,6 +53,11 @@ def split_name(name: str) -> tuple[str, list[str] | None]:
     a name without kinds gives None (every kind)."""
     base, _, kinds = name.partition(":")
     return base, [k for k in kinds.split("+") if k] if kinds else None
+
+
+def _family(name: str):
+    """The spec of a ``--nemesis`` name's family (None for a targeted fault)."""
+    return spec_of(split_name(name)[0])
 
 
 def validate_fault_names(faults: Iterable[str]) -> list[str]:
@@ -59,10 +70,10 @@ def validate_fault_names(faults: Iterable[str]) -> list[str]:
     out: list[str] = []
     for name in faults:
         base, kinds = split_name(name)
-        if base not in FAULT_NAMES:
-            raise ValueError(f"unknown nemesis {base!r}: choose from {', '.join(FAULT_NAMES)}")
+        if base not in fault_names():
+            raise ValueError(f"unknown nemesis {base!r}: choose from {', '.join(fault_names())}")
         if kinds is not None:
-            if base not in FAMILIES or not kinds:
+            if base not in families() or not kinds:
                 raise ValueError(f"nemesis {name!r}: only a fault family takes kinds (family:kind+kind)")
             for k in kinds:
                 check_kind(base, k)
@@ -75,7 +86,7 @@ def name_kinds(name: str, n_nodes: int) -> list[str]:
     """The kinds a ``--nemesis`` name draws from on ``n_nodes`` nodes (``[name]`` for a
     targeted fault)."""
     base, kinds = split_name(name)
-    if base not in FAMILIES:
+    if base not in families():
         return [base]
     usable = kinds_for(base, n_nodes)
     return [k for k in kinds if k in usable] if kinds is not None else usable
@@ -189,7 +200,7 @@ def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "ser
         raise ValueError("no nemesis enabled")
     check_timing(interval_s, duration_s)
     waits = {"voter_changes": voter_changes, "aim_at_leader": aim_at_leader,
-             "replace_wiped": voter_changes and any(split_name(n)[0] == "membership" for n in names)}
+             "replace_wiped": voter_changes and any(s is not None and s.voter_changes for s in map(_family, names))}
     if mode == "serial":
         schedule = FaultSchedule([n for n in names], rng, interval_s, duration_s, n_nodes=n_nodes)
 
@@ -216,9 +227,10 @@ def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "ser
     for n in names:
         family = split_name(n)[0]
         seen[family] = seen.get(family, 0) + 1
-        slots.append(f"{family}{seen[family]}" if seen[family] > 1 and family in FAMILIES else None)
+        slots.append(f"{family}{seen[family]}" if seen[family] > 1 and family in families() else None)
     timelines = [timeline(n, slot) for n, slot in zip(names, slots)]     # seeded in the order named
-    # asked first: the voter changes and wipes, so that when a leader comes after none, those
-    # that waited for it start before the faults that strike it (elect, lag, kill:leader, ...)
-    first = [split_name(n)[0] in FIRST_WHEN_LEADER for n in names]
+    # asked first: the voter changes and wipes (their specs' asked_first), so that when a leader
+    # comes after none, those that waited for it start before the faults that strike it (elect,
+    # lag, kill:leader, ...)
+    first = [s is not None and s.asked_first for s in map(_family, names)]
     return Any([t for t, f in zip(timelines, first) if f] + [t for t, f in zip(timelines, first) if not f])

@@ -31,8 +31,6 @@ from generator import Context, Generator, Seq, Sleep, Wait, WaitFor
 from nemesis.faults import Fault
 from nemesis.targets import majority_size
 
-#: targeted faults, beside the families
-TARGETED = ("lag", "catchup", "elect", "batch")
 #: how long a targeted fault waits for what it aims at (s)
 AIM_TIMEOUT_S = 15.0
 #: the catch-up fault's delay on the laggard's links (ms)
@@ -230,16 +228,22 @@ def batch_fault(down_s: float) -> Generator:
                              if target else None, down_s)])
 
 
+#: each targeted fault, beside the families: ``make(rng, duration_s, n_nodes)``, its generator
+#: lasting about ``duration_s`` (s) on ``n_nodes`` nodes
+TARGETED: dict[str, Callable[[random.Random, float, int], Generator]] = {
+    "lag": lambda rng, duration_s, n_nodes: lag_fault(rng, duration_s, max(1.0, duration_s / 2), n_nodes),
+    # down as long as the lag: the new leader waits for its laggard until the killed come back
+    "catchup": lambda rng, duration_s, n_nodes: lag_fault(rng, duration_s, duration_s, n_nodes,
+                                                          slow_ms=CATCHUP_DELAY_MS),
+    "elect": lambda rng, duration_s, n_nodes: elect_fault(max(0.5, duration_s / 2)),
+    "batch": lambda rng, duration_s, n_nodes: batch_fault(max(0.5, duration_s / 2)),
+}
+
+
 def targeted_fault(name: str, rng: random.Random, duration_s: float, n_nodes: int) -> Generator:
     """The targeted fault ``name`` (in :data:`TARGETED`) lasting about ``duration_s``; raises
     ValueError for another name."""
-    if name == "lag":
-        return lag_fault(rng, duration_s, max(1.0, duration_s / 2), n_nodes)
-    if name == "catchup":
-        # down as long as the lag: the new leader waits for its laggard until the killed come back
-        return lag_fault(rng, duration_s, duration_s, n_nodes, slow_ms=CATCHUP_DELAY_MS)
-    if name == "elect":
-        return elect_fault(max(0.5, duration_s / 2))
-    if name == "batch":
-        return batch_fault(max(0.5, duration_s / 2))
-    raise ValueError(f"unknown targeted fault {name!r}: choose from {', '.join(TARGETED)}")
+    make = TARGETED.get(name)
+    if make is None:
+        raise ValueError(f"unknown targeted fault {name!r}: choose from {', '.join(TARGETED)}")
+    return make(rng, duration_s, n_nodes)

@@ -6,19 +6,24 @@ clock (the nemesis thread serves the other timelines meanwhile).
   quorum monitor's view names one (one that has led for :data:`nemesis.leader_wait.SETTLE_S`
   when the fault strikes the leader), or after :data:`nemesis.leader_wait.SCHEDULE_WAIT_S`
   (the start's value then says how long it waited: ``leader_wait``).
-* A membership removal is added back by its stop once the view shows a leader and the
-  removed nodes caught up (their log end offset at the leader's high watermark, as
-  observers), or after :data:`CATCH_UP_WAIT_S`: the add back needs both.
+* A membership removal (a family whose spec has ``voter_changes``) is added back by its stop
+  once the view shows a leader and the removed nodes caught up (their log end offset at the
+  leader's high watermark, as observers), or after :data:`CATCH_UP_WAIT_S`: the add back
+  needs both.
 * At kraft.version 1 with ``membership`` in the schedule (``replace_wiped``), a random
-  wipe is followed, once its nodes are back and caught up, by the KIP-853 replacement of
-  the wiped voters (``start-membership`` kind ``nodes``, ``action`` ``replace``, slot
-  ``wipe-replace``): the operator's answer to a lost disk, without which the wiped voters'
-  keys stay dead and later wipes must be skipped to keep a majority of keys alive.
+  wipe (a family whose spec ``wipes_disks``) is followed, once its nodes are back and caught
+  up, by the KIP-853 replacement of the wiped voters (``start-membership`` kind ``nodes``,
+  ``action`` ``replace``, slot ``wipe-replace``): the operator's answer to a lost disk,
+  without which the wiped voters' keys stay dead and later wipes must be skipped to keep a
+  majority of keys alive.
 """
 from __future__ import annotations
 
 from typing import Callable
 
+from faults import membership
+from faults.registry import fault_spec
+from faults.spec import EXPLICIT
 from generator import Context, Generator, Seq, Sleep, Wait, WaitFor
 from nemesis.faults import Fault
 from nemesis.leader_wait import SCHEDULE_WAIT_S, SETTLE_S, LeaderGate, aims_at_leader, needs_leader, tag
@@ -98,11 +103,12 @@ def family_window(fault: Fault, duration_s: float, *, voter_changes: bool = Fals
         items.append(gate)
     start = Emit(lambda ctx: tag(start_op(fault), gate) if gate is not None else start_op(fault))
     items += [start, Sleep(duration_s)]
-    if fault.name == "membership":
+    spec = fault_spec(fault.name)
+    if spec.voter_changes:
         items += [Lazy(lambda ctx: _gated_stop(fault, removed_nodes(start.value())))]
     else:
         items.append(Emit(lambda ctx: stop_op(fault)))
-    if fault.name == "wipe" and replace_wiped and fault.kind != "nodes":
+    if spec.wipes_disks and replace_wiped and fault.kind != EXPLICIT:
         items.append(Lazy(lambda ctx: _replacement(start.value().get("wiped") or {}, duration_s)))
     return Seq(items)
 
@@ -144,7 +150,7 @@ def _replacement(wiped: dict, duration_s: float) -> Generator | None:
     nodes = sorted(wiped)
     ids = {n: w["new_directory_id"] for n, w in wiped.items()
            if isinstance(w, dict) and isinstance(w.get("new_directory_id"), str)}
-    fault = Fault("membership", "nodes", slot=REPLACE_SLOT, targets=tuple(nodes),
+    fault = Fault(membership.SPEC.name, EXPLICIT, slot=REPLACE_SLOT, targets=tuple(nodes),
                   params={"action": "replace", **({"directory_ids": ids} if ids else {})})
     return Seq([WaitFor(caught_up(nodes), CATCH_UP_WAIT_S, poll_s=0.1), Emit(lambda ctx: start_op(fault)),
                 Sleep(min(duration_s, 1.0)), Emit(lambda ctx: stop_op(fault))])

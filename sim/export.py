@@ -5,11 +5,12 @@ The faults are written as they landed in the simulator, with explicit targets (k
 ``nodes``; a partition as its ``grudge``) named by role: a ``bind`` step names the real
 cluster's leader ``S1`` and the other nodes ``S2``, ``S3``, ... in id order, as the
 simulator's leader at the first fault and its other nodes were; a fault aimed at the leader
-of its moment keeps its real kind (``kill`` ``leader``, ``isolate-leader``, ...); then
-``sleep`` steps between the starts and stops. The simulator runs
-the real quorum timeouts (sim/quorum_nodes.py), so the timing carries over, though a
-real cluster's scheduling jitter may shift it. A clock jump has no real nemesis here: it is
-left out, and named in the file's comment.
+of its moment keeps its real kind (``kill`` ``leader``, ``isolate-leader``, ...: its family's
+leader kinds); then ``sleep`` steps between the starts and stops. How each family is written
+is its spec's (``faults.spec.SimHooks``: ``export_nodes``, ``export_params``). The simulator
+runs the real quorum timeouts (sim/quorum_nodes.py), so the timing carries over, though a
+real cluster's scheduling jitter may shift it. A family no real nemesis plays (a clock jump)
+is left out, and named in the file's comment (its spec's ``left_out``).
 """
 from __future__ import annotations
 
@@ -17,11 +18,10 @@ from pathlib import Path
 
 import tomli_w
 
+from faults.registry import fault_spec
+
 from .shrink import ShrinkResult
 
-#: the kinds aimed at the leader of the moment, exported as such (the real nemesis waits for a
-#: leader and hits it), not as the node that led in the simulator
-LEADER_KINDS = ("leader", "isolate-leader", "one-way-leader")
 #: how long the replay waits for the first leader (s)
 LEADER_TIMEOUT_S = 60
 
@@ -48,27 +48,17 @@ def fault_steps(applied: list[dict], names: dict[int, str] | None = None) -> tup
     for k, a in enumerate(applied):
         fam, targets, params = a["family"], a["targets"], dict(a.get("params") or {})
         params.pop("kind", None)
-        if fam == "clock":
-            left_out.append(f"clock jump of {', '.join(_names(targets))} by {params.get('offset_ms')} ms "
-                            f"at {a['at_ms'] / 1000:.3f} s (no real clock nemesis)")
+        spec = fault_spec(fam)
+        if spec.sim.left_out is not None:
+            left_out.append(spec.sim.left_out(a, _names(targets), params))
             continue
         if not targets:
             continue
-        if a["kind"] in LEADER_KINDS and a.get("leader") in targets:
+        if spec.aims_at_leader(a["kind"]) and a.get("leader") in targets:
             value = {"kind": a["kind"]}        # aimed at the leader then: the real nemesis finds it
-            if fam == "power-loss":
-                value["torn"] = bool(params.get("torn"))
-        elif fam == "partition":
-            value = {"kind": "nodes", "grudge": {_names([d])[0]: _names(s) for d, s in sorted(a["grudge"].items())}}
-        elif fam == "membership":
-            value = {"kind": "nodes", "targets": _names(targets), "action": "remove"}
         else:
-            value = {"kind": "nodes", "targets": _names(targets)}
-            if fam == "packet":
-                value.update({k: v for k, v in params.items() if k in ("delay_ms", "jitter_ms", "loss_pct",
-                                                                       "duplicate_pct")})
-            elif fam == "power-loss":
-                value["torn"] = bool(params.get("torn"))
+            value = spec.sim.export_nodes(a, _names)
+        value.update(spec.sim.export_params(params))
         events.append((a["at_ms"], 2 * k, {"nemesis": f"start-{fam}", "value": value}))
         events.append((a["at_ms"] + a["duration_ms"], 2 * k + 1, {"nemesis": f"stop-{fam}", "value": value}))
     events.sort(key=lambda e: (e[0], e[1]))

@@ -1,35 +1,19 @@
 """The fault schedule of one simulated run: which faults start when, drawn from the schedule's
 ``random.Random`` before the run (so a schedule is data that shrinking can cut down).
 
-A :class:`FaultSpec` is one fault: start time and duration (ms of virtual time), family,
-kind and parameters. Families (DEVELOPERS.md "Nemesis ops" names where they match a real
-one): ``partition`` (isolate-one, isolate-leader, random-halves, one-way-one,
-one-way-leader, bridge, diamond: two nodes cut from each other only), ``packet`` (delay,
-loss, duplicate, reorder on the links from the targets), ``kill``, ``power-loss`` (torn
-writes or not), ``pause``, ``clock`` (one node's wall clock jumps), and at kraft.version 1
-``wipe`` and ``membership`` (remove a voter, add it back). Targets aimed at the leader are
-chosen when the fault starts (sim/nemesis.py); the others are drawn here, as node indexes.
+A :class:`PlannedFault` is one fault: start time and duration (ms of virtual time), family,
+kind and parameters. The families, their weights, kinds and parameters are their specs' (the
+``sim`` hooks of faults/registry.py's ``SIMULATED``, drawn in that order; ``wipe`` and
+``membership`` at kraft.version 1 only). Targets aimed at the leader are chosen when the fault
+starts (sim/nemesis.py); the others are drawn here, as node indexes (``pick``).
 """
 from __future__ import annotations
 
 import dataclasses
 import random
 
-PARTITIONS = ("isolate-one", "isolate-leader", "random-halves", "one-way-one", "one-way-leader", "bridge",
-              "diamond")
-PACKETS = ("delay", "loss", "duplicate", "reorder")
-#: family -> (weight, kinds); wipe and membership only at kraft.version 1
-FAMILIES = {
-    "partition": (5, PARTITIONS),
-    "packet": (2, PACKETS),
-    "kill": (2, ("one", "leader", "minority")),
-    "power-loss": (2, ("one", "leader", "majority", "all")),
-    "pause": (1, ("one", "leader")),
-    "clock": (1, ("one",)),
-    "wipe": (1, ("one", "leader")),
-    "membership": (2, ("remove", "remove-leader")),
-}
-KRAFT_V1_ONLY = ("wipe", "membership")
+from faults import registry
+
 #: the share of faults that last max_duration_ms..2 x max_duration_ms
 LONG_FAULTS = 0.15
 #: the first fault starts after this long (ms): a leader is elected first
@@ -37,10 +21,10 @@ FIRST_FAULT_MS = 2000.0
 
 
 @dataclasses.dataclass(frozen=True)
-class FaultSpec:
-    """One fault: starts ``at_ms``, lasts ``duration_ms``; ``family``, ``kind``; ``params``
-    (sorted ``(name, value)`` pairs: ``pick`` a node index for the random kinds, a packet
-    fault's settings, ``torn``, a clock jump's ``offset_ms``)."""
+class PlannedFault:
+    """One planned fault: starts ``at_ms``, lasts ``duration_ms``; ``family``, ``kind``;
+    ``params`` (sorted ``(name, value)`` pairs: ``pick`` a node index for the random kinds, a
+    packet fault's settings, ``torn``, a clock jump's ``offset_ms``)."""
 
     at_ms: float
     duration_ms: float
@@ -57,49 +41,38 @@ class FaultSpec:
 
 
 def families_for(kraft_version: int) -> list[str]:
-    """The families a schedule draws from."""
-    return [f for f in FAMILIES if kraft_version == 1 or f not in KRAFT_V1_ONLY]
+    """The families a schedule draws from, in the draw's order (faults/registry.py's
+    ``SIMULATED``; those ``kraft_v1_only`` at kraft.version 1 alone)."""
+    return [f for f in registry.SIMULATED if kraft_version == 1 or not registry.FAULTS[f].sim.kraft_v1_only]
 
 
 def _params(family: str, kind: str, rng: random.Random) -> dict:
     p: dict = {"pick": rng.randrange(1 << 16)}
-    if family == "packet":
-        if kind == "delay":
-            p.update(delay_ms=rng.choice((20, 100, 400, 1500)), jitter_ms=rng.choice((0, 50, 300)))
-        elif kind == "loss":
-            p.update(loss_pct=rng.choice((10, 30, 60)))
-        elif kind == "duplicate":
-            p.update(duplicate_pct=rng.choice((10, 30, 60)))
-        else:
-            p.update(delay_ms=rng.choice((5, 50, 200)), jitter_ms=rng.choice((100, 500, 2000)))
-        p["all_links"] = rng.random() < 0.3
-    elif family == "power-loss":
-        p["torn"] = rng.random() < 0.5
-    elif family == "clock":
-        p["offset_ms"] = rng.choice((-1, 1)) * rng.choice((500, 5000, 60000, 3600000))
+    p.update(registry.FAULTS[family].sim.draw(kind, rng))
     return p
 
 
 def draw_schedule(rng: random.Random, sim_ms: float, kraft_version: int, mean_gap_ms: float = 2500.0,
-                  max_duration_ms: float = 5000.0) -> list[FaultSpec]:
+                  max_duration_ms: float = 5000.0) -> list[PlannedFault]:
     """Faults from ``FIRST_FAULT_MS`` to ``sim_ms - 1000``, about one per ``mean_gap_ms``, each
     lasting 0.3..``max_duration_ms`` (a share :data:`LONG_FAULTS` up to twice that); at most one
     active fault per family at a time."""
     fams = families_for(kraft_version)
-    weights = [FAMILIES[f][0] for f in fams]
+    hooks = {f: registry.FAULTS[f].sim for f in fams}
+    weights = [hooks[f].weight for f in fams]
     busy: dict[str, float] = {}
-    out: list[FaultSpec] = []
+    out: list[PlannedFault] = []
     t = FIRST_FAULT_MS + rng.random() * mean_gap_ms
     while t < sim_ms - 1000:
         fam = rng.choices(fams, weights)[0]
-        kind = rng.choice(FAMILIES[fam][1])
+        kind = rng.choice(hooks[fam].kinds)
         dur = 300 + rng.random() * (max_duration_ms - 300)
         if rng.random() < LONG_FAULTS:             # a long one: a stale leader shows only after seconds
             dur = max_duration_ms + rng.random() * max_duration_ms
         params = _params(fam, kind, rng)
         if busy.get(fam, 0) <= t:
             dur = min(dur, sim_ms - t)
-            out.append(FaultSpec(round(t, 3), round(dur, 3), fam, kind, tuple(sorted(params.items()))))
+            out.append(PlannedFault(round(t, 3), round(dur, 3), fam, kind, tuple(sorted(params.items()))))
             busy[fam] = t + dur + 1
         t += rng.expovariate(1 / mean_gap_ms)
     return out

@@ -18,7 +18,7 @@ from kraft.core.unsafe import Unsafe
 from .admin import leader_of
 from .clients import AppendClients
 from .data_plane import DataPlane
-from .faults import FaultSpec, draw_client_ops, draw_schedule
+from .faults import PlannedFault, draw_client_ops, draw_schedule
 from .invariants import InvariantBroken, QuorumInvariants, Violation
 from .monitor import Monitor
 from .nemesis import Nemesis
@@ -34,10 +34,10 @@ SETTLE_MS, FINAL_MS = 15000.0, 6000.0
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """A schedule as data: ``faults`` (:class:`FaultSpec`) and ``client_ops`` ``(at_ms, slot,
+    """A schedule as data: ``faults`` (:class:`PlannedFault`) and ``client_ops`` ``(at_ms, slot,
     f)``; ``end_ms`` when the faults and clients stop."""
 
-    faults: tuple[FaultSpec, ...]
+    faults: tuple[PlannedFault, ...]
     client_ops: tuple[tuple[float, int, str], ...]
     end_ms: float
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from clusters.errors import ClusterError
+from faults.registry import families, fault_spec
 from harness.cli.main import build_parser
 from harness.config.run import scenario_config
 from harness.config.scenario import load
@@ -25,7 +26,6 @@ from harness.hunt.loop import MAX_ERRORS_IN_A_ROW, Hunt
 from harness.hunt.options import HuntOptions
 from harness.run.runner import Interrupted
 from harness.simulation.judge import judge_history
-from nemesis.faults import KINDS
 
 #: what a stand-in run takes besides its time limit (virtual s)
 FAKE_OVERHEAD_S = 20.0
@@ -47,8 +47,9 @@ def run_faults(cfg) -> list[tuple[str, dict]]:
     if cfg.scenario is not None:
         return [(s["nemesis"].split("-", 1)[1], {**s.get("value", {})}) for s in cfg.scenario
                 if s.get("nemesis", "").startswith("start-")]
-    families = [name.split(":")[0] for name in cfg.nemesis]
-    return [(f, {"kind": KINDS[f][0], "targets": [f"n{i % 3 + 1}"]}) for i, f in enumerate(families) if f in KINDS]
+    names = [name.split(":")[0] for name in cfg.nemesis]
+    return [(f, {"kind": fault_spec(f).kinds[0], "targets": [f"n{i % 3 + 1}"]}) for i, f in enumerate(names)
+            if f in families()]
 
 
 class FakeCluster:

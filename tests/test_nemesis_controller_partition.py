@@ -2,7 +2,8 @@
 explicit groups, and partitions in different slots at once."""
 import pytest
 
-from nemesis.faults import PARTITION_KINDS, Fault, kinds_for
+from faults.partition import KINDS as PARTITION_KINDS
+from nemesis.faults import Fault, kinds_for
 from nemesis.grudge import sees
 from tests.nemesis_fakes import FakeDB, grudge_of, make_controller, sim_cluster
 

@@ -11,7 +11,8 @@ from generator import Interpreter, nemesis
 from nemesis.faults import Fault
 from nemesis.leader_wait import (SETTLE_S, LeaderGate, Waited, await_leader, leader_voter_state,
                                  merge_wait, needs_leader, tag)
-from nemesis.membership import Membership, guard_wipes
+from nemesis.membership import Membership
+from nemesis.wipe import guard_wipes
 from nemesis.windows import REPLACE_SLOT, family_window
 from nemesis.worker import NemesisWorker
 from tests.nemesis_fakes import FakeClock, FakeController, FakeHistory, drive, make_controller

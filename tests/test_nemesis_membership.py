@@ -212,7 +212,7 @@ def test_membership_is_refused_at_kraft_version_0(cfg, refused):
 
 
 def test_random_wipes_at_kraft_version_1_keep_a_majority_of_voter_keys():
-    from nemesis.membership import guard_wipes
+    from nemesis.wipe import guard_wipes
     db = FakeVoterDB(n=5)
     db.kraft_version = 1
     db.observers[5] = ["new5", 10]                 # n5 already wiped: its key is lost

@@ -7,13 +7,34 @@ from array import array
 from typing import Iterable
 
 from checkers.inflight import InFlight
+from faults.registry import FAULTS, spec_of
 from history import NEMESIS
 
 #: Marker colour per completion type (Jepsen's palette: ok blue, info orange, fail pink).
 TYPE_COLOURS = {"ok": "#81BFFC", "info": "#FFA400", "fail": "#FF1E90"}
-FAULT_COLOURS = {"partition": "#C5A0AF", "kill": "#E9A4A0", "pause": "#A0C5E9", "crash": "#E9D3A0"}
+#: The shade of a fault with no colour of its own.
+FAULT_GREY = "#DDDDDD"
 #: Width of a throughput bucket (s).
 RATE_BUCKET_S = 1.0
+
+
+def fault_colours() -> dict[str, str]:
+    """``{family: "#RRGGBB"}`` of the families with a colour of their own (their specs'
+    ``colour``), in the registry's order; the others are drawn :data:`FAULT_GREY`."""
+    return {name: spec.colour for name, spec in FAULTS.items() if spec.colour}
+
+
+def fault_colour(name: str) -> str:
+    """The shade of fault family ``name``: its spec's colour, else :data:`FAULT_GREY`."""
+    spec = spec_of(name)
+    return spec.colour if spec is not None and spec.colour else FAULT_GREY
+
+
+def fault_label(name: str) -> str:
+    """The legend's name of fault family ``name`` (its spec's label; the name itself for a
+    name that is no family)."""
+    spec = spec_of(name)
+    return spec.plot_label if spec is not None else name
 
 
 class PlotData:

@@ -19,7 +19,7 @@ import numpy as np
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from harness.reports.plot_data import FAULT_COLOURS, RATE_BUCKET_S, TYPE_COLOURS, PlotData  # noqa: E402
+from harness.reports.plot_data import RATE_BUCKET_S, TYPE_COLOURS, PlotData, fault_colour, fault_label  # noqa: E402
 
 #: Latency quantiles of ``latency-quantiles.png``: (quantile, label, line colour).
 QUANTILES = ((0.5, "p50", "#1F77B4"), (0.95, "p95", "#2CA02C"), (0.99, "p99", "#FF7F0E"),
@@ -41,8 +41,8 @@ def _save(fig, path: Path) -> None:
 def _shade(ax, data: PlotData) -> None:
     seen = set()
     for name, t0, t1 in data.fault_intervals():
-        ax.axvspan(t0, t1, color=FAULT_COLOURS.get(name, "#DDDDDD"), alpha=0.35, lw=0,
-                   label=None if name in seen else name)
+        ax.axvspan(t0, t1, color=fault_colour(name), alpha=0.35, lw=0,
+                   label=None if name in seen else fault_label(name))
         seen.add(name)
 
 

@@ -36,7 +36,7 @@ from typing import Iterable
 
 import numpy as np
 
-from harness.reports.plot_data import FAULT_COLOURS, PlotData
+from harness.reports.plot_data import PlotData, fault_colours
 from history import NEMESIS
 
 #: File name the report step writes next to ``results.json``.
@@ -166,7 +166,7 @@ class TimelineData:
             "lanes": [str(p) for p in procs], "fs": list(self._fs), "nodes": list(self._nodes),
             "types": list(TYPES),
             "faults": [[name, int(a * 1e6), int(b * 1e6)] for name, a, b in self._faults.fault_intervals()],
-            "fault_colours": dict(FAULT_COLOURS),
+            "fault_colours": fault_colours(),
             "lane": col(remap[lanes]) if len(self) else [],
             "ds": col(np.diff(start, prepend=0)), "dur": col(stop - start),
             "type": col(np.array(self.type, dtype=np.int64)[order]) if len(self) else [],
