@@ -108,7 +108,8 @@ def check_all_folds(open_history: Callable, names: Iterable[str], nodes=None,
     checkers/fault_report.py) never affect it.
     """
     names = list(names)
-    if "membership" not in names and membership_wanted(ctx.config):   # KIP-853 runs
+    if "membership" not in names and membership_wanted(ctx.config,      # KIP-853 runs
+                                                       ctx.target.default_kraft_version):
         names.append("membership")
     checkers = make_checkers([*names, *STATISTICS], ctx)
     extra = dict(extra or {})

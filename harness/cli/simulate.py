@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 
 from checkers.fold import CheckContext
-from checkers.node_data import NodeData
 from checkers.registry import check_all_folds
 from harness.cli.args import number, positive_int, seed_value, unsafe_switches
 from harness.cli.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_VALID
+from history.node_data import NodeData
 from sim import judging
 from sim.api import SeedOutcome, SimOptions, simulate
 from sim.switch_options import options_for
