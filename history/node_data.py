@@ -35,9 +35,10 @@ class NodeDataReader:
 
     ``holds(node_dir) -> bool``: whether the folder holds node data this reader reads
     (cheap: looks at the layout only, reads no log). ``read(name, node_dir) ->``
-    :class:`NodeData`: the node's records up to a torn tail or a damaged batch, never
-    raising for damaged content (raises ``OSError`` when a file cannot be read); called
-    only where ``holds`` is true. Both must be module-level functions (the Spark analysis
+    :class:`NodeData`: the node's records up to a torn tail or a damaged batch (raises
+    ``OSError`` when a file cannot be read, and what the target's parser raises for content
+    it cannot parse at all, e.g. a Kafka batch in a codec it lacks); called only where
+    ``holds`` is true. Both must be module-level functions (the Spark analysis
     ships the reader to its executors).
     """
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-
 from typing import Mapping
 
 from checkers.fold import CheckContext, RunTarget
@@ -66,8 +65,9 @@ def check_run_dir(run_dir: Path, out_dir: Path | None = None) -> dict:
 
     Reads ``history.jsonl``, ``test.json`` (which workload ran, hence which
     checkers; which target, hence how its node data is read: :func:`run_target`) and
-    ``nodes/`` (node data is left out when ``nodes/`` holds none), and also writes ``latency-raw.png``, ``rate.png`` and ``latency-quantiles.png``
-    (harness/reports/plots.py) and, for a history of at most ``REPORT_MAX_BYTES``, ``timeline.html``
+    ``nodes/`` (node data is left out when ``nodes/`` holds none), and also writes
+    ``latency-raw.png``, ``rate.png`` and ``latency-quantiles.png`` (harness/reports/plots.py)
+    and, for a history of at most ``REPORT_MAX_BYTES``, ``timeline.html``
     (harness/reports/timeline.py). With ``out_dir`` (created if need be) those files
     go there and the run directory is only read. Returns ``{"valid", "anomalies": {checker: count},
     "checkers": {checker: result}, "stats": ..., "faults": which faults landed, per family and
