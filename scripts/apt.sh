@@ -17,7 +17,10 @@
 # messages in English, as the lock check reads them) and returns its exit status. Its
 # stdout goes where the caller sends it; its stderr too, once apt-get has finished (the
 # last run's only). While it waits it says so once on the stderr the script had when it
-# sourced this file, even when the call's output goes to a log.
+# sourced this file, even when the call's output goes to a log: a descriptor kept open for
+# that, _APT_NOTE_FD, which apt-get does not inherit and a script closes for any daemon it
+# starts afterwards (`{_APT_NOTE_FD}>&-`, as ensure-docker.sh does for dockerd), so that no
+# process outlives the script holding its stderr.
 #
 # KRAFT_CHAOS_APT_LOCK_WAIT_S: how long to wait in all, s (default 600: a boot-time upgrade
 # of a fresh machine can take minutes). 0: fail at once, as plain apt-get does.
@@ -36,7 +39,7 @@ apt_get() {
     err=$(mktemp) || return 1
     while :; do
         DEBIAN_FRONTEND=noninteractive LC_ALL=C \
-            apt-get -o "DPkg::Lock::Timeout=$wait_s" "$@" 2>"$err"
+            apt-get -o "DPkg::Lock::Timeout=$wait_s" "$@" 2>"$err" {_APT_NOTE_FD}>&-
         rc=$?
         if [ "$rc" -eq 0 ] || ! grep -q "Could not get lock" "$err"; then
             break

@@ -41,7 +41,7 @@ command -v docker >/dev/null 2>&1 || die "dockerd is installed but no docker cli
 
 if ! pgrep -x dockerd >/dev/null 2>&1; then
     echo "ensure-docker: starting dockerd (log: $LOG) ..." >&2
-    nohup setsid dockerd >>"$LOG" 2>&1 </dev/null &
+    nohup setsid dockerd >>"$LOG" 2>&1 </dev/null {_APT_NOTE_FD}>&- &
     disown || true
 fi
 

@@ -126,6 +126,25 @@ def test_a_bad_wait_is_refused(apt_env):
     assert "KRAFT_CHAOS_APT_LOCK_WAIT_S must be a whole number of seconds, got 'ten'" in r.stderr
 
 
+def test_no_child_keeps_the_scripts_stderr(tmp_path):
+    """apt-get (and so a daemon a package starts) does not inherit the note's descriptor,
+    nor does a command the script starts with it closed (ensure-docker.sh's dockerd)."""
+    stub = tmp_path / "bin" / "apt-get"
+    stub.parent.mkdir()
+    stub.write_text("#!/bin/sh\nexec ls /proc/self/fd\n")
+    stub.chmod(0o755)
+    r = subprocess.run(["bash", "-c", f'. "{SCRIPTS / "apt.sh"}"; echo "note=$_APT_NOTE_FD"; '
+                        'apt_get check; echo daemon; ls /proc/self/fd {_APT_NOTE_FD}>&-'],
+                       env={**os.environ, "PATH": f"{stub.parent}:{os.environ['PATH']}"},
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    note, rest = r.stdout.split("\n", 1)
+    fd = note.removeprefix("note=")
+    apt_fds, daemon_fds = (part.split() for part in rest.split("daemon\n"))
+    assert fd.isdigit() and int(fd) > 2 and "0" in apt_fds and "0" in daemon_fds
+    assert fd not in apt_fds and fd not in daemon_fds
+
+
 #: apt-get or dpkg changing the system at a command's start (a message that names the
 #: command, "(apt-get install X)" or "run: sudo apt-get install X", does not start one)
 _CHANGES = re.compile(r"(?:^|[;&|{]|\bthen|\bdo|\belse)\s*(?:\w+=\S*\s+)*(?:apt-get|apt|dpkg)\s+"
@@ -161,3 +180,5 @@ def test_every_script_installs_through_the_helper():
         assert not bare, f"{p.name} runs apt-get without scripts/apt.sh: {bare}"
         if "apt_get " in text:
             assert '. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"' in text, p.name
+            daemons = [line for line in _code(text) if re.search(r"\bnohup\b|\bsetsid\b|[^&]&\s*$", line)]
+            assert all("{_APT_NOTE_FD}>&-" in line for line in daemons), (p.name, daemons)
