@@ -122,7 +122,7 @@ def _leadership(run: RunInfo) -> dict[str, dict]:
     from checkers.fold import CheckContext
     from checkers.leadership import NEMESIS_AND_MONITOR_CHECKERS, check_leadership_file
     try:
-        return check_leadership_file(run.history, CheckContext(run.dir, run.config, run.target))
+        return check_leadership_file(run.history, CheckContext(run.dir, run.config, target=run.target))
     except ValueError as e:      # a malformed line: the run is already "unknown"
         return {name: {"valid": "unknown", "anomalies": [], "error": str(e)} for name in NEMESIS_AND_MONITOR_CHECKERS}
 
@@ -154,7 +154,7 @@ def python_checkers(run: RunInfo, names: list[str]) -> dict[str, dict]:
     if not names:
         return {}
     try:
-        checkers = make_checkers(names, CheckContext(run.dir, run.config, run.target))
+        checkers = make_checkers(names, CheckContext(run.dir, run.config, target=run.target))
         got = run_checkers(lambda: iter_history(run.history), checkers, None)
     except Exception as e:   # a malformed line, an unknown checker, a checker's own failure
         err = f"checker failed: {type(e).__name__}: {e}"
