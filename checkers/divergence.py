@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from history.node_data import NodeData
+
 from .fold import Checker, check_list
-from .node_data import NodeData
 from .reads import final_node_reads, is_int, record_key
 
 

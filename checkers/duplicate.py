@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from array import array
 
+from history.node_data import NodeData
+
 from .compact import small_int
 from .final_log import FinalPages
 from .fold import Checker, check_list
-from .node_data import NodeData
 from .reads import DATA, MAX_EXAMPLES, read_records, record_key
 
 

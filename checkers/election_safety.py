@@ -1,8 +1,9 @@
 """Election safety (Raft §5.2, KIP-595): at most one leader per epoch."""
 from __future__ import annotations
 
+from history.node_data import NodeData
+
 from .fold import Checker, check_list
-from .node_data import NodeData
 from .reads import LEADER_CHANGE, MAX_EXAMPLES, is_int, node_id, read_records
 
 

@@ -17,6 +17,24 @@ import gc
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
+from history.node_data import NodeDataReader
+
+
+@dataclasses.dataclass(frozen=True)
+class RunTarget:
+    """What the checkers know of a run's target (``--db``): the checkers import no target,
+    so the caller that runs them over a stored run builds this from the target's
+    ``TargetSpec`` (``harness.run.check.run_target``).
+
+    ``node_data``: how the run's ``nodes/<node>/`` folders are read
+    (``history.node_data``), None when unknown (no node data is read).
+    ``default_kraft_version``: the kraft.version a run of the target has when its
+    config names none (0 static voters, 1 KIP-853), None when unknown.
+    """
+
+    node_data: NodeDataReader | None = None
+    default_kraft_version: int | None = None
+
 
 @dataclasses.dataclass(frozen=True)
 class CheckContext:
@@ -27,12 +45,14 @@ class CheckContext:
     (``test.json``'s ``config``: the harness's own settings, never the
     system's claims), ``{}`` when unknown. ``options``: what the check itself
     was told (``kraft-chaos check``'s checker options, e.g. ``ww_deps``),
-    ``{}`` when nothing.
+    ``{}`` when nothing. ``target``: what is known of the run's target
+    (:class:`RunTarget`; nothing by default).
     """
 
     run_dir: Path | None = None
     config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    target: RunTarget = RunTarget()
 
 
 class Checker:

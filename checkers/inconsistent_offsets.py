@@ -1,10 +1,11 @@
 """Inconsistent offsets: two different records observed at one offset."""
 from __future__ import annotations
 
+from history.node_data import NodeData
+
 from .compact import RecordTable
 from .fold import Checker, check_list
 from .lost_write import ack_value
-from .node_data import NodeData
 from .reads import DATA, MAX_EXAMPLES, read_records, record_key
 
 

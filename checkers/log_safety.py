@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
+from history.node_data import NodeData
+
 from .divergence import check_divergence
 from .duplicate import check_duplicate
 from .election_safety import check_election_safety
 from .inconsistent_offsets import check_inconsistent_offsets
 from .lost_write import check_lost_write
-from .node_data import NodeData
 from .nonmonotonic_read import check_nonmonotonic_read
 from .phantom import check_phantom
 from .stats import check_stats

@@ -4,9 +4,10 @@ from __future__ import annotations
 import bisect
 from itertools import accumulate
 
+from history.node_data import NodeData
+
 from .final_log import FinalLog
 from .fold import Checker, check_list
-from .node_data import NodeData
 from .reads import DATA, is_int
 
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 from typing import Any
 
 from history import NEMESIS
-from targets.registry import DEFAULT_TARGET, TARGETS
 
 from .final_log import FinalPages, final_read_value
 from .fold import Checker
@@ -155,15 +154,15 @@ class Membership(Checker):
                 "membership_ops": self.membership_ops}
 
 
-def wanted(config: dict) -> bool:
+def wanted(config: dict, default_kraft_version: int | None = None) -> bool:
     """Whether a run's config (``test.json``'s) calls for this checker: a ``membership``
     nemesis (``--nemesis`` or a scenario step), or kraft.version 1 (``kraft_version`` 1, or
-    unset on a target whose default it is: ``TargetSpec.default_kraft_version``)."""
+    unset and ``default_kraft_version``, the run's target's default, is 1:
+    ``RunTarget.default_kraft_version`` in checkers/fold.py; None when unknown)."""
     config = config or {}
     names = [str(n).partition(":")[0] for n in config.get("nemesis") or []]
     steps = [s.get("nemesis", "") for s in config.get("scenario") or [] if isinstance(s, dict)]
     version = config.get("kraft_version")
-    if version is None:      # the target's default (targets/registry.py), when it is a known one
-        target = TARGETS.get(config.get("db") or DEFAULT_TARGET)
-        version = target.default_kraft_version if target else None
+    if version is None:
+        version = default_kraft_version
     return "membership" in names or any(str(f).endswith("-membership") for f in steps) or version == 1

@@ -1,9 +1,10 @@
 """Non-monotonic reads: a read sees a shorter committed prefix than one observed before it began."""
 from __future__ import annotations
 
+from history.node_data import NodeData
+
 from .fold import Checker, check_list
 from .inflight import InFlight
-from .node_data import NodeData
 from .reads import is_final_committed, is_int, read_end
 
 

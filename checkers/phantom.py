@@ -1,9 +1,10 @@
 """Phantom values: data in the log that no client appended, or whose append failed."""
 from __future__ import annotations
 
+from history.node_data import NodeData
+
 from .compact import IntSet, small_int
 from .fold import Checker, check_list
-from .node_data import NodeData
 from .reads import DATA, MAX_EXAMPLES, read_records, record_key
 
 

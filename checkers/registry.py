@@ -132,7 +132,8 @@ def check_all_folds(open_history: Callable, names: Iterable[str], nodes=None,
     own (:func:`split_by_kind`), so that ``anomaly_counts`` names Jepsen's kinds.
     """
     names = list(names)
-    if "membership" not in names and membership_wanted(ctx.config):   # KIP-853 runs
+    if "membership" not in names and membership_wanted(ctx.config,      # KIP-853 runs
+                                                       ctx.target.default_kraft_version):
         names.append("membership")
     checkers = make_checkers([*names, *STATISTICS], ctx)
     extra = dict(extra or {})

@@ -5,10 +5,10 @@ import math
 from array import array
 
 from history import NEMESIS
+from history.node_data import NodeData
 
 from .fold import Checker, check_list
 from .inflight import InFlight
-from .node_data import NodeData
 from .reads import is_int
 
 #: ``error`` of a kv cas whose compare failed (workloads/kv.py): a definite fail.

@@ -13,7 +13,9 @@ imports none of them (nor ``kraft/``, the system under test):
 - :mod:`history.outcomes`: what a client's error means for an op (``DefiniteError`` is
   ``fail``, ``IndefiniteError`` is ``info``), raised by every target's client;
 - :mod:`history.store`: the store's layout on disk (``store/<test>/<timestamp>/``,
-  ``nodes/``, ``latest``).
+  ``nodes/``, ``latest``);
+- :mod:`history.node_data`: a stored run's node data in one shape whatever the target
+  (:class:`NodeData`), read by the target's :class:`NodeDataReader`.
 """
 from .ops import COMPLETION_TYPES, NEMESIS, OP_TYPES, HistoryError, op_problem
 from .pairing import pair_ops

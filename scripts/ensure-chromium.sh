@@ -9,6 +9,7 @@
 # first only when apt does not know them yet) and check again. Idempotent. Without root or
 # apt-get it only warns: the browser tests skip with the reason.
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"   # apt_get: waits for the package manager's lock
 
 PKGS=(chromium chromium-driver fonts-dejavu-core)
 
@@ -22,12 +23,11 @@ have() {
 have && exit 0
 [ "$(id -u)" -eq 0 ] || warn "chromium or chromedriver is missing and this script is not root; the browser tests will skip (sudo apt-get install ${PKGS[*]})"
 command -v apt-get >/dev/null 2>&1 || warn "chromium or chromedriver is missing and apt-get is not available; the browser tests will skip"
-export DEBIAN_FRONTEND=noninteractive
 if ! apt-cache show chromium-driver >/dev/null 2>&1; then
-    apt-get update -qq >/dev/null || warn "apt-get update failed; install ${PKGS[*]} by hand"
+    apt_get update -qq >/dev/null || warn "apt-get update failed; install ${PKGS[*]} by hand"
 fi
 echo "ensure-chromium: installing ${PKGS[*]} ..." >&2
-apt-get install -y -qq --no-install-recommends "${PKGS[@]}" >/dev/null \
+apt_get install -y -qq --no-install-recommends "${PKGS[@]}" >/dev/null \
     || warn "apt-get install ${PKGS[*]} failed; install them by hand"
 have || warn "installed ${PKGS[*]} but chromium or chromedriver is still missing"
 exit 0

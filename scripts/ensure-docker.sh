@@ -8,6 +8,7 @@
 # and wait up to 60 s for it. Exits non-zero with a message naming what is
 # missing when that is not possible.
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"   # apt_get: waits for the package manager's lock
 
 LOG=/var/log/kraft-chaos-dockerd.log
 WAIT_S=${KRAFT_CHAOS_DOCKERD_WAIT_S:-60}
@@ -32,16 +33,15 @@ command -v ip >/dev/null 2>&1 || missing_pkgs+=(iproute2)
 if [ ${#missing_pkgs[@]} -gt 0 ]; then
     command -v apt-get >/dev/null 2>&1 || die "missing ${missing_pkgs[*]} and apt-get is not available (this script supports Debian/Ubuntu). Install them by hand."
     echo "ensure-docker: installing ${missing_pkgs[*]} ..." >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null || die "apt-get update failed; check the network / apt sources, then install ${missing_pkgs[*]} by hand."
-    apt-get install -y -qq "${missing_pkgs[@]}" >/dev/null || die "apt-get install ${missing_pkgs[*]} failed; install them by hand."
+    apt_get update -qq >/dev/null || die "apt-get update failed; check the network / apt sources, then install ${missing_pkgs[*]} by hand."
+    apt_get install -y -qq "${missing_pkgs[@]}" >/dev/null || die "apt-get install ${missing_pkgs[*]} failed; install them by hand."
 fi
 
 command -v docker >/dev/null 2>&1 || die "dockerd is installed but no docker client is on PATH; install docker.io or docker-ce-cli."
 
 if ! pgrep -x dockerd >/dev/null 2>&1; then
     echo "ensure-docker: starting dockerd (log: $LOG) ..." >&2
-    nohup setsid dockerd >>"$LOG" 2>&1 </dev/null &
+    nohup setsid dockerd >>"$LOG" 2>&1 </dev/null {_APT_NOTE_FD}>&- &
     disown || true
 fi
 

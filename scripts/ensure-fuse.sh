@@ -11,6 +11,7 @@
 # missing /dev/fuse is only a warning (pyfuse3 still builds; the lazyfs tests
 # skip) unless KRAFT_CHAOS_REQUIRE_FUSE=1.
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"   # apt_get: waits for the package manager's lock
 
 PKGS=(fuse3 libfuse3-dev pkg-config)
 
@@ -31,12 +32,11 @@ fi
 if ! have_pkgs; then
     [ "$(id -u)" -eq 0 ] || die "fuse3/libfuse3-dev/pkg-config are missing and this script is not root; run: sudo apt-get install ${PKGS[*]}"
     command -v apt-get >/dev/null 2>&1 || die "missing ${PKGS[*]} and apt-get is not available (this script supports Debian/Ubuntu); install them by hand."
-    export DEBIAN_FRONTEND=noninteractive
     if ! apt-cache show libfuse3-dev >/dev/null 2>&1; then
-        apt-get update -qq >/dev/null || die "apt-get update failed; check the apt sources, then install ${PKGS[*]} by hand."
+        apt_get update -qq >/dev/null || die "apt-get update failed; check the apt sources, then install ${PKGS[*]} by hand."
     fi
     echo "ensure-fuse: installing ${PKGS[*]} ..." >&2
-    apt-get install -y -qq "${PKGS[@]}" >/dev/null || die "apt-get install ${PKGS[*]} failed; install them by hand."
+    apt_get install -y -qq "${PKGS[@]}" >/dev/null || die "apt-get install ${PKGS[*]} failed; install them by hand."
     have_pkgs || die "installed ${PKGS[*]} but fusermount3 or the fuse3 pkg-config entry is still missing."
 fi
 

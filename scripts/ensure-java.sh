@@ -8,6 +8,7 @@
 # package yet) and check again. Exports nothing. Exits non-zero with a message
 # naming what is missing when that is not possible.
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"   # apt_get: waits for the package manager's lock
 
 MIN_MAJOR=17
 PKG=openjdk-17-jre-headless
@@ -61,14 +62,14 @@ command -v apt-get >/dev/null 2>&1 || die "$found; Spark needs a Java runtime >=
 
 if [ "$(dpkg-query -W -f='${Status}' "$PKG" 2>/dev/null)" != "install ok installed" ]; then
     echo "ensure-java: $found; installing $PKG for Spark ..." >&2
-    export DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1
+    export NEEDRESTART_SUSPEND=1
     apt_log=$(mktemp)
     trap 'rm -f "$apt_log"' EXIT
     apt_update() {
-        apt-get update -qq >"$apt_log" 2>&1 || die "apt-get update failed; check the network / apt sources, then install $PKG by hand (apt-get install $PKG):
+        apt_get update -qq >"$apt_log" 2>&1 || die "apt-get update failed; check the network / apt sources, then install $PKG by hand (apt-get install $PKG):
 $(tail -n 20 "$apt_log")"
     }
-    apt_install() { apt-get install -y -qq --no-install-recommends "$PKG" >"$apt_log" 2>&1; }
+    apt_install() { apt_get install -y -qq --no-install-recommends "$PKG" >"$apt_log" 2>&1; }
     # Update the package lists only when apt does not know the package, or
     # when installing from the lists it has fails (stale lists).
     candidate=$(apt-cache policy "$PKG" 2>/dev/null | awk '/Candidate:/ { print $2; exit }')

@@ -8,6 +8,7 @@
 # not know the package yet). Exits non-zero with a message naming what is missing when
 # that is not possible.
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"   # apt_get: waits for the package manager's lock
 
 MIN_MAJOR=17
 PKG=openjdk-17-jdk-headless
@@ -39,10 +40,10 @@ command -v javac >/dev/null 2>&1 && javac_ok javac && exit 0
 [ "$(id -u)" = 0 ] || die "no javac >= $MIN_MAJOR and installing one needs root: apt-get install -y $PKG"
 command -v apt-get >/dev/null 2>&1 || die "no javac >= $MIN_MAJOR and there is no apt-get: install a JDK >= $MIN_MAJOR by hand"
 if ! apt-cache show "$PKG" >/dev/null 2>&1; then
-    apt-get update -qq || die "apt-get update failed"
+    apt_get update -qq || die "apt-get update failed"
 fi
 echo "ensure-jdk: installing $PKG (javac, for the Java client) ..." >&2
-DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 apt-get install -y -qq --no-install-recommends "$PKG" >/dev/null \
+NEEDRESTART_SUSPEND=1 apt_get install -y -qq --no-install-recommends "$PKG" >/dev/null \
     || die "apt-get install $PKG failed"
 hash -r
 command -v javac >/dev/null 2>&1 && javac_ok javac && exit 0

@@ -9,6 +9,7 @@
 # a system sshd here (no systemd in containers; the tests start their own, in namespaces).
 # Idempotent. Without root or apt-get it only warns: the ssh tests skip with the reason.
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"   # apt_get: waits for the package manager's lock
 
 PKGS=(openssh-server sudo)
 
@@ -19,11 +20,10 @@ have() { [ -x /usr/sbin/sshd ] && command -v ssh-keygen >/dev/null 2>&1 && comma
 have && exit 0
 [ "$(id -u)" -eq 0 ] || warn "sshd, ssh-keygen or sudo is missing and this script is not root; the ssh backend's tests will skip (sudo apt-get install ${PKGS[*]})"
 command -v apt-get >/dev/null 2>&1 || warn "sshd, ssh-keygen or sudo is missing and apt-get is not available; the ssh backend's tests will skip"
-export DEBIAN_FRONTEND=noninteractive
 if ! apt-cache show openssh-server >/dev/null 2>&1; then
-    apt-get update -qq >/dev/null || warn "apt-get update failed; install ${PKGS[*]} by hand"
+    apt_get update -qq >/dev/null || warn "apt-get update failed; install ${PKGS[*]} by hand"
 fi
 echo "ensure-sshd: installing ${PKGS[*]} ..." >&2
-apt-get install -y -qq "${PKGS[@]}" >/dev/null || warn "apt-get install ${PKGS[*]} failed; install them by hand"
+apt_get install -y -qq "${PKGS[@]}" >/dev/null || warn "apt-get install ${PKGS[*]} failed; install them by hand"
 have || warn "installed ${PKGS[*]} but sshd, ssh-keygen or sudo is still missing"
 exit 0

@@ -24,6 +24,7 @@ from targets.kraft_client import kraft_client
 
 from .base import DB, QuorumClientFactory
 from .errors import TargetError
+from .kraft_node_data import DATA_DIR
 from .kraft_roles import KraftRoles, directory_id  # noqa: F401 - directory_id re-exported
 
 log = logging.getLogger("kraft_chaos.db")
@@ -384,4 +385,4 @@ class KraftDB(KraftRoles, DB):
         returns ``{local name: error}`` for what could not be copied.
         """
         return self.copy_from(node, dest, ((self.paths.log, "node.log"), (self.paths.config, "node.properties"),
-                                           (self.paths.data_dir, "data")))
+                                           (self.paths.data_dir, DATA_DIR)))

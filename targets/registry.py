@@ -2,7 +2,8 @@
 
 A :class:`TargetSpec` says how to build a target's node image, what its nodes run as host
 processes (``--cluster netns`` and ``ssh``), which backends it runs on, how many nodes it
-needs, its :class:`targets.base.DB` on a cluster, its default workload and kraft.version,
+needs, its :class:`targets.base.DB` on a cluster, how a stored run's node data is read
+(the checkers know no target's disk), its default workload and kraft.version,
 the ``kraft-chaos run`` flags that repeat a run of it, and the run settings that mean
 something on it alone. The target (``--db``) and the backend (``--cluster``,
 clusters/registry.py) are independent choices; :func:`node_software` is where they meet.
@@ -23,11 +24,14 @@ from typing import Any, Callable
 import kraft
 from clusters.registry import BACKENDS, Resolved, Software, backend_spec
 from clusters.remote import Cluster
+from history.node_data import NodeDataReader
 
 from .base import DB
 from .kafka import target as kafka_target
+from .kafka.node_data import KAFKA_NODE_DATA
 from .kafka.server_config import DISK_DIR as KAFKA_DISK
 from .kraft_db import DISK_DIR as KRAFT_DISK
+from .kraft_node_data import KRAFT_NODE_DATA
 
 #: ``log(line)`` receives progress lines while an image is built
 Log = Callable[[str], None]
@@ -53,6 +57,9 @@ class TargetSpec:
     #: what its nodes run as host processes on a backend without images (netns, ssh):
     #: ``(options, log) -> clusters.registry.Software`` (deployed files, environment, Java)
     host_software: Callable[[Any, Log], Software]
+    #: how a stored run's ``nodes/<node>/`` (what its ``DB.collect`` copied) is read into
+    #: ``history.node_data.NodeData`` for the checkers (``kraft-chaos check``, ``analyze``)
+    node_data: NodeDataReader
     #: the kraft.version a run gets when ``--kraft-version`` is not given (0 static voters,
     #: 1 KIP-853 dynamic quorum)
     default_kraft_version: int = 0
@@ -115,11 +122,11 @@ def _kraft_db(cluster: Cluster, cluster_id: str, options) -> DB:
 TARGETS: dict[str, TargetSpec] = {t.name: t for t in (
     TargetSpec("kraft", "our Python KRaft quorum (kraft/): --nodes voters, and --brokers broker nodes "
                "(the data plane) after them", _kraft_count, _kraft_image, _kraft_db, "append", KRAFT_DISK,
-               _kraft_software, default_kraft_version=0, optional_brokers=True,
+               _kraft_software, KRAFT_NODE_DATA, default_kraft_version=0, optional_brokers=True,
                own_fields=("unsafe", "fetch_max_records")),
     TargetSpec("kafka", "Apache Kafka's controllers and brokers (a release's jars from Maven Central, "
                "or --kafka-dist)", kafka_target.node_count, kafka_target.node_image, kafka_target.make_db,
-               "metadata", KAFKA_DISK, kafka_target.host_software,
+               "metadata", KAFKA_DISK, kafka_target.host_software, KAFKA_NODE_DATA,
                # a run's own comes from its release (prepare): 1 from 3.9, else 0
                default_kraft_version=1, repeat_flags=kafka_target.repeat_flags,
                own_fields=("kafka_version", "kafka_dist", "kafka_topology", "kafka_props"),

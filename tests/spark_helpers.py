@@ -6,11 +6,12 @@ from pathlib import Path
 
 from checkers.spark import analyze as A
 from checkers.spark.runs import find_runs
+from harness.run.check import run_target
 
 
 def analyze_store(spark, root: Path) -> tuple[dict[str, dict], A.Analysis]:
     """Run the Spark analysis on ``root``; returns (the per-run dicts by run name, the Analysis)."""
-    analysis = A.analyze(spark, find_runs(str(root)), lin_timeout_s=30)
+    analysis = A.analyze(spark, find_runs(str(root), run_target), lin_timeout_s=30)
     return {r["name"]: r for r in analysis.runs}, analysis
 
 

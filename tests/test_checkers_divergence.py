@@ -1,6 +1,6 @@
 """Tests for checkers/divergence.py."""
 from checkers.divergence import check_divergence
-from checkers.node_data import NodeData
+from history.node_data import NodeData
 from tests.histories.builder import H, clean_run, data, lc
 
 

@@ -1,6 +1,6 @@
 """Tests for checkers/election_safety.py."""
 from checkers.election_safety import check_election_safety
-from checkers.node_data import NodeData
+from history.node_data import NodeData
 from tests.histories.builder import H, clean_run, data, lc
 
 

@@ -2,8 +2,8 @@
 import json
 
 from checkers.log_safety import CHECKERS, check_all, combine
-from checkers.node_data import NodeData
 from history import HistoryWriter, read_history
+from history.node_data import NodeData
 from tests.histories.builder import clean_run, data
 
 

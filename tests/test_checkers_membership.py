@@ -4,6 +4,7 @@ a time; and when it runs (checkers/registry.py)."""
 from checkers.fold import CheckContext, run_checkers
 from checkers.membership import Membership, wanted
 from checkers.registry import check_all_folds
+from harness.run.check import run_target
 
 
 def voters_rec(offset, epoch, keys):
@@ -126,16 +127,23 @@ def test_membership_ops_without_a_final_log_are_unknown():
 def test_it_runs_for_membership_runs_and_kraft_version_1():
     assert wanted({"nemesis": ["membership:remove+replace"], "kraft_version": 1})
     assert wanted({"nemesis": ["kill"], "kraft_version": 1})
-    assert wanted({"nemesis": [], "db": "kafka", "kraft_version": None})
+    # kraft.version unset: the target's default, which the caller gives (harness.run.check)
+    kafka, kraft = {"nemesis": [], "db": "kafka", "kraft_version": None}, {"nemesis": ["kill"], "db": "kraft"}
+    assert wanted(kafka, run_target(kafka).default_kraft_version)
+    assert not wanted(kafka)                  # a target's default not known: not called for
+    assert not wanted(kafka | {"kraft_version": 0}, run_target(kafka).default_kraft_version)
+    assert not wanted(kraft, run_target(kraft).default_kraft_version)
     assert wanted({"scenario": [{"nemesis": "start-membership"}], "kraft_version": 1})
     assert not wanted({"nemesis": ["kill"], "kraft_version": 0})
-    assert not wanted({"nemesis": ["kill"], "db": "kraft", "kraft_version": None})
     h = good_history()
     on = check_all_folds(lambda: iter(h.ops), ["election-safety"], None,
                          CheckContext(config={"nemesis": ["membership"], "kraft_version": 1}))
     off = check_all_folds(lambda: iter(h.ops), ["election-safety"], None, CheckContext(config={"kraft_version": 0}))
     assert "membership" in on["checkers"] and on["checkers"]["membership"]["valid"] is True
     assert "membership" not in off["checkers"]
+    by_default = check_all_folds(lambda: iter(h.ops), ["election-safety"], None,
+                                 CheckContext(config=kafka, target=run_target(kafka)))
+    assert "membership" in by_default["checkers"]
 
 
 def test_kafka_spelling_of_voters_records():

@@ -24,7 +24,6 @@ from checkers.election_safety import ElectionSafety
 from checkers.fold import CheckContext, check_list, ops_of, run_checkers
 from checkers.inconsistent_offsets import InconsistentOffsets
 from checkers.lost_write import LostWrite
-from checkers.node_data import NodeData
 from checkers.nonmonotonic_read import NonmonotonicRead
 from checkers.phantom import Phantom
 from checkers.registry import check_all_folds
@@ -32,6 +31,7 @@ from checkers.stats import Stats
 from history import store
 from harness.analysis.synth import SynthOptions, read_sidecar, synth_run
 from history import HistoryError, iter_history, read_history
+from history.node_data import NodeData
 from tests import test_checkers_streaming_reference as ref
 
 #: name -> (reference list function, fold factory, the wrapper's module and name)

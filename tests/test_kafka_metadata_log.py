@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from checkers.election_safety import check_election_safety
-from checkers.node_data import NodeData
+from history.node_data import NodeData
 from targets.kafka.metadata_log import read_metadata_dir, read_metadata_log
 from targets.kafka.metadata_records import decode_metadata_value
 from targets.kafka.record_batch import (CorruptBatchError, UnsupportedCodecError, crc32c,

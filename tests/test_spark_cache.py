@@ -125,7 +125,8 @@ def test_cache_reads_only_new_or_changed_runs_and_rebuilds_a_corrupt_entry(spark
     # a damaged entry is never trusted: a's Parquet file cut short, then its manifest garbled
     from checkers.spark.cache import RunCache
     from checkers.spark.runs import find_runs
-    run_a = next(r for r in find_runs(str(root)) if r.name == f"a/{STAMP}")
+    from harness.run.check import run_target
+    run_a = next(r for r in find_runs(str(root), run_target) if r.name == f"a/{STAMP}")
     entry = RunCache(root / "analysis" / "cache", 60.0).entry_dir(run_a)
     pq_file = entry / "lost-write.parquet"
     pq_file.write_bytes(pq_file.read_bytes()[:50])

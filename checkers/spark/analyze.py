@@ -122,7 +122,7 @@ def _leadership(run: RunInfo) -> dict[str, dict]:
     from checkers.fold import CheckContext
     from checkers.leadership import NEMESIS_AND_MONITOR_CHECKERS, check_leadership_file
     try:
-        return check_leadership_file(run.history, CheckContext(run.dir, run.config))
+        return check_leadership_file(run.history, CheckContext(run.dir, run.config, target=run.target))
     except ValueError as e:      # a malformed line: the run is already "unknown"
         return {name: {"valid": "unknown", "anomalies": [], "error": str(e)} for name in NEMESIS_AND_MONITOR_CHECKERS}
 
@@ -139,7 +139,7 @@ def declared_checkers(run: RunInfo) -> list[str] | None:
     if spec is None:
         return None
     names = list(spec.checkers)
-    if "membership" not in names and membership_wanted(run.config):
+    if "membership" not in names and membership_wanted(run.config, run.target.default_kraft_version):
         names.append("membership")
     return names
 
@@ -154,7 +154,7 @@ def python_checkers(run: RunInfo, names: list[str]) -> dict[str, dict]:
     if not names:
         return {}
     try:
-        checkers = make_checkers(names, CheckContext(run.dir, run.config))
+        checkers = make_checkers(names, CheckContext(run.dir, run.config, target=run.target))
         got = run_checkers(lambda: iter_history(run.history), checkers, None)
     except Exception as e:   # a malformed line, an unknown checker, a checker's own failure
         err = f"checker failed: {type(e).__name__}: {e}"

@@ -1,7 +1,7 @@
-"""Checks that need the nodes' own logs (``nodes/<node>/data``): divergence, and the
+"""Checks that need the nodes' own logs (``nodes/<node>/``): divergence, and the
 node-log evidence for election safety. They run per run on the executors,
-which read the node data with kraft's log reader, so the store must be on a
-filesystem the executors see."""
+which read the node data with the run's target's reader (``RunInfo.target.node_data``,
+history/node_data.py), so the store must be on a filesystem the executors see."""
 from __future__ import annotations
 
 import json
@@ -9,6 +9,9 @@ import json
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
+
+from history import store
+from history.node_data import NodeDataReader
 
 from .runs import RunInfo
 
@@ -33,16 +36,18 @@ def final_node_hws(ops: DataFrame) -> dict[int, dict[str, int]]:
     return out
 
 
-def _check_one(item: tuple[int, str, str]) -> tuple[int, str]:
-    """Executor side: divergence and LeaderChange claims of one run's node logs, as JSON."""
+def _check_one(item: tuple[int, str, str, NodeDataReader]) -> tuple[int, str]:
+    """Executor side: divergence and LeaderChange claims of one run's node logs, as JSON.
+    ``item``: (run id, its ``nodes/`` folder, its final high watermarks as JSON, the reader
+    of its target's node data)."""
     from checkers.divergence import check_divergence
-    from checkers.node_data import load_node_data
     from checkers.reads import LEADER_CHANGE, is_int
+    from history.node_data import read_nodes
 
-    run_id, nodes_dir, hws_json = item
+    run_id, nodes_dir, hws_json, reader = item
     hws = json.loads(hws_json)
     try:
-        nodes = load_node_data(nodes_dir) or None
+        nodes = read_nodes(nodes_dir, reader) or None
     except Exception as e:   # unreadable node data: no node evidence, not a crash
         return run_id, json.dumps({"error": f"{nodes_dir}: {e}", "divergence": None, "claims": []})
     history = [{"index": i, "type": "ok", "f": "read", "node": n,
@@ -65,11 +70,12 @@ def node_checks(spark: SparkSession, runs: list[RunInfo], hws: dict[int, dict[st
     """Run divergence (checkers.divergence) on every run with node data, in parallel.
 
     Returns ``{run_id: {"divergence": result dict, "claims": [[epoch,
-    leader]], "error"}}`` for runs with ``nodes/``; runs without node data
-    are absent (their divergence verdict is "unknown", as in the
-    single-process check).
+    leader]], "error"}}`` for runs with node data (``RunInfo.has_nodes``, read by
+    ``RunInfo.target.node_data``); runs without are absent (their divergence verdict is
+    "unknown", as in the single-process check).
     """
-    items = [(r.run_id, str(r.dir / "nodes"), json.dumps(hws.get(r.run_id, {})))
+    items = [(r.run_id, str(store.nodes_dir(r.dir)), json.dumps(hws.get(r.run_id, {})),
+              r.target.node_data)
              for r in runs if r.has_nodes]
     if not items:
         return {}

@@ -1,4 +1,9 @@
-"""Finding the runs to analyse: every run under a store root, or a glob of history files."""
+"""Finding the runs to analyse: every run under a store root, or a glob of history files.
+
+What each run's target (``test.json``'s ``config.db``) means for the checkers, its node
+data reader above all, comes from the caller (``target_of``: ``harness.run.check.run_target``):
+the checkers import no target.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -6,9 +11,15 @@ import datetime as _dt
 import glob
 import re
 from pathlib import Path
+from typing import Callable, Mapping
 
+from checkers.fold import RunTarget
 from history import store
-from checkers.node_data import KAFKA_METADATA_DIR, KAFKA_METADATA_PARTITION
+from history.node_data import holds_node_data
+
+#: ``target_of(config) -> RunTarget``: what the checkers know of a run's target, from its
+#: test.json ``config``; raises ValueError for a target it does not know
+TargetOf = Callable[[Mapping], RunTarget]
 
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T")
 
@@ -22,8 +33,9 @@ class RunInfo:
     path for a loose file; ``history``: absolute path of its history file;
     ``workload``: from test.json (``append`` when absent: loose histories
     are append histories); ``date``: ``YYYY-MM-DD`` from the timestamp folder
-    or test.json, else None; ``has_nodes``: ``nodes/`` holds node data; ``config``:
-    test.json's ``config`` (``{}`` when absent).
+    or test.json, else None; ``has_nodes``: ``nodes/`` holds node data its target's reader
+    reads; ``config``: test.json's ``config`` (``{}`` when absent); ``target``: what is
+    known of its target (no node data reader when the target is unknown, which ``error`` says).
     """
 
     run_id: int
@@ -39,6 +51,7 @@ class RunInfo:
     has_nodes: bool = False
     error: str | None = None
     config: dict = dataclasses.field(default_factory=dict)
+    target: RunTarget = RunTarget()
 
 
 def _date_of(run_dir: Path, test: dict | None) -> str | None:
@@ -54,11 +67,13 @@ def _date_of(run_dir: Path, test: dict | None) -> str | None:
     return None
 
 
-def run_info(run_id: int, history: Path, root: Path | None) -> RunInfo:
-    """Describe the run whose history is ``history`` (reads its test.json, if any).
+def run_info(run_id: int, history: Path, root: Path | None, target_of: TargetOf) -> RunInfo:
+    """Describe the run whose history is ``history`` (reads its test.json, if any; its
+    target through ``target_of``).
 
-    A test.json that is not JSON is recorded in ``error`` (the run is still
-    analysed, as an append run).
+    A test.json that is not JSON, or that names a target ``target_of`` does not know, is
+    recorded in ``error`` (the run is still analysed, as an append run in the first case,
+    without node data in the second).
     """
     run_dir = history.parent
     try:
@@ -82,34 +97,35 @@ def run_info(run_id: int, history: Path, root: Path | None) -> RunInfo:
     info.nemesis = "+".join(nem) if isinstance(nem, list) and nem else "none"
     info.synthetic = cfg.get("synthetic") is True
     info.date = _date_of(run_dir, test)
-    nd = store.nodes_dir(run_dir)
-    # a node's data as checkers.node_data.load_node_data reads it: ``data/``, or a Kafka
-    # node's ``metadata/__cluster_metadata-0`` (which has no ``data/``)
-    info.has_nodes = nd.is_dir() and any(
-        (p / "data").is_dir() or (p / KAFKA_METADATA_DIR / KAFKA_METADATA_PARTITION).is_dir()
-        for p in nd.iterdir() if p.is_dir())
+    try:
+        info.target = target_of(info.config)
+    except ValueError as e:
+        info.error = f"{run_dir / store.TEST_JSON}: {e}"
+    reader = info.target.node_data
+    info.has_nodes = reader is not None and holds_node_data(store.nodes_dir(run_dir), reader)
     return info
 
 
-def find_runs(target: str) -> list[RunInfo]:
+def find_runs(target: str, target_of: TargetOf) -> list[RunInfo]:
     """The runs under a store root (every ``history.jsonl`` below it; ``latest``
-    links are not followed twice), or the files matching a glob.
+    links are not followed twice), or the files matching a glob. ``target_of``: what
+    the checkers know of a run's target (:data:`TargetOf`, see :func:`run_info`).
 
     Raises FileNotFoundError naming ``target`` when nothing matches.
     """
     p = Path(target)
     if p.is_dir() and (p / store.HISTORY).is_file():     # one run directory: named test/timestamp
-        runs = [run_info(0, (p / store.HISTORY).resolve(), p.resolve().parent.parent)]
+        runs = [run_info(0, (p / store.HISTORY).resolve(), p.resolve().parent.parent, target_of)]
     elif p.is_dir():
         root = p.resolve()
         found = sorted({h.resolve() for h in p.rglob(store.HISTORY)
                         if store.LATEST not in h.relative_to(p).parts})
-        runs = [run_info(i, h, root) for i, h in enumerate(found)]
+        runs = [run_info(i, h, root, target_of) for i, h in enumerate(found)]
     elif p.is_file():
-        runs = [run_info(0, p.resolve(), None)]
+        runs = [run_info(0, p.resolve(), None, target_of)]
     else:
         files = sorted(Path(f).resolve() for f in glob.glob(target, recursive=True) if Path(f).is_file())
-        runs = [run_info(i, h, None) for i, h in enumerate(files)]
+        runs = [run_info(i, h, None, target_of) for i, h in enumerate(files)]
     if not runs:
         raise FileNotFoundError(f"{target}: no runs (no {store.HISTORY} below it, and no file matches it)")
     return runs

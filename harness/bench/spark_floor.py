@@ -29,6 +29,7 @@ from pathlib import Path
 
 from checkers.spark.runs import run_info
 from checkers.spark.session import spark_session
+from harness.run.check import run_target
 
 
 def _timed(df) -> float:
@@ -53,7 +54,7 @@ def measure(history: Path, ops: int, master: str = "local[*]") -> dict[str, floa
     out = {"start": time.monotonic() - t}
     try:
         c = F.col
-        parsed = parse_ops(spark, [run_info(0, history, None)])
+        parsed = parse_ops(spark, [run_info(0, history, None, run_target)])
         _timed(parsed)                            # JIT warm-up, not counted
         out["parse"] = _timed(parsed)
         rows = spark.range(ops).select(F.lit(1).alias("run"), (c("id") % max(1, ops // 3)).alias("key"),

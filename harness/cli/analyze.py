@@ -18,6 +18,7 @@ from checkers.spark.session import SparkSetupError, check_master, spark_session
 from harness.analysis.synth import SynthOptions, read_sidecar, synth_run
 from harness.config.values import number, positive_int, seed_value
 from harness.exits import EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
+from harness.run.check import run_target
 from history import store
 
 log = logging.getLogger("kraft_chaos.analyze")
@@ -99,7 +100,7 @@ def _spark_job(command: str, args: argparse.Namespace, sub: str) -> Iterator[tup
     """
 
     try:
-        runs = find_runs(args.target)
+        runs = find_runs(args.target, run_target)
     except FileNotFoundError as e:
         print(f"kraft-chaos {command}: {e}", file=sys.stderr)
         raise _Exit(EXIT_BAD_INPUT) from None
@@ -126,7 +127,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     started = time.monotonic()      # the figures count Spark's start-up too
     try:
-        runs = find_runs(args.target)
+        runs = find_runs(args.target, run_target)
     except FileNotFoundError as e:
         print(f"kraft-chaos analyze: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

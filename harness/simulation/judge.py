@@ -7,8 +7,8 @@ its worker processes (pickled by name).
 from __future__ import annotations
 
 from checkers.fold import CheckContext
-from checkers.node_data import NodeData
 from checkers.registry import check_all_folds
+from history.node_data import NodeData
 from workloads.registry import workload_spec
 
 

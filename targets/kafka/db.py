@@ -35,6 +35,7 @@ from targets.base import DB
 from targets.errors import TargetError
 from targets.kafka import process_scripts as ps
 from targets.kafka import server_config as sc
+from targets.kafka.node_data import METADATA_DIR
 from targets.kafka.releases import DEFAULT_VERSION, release
 from targets.kafka.roles import KafkaRoles
 from targets.kafka.server_config import KafkaPaths
@@ -353,7 +354,7 @@ class KafkaDB(KafkaRoles, KafkaQuorumTool, DB):
         return self.copy_from(node, dest, ((p.log_file("server.log"), "server.log"),
                                            (p.log_file("controller.log"), "controller.log"),
                                            (p.out, "kafka.out"), (p.config, "server.properties"),
-                                           (p.metadata_dir, "metadata")))
+                                           (p.metadata_dir, METADATA_DIR)))
 
     def read_log(self, node: str) -> list[tuple[int, int, str, object]]:
         """The node's ``__cluster_metadata`` log as found now, ``[(offset, epoch, type,

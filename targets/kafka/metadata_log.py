@@ -7,7 +7,7 @@ Usage::
     parsed = read_metadata_dir("store/.../nodes/c1/data")    # everything, see MetadataDir
 
 The records have the shape of our own quorum's node logs
-(``checkers.node_data.NodeData.records`` and a final read's ``records``):
+(``history.node_data.NodeData.records`` and a final read's ``records``):
 ``(offset, epoch, type, payload)``, ``epoch`` being the batch's
 partitionLeaderEpoch. A LeaderChange control record has type
 ``"LeaderChange"`` and our payload ``{"LeaderId": L, "Voters": [ids],

@@ -48,6 +48,7 @@ def test_spark_analysis_of_real_runs_matches_check(engine, kraft_chaos_run, spar
     the Spark path's verdicts, checker verdicts and anomaly counts equal ``check``'s."""
     from checkers.spark.analyze import analyze
     from checkers.spark.runs import find_runs
+    from harness.run.check import run_target
 
     stored = {}
     for workload, subnet in (("append", "10.74.0.0/24"), ("kv", "10.73.0.0/24")):
@@ -56,7 +57,7 @@ def test_spark_analysis_of_real_runs_matches_check(engine, kraft_chaos_run, spar
                                            rate=40, subnet=subnet, seed=21, workload=workload)
         stored[run_dir.resolve()] = results
     roots = {d.parent.parent for d in stored}
-    runs = [r for root in roots for r in find_runs(str(root))
+    runs = [r for root in roots for r in find_runs(str(root), run_target)
             if r.history.parent.resolve() in stored]
     assert len(runs) == 2
     for i, r in enumerate(runs):
