@@ -40,6 +40,7 @@ from clusters.errors import ClusterError
 from harness.cli.args import ipv4_subnet
 from harness.cli.matrix_file import Cell, Matrix, MatrixError, load
 from harness.cli.matrix_report import VERDICTS, format_table, write_junit
+from harness.config.resolved import resolve
 from harness.reports.summary import format_results
 from harness.run import runner
 from harness.run.runner import Interrupted, RunSetupError
@@ -75,9 +76,9 @@ def run_cell(cell: Cell, run: Callable[[Any, Path], tuple[dict, Path]] | None = 
     rec = _record(cell)
     t0 = time.monotonic()
     try:
-        run_dir = runner.prepare_run(cell.config)
+        config, run_dir = runner.prepare_run(cell.resolved or resolve(cell.config))
         rec["store"] = str(run_dir)
-        results, run_dir = (run or (lambda c, d: runner.run_test(c, d, progress=False)))(cell.config, run_dir)
+        results, run_dir = (run or (lambda c, d: runner.run_test(c, d, progress=False)))(config, run_dir)
     except (runner.Interrupted, KeyboardInterrupt) as e:
         rec.update(verdict="interrupted", wall_s=round(time.monotonic() - t0, 1))
         e.record = rec   # type: ignore[attr-defined]

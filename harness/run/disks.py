@@ -1,5 +1,6 @@
 """The nodes' power-loss disks for a run: lazyfs mounts (``clusters.lazyfs``) holding each
-node's durable state, when the run's faults include ``power-loss``."""
+node's durable state, when the run's faults include ``power-loss`` (its resolved config's
+``nemesis.families``, harness/config/resolved.py)."""
 from __future__ import annotations
 
 import logging
@@ -10,14 +11,6 @@ from pathlib import Path
 from clusters.lazyfs.mounts import LazyMounts, sweep
 
 log = logging.getLogger("kraft_chaos.runner")
-
-
-def wants_power_loss(config) -> bool:
-    """Whether ``config`` (a RunConfig) can lose power: ``--nemesis`` names ``power-loss``
-    (with or without kinds), or a scenario step starts one."""
-    names = [n.partition(":")[0] for n in (config.nemesis or [])]
-    steps = config.scenario or []
-    return "power-loss" in names or any(s.get("nemesis") == "start-power-loss" for s in steps)
 
 
 class RunDisks:
