@@ -118,8 +118,7 @@ class DB(abc.ABC):
     def queue_client_factory(self):
         """How the queue workload makes its producer/consumer: ``factory(bootstrap: tuple of
         "host:port", options: QueueClientOptions) -> QueueClient`` (workloads/queue.py's
-        contract), or None when
-        the target has no data plane (the default)."""
+        contract), or None when the target has no data plane (the default)."""
         return None
 
     @abc.abstractmethod

@@ -1,8 +1,9 @@
 """Runs one test end to end: cluster, DB, workload + nemesis, final phase, collection, checking.
 
-Sequence (``run_test``, given a resolved config, harness/config/resolved.py): the backend (``--cluster``, clusters/registry.py; ``auto``
-picks docker when an engine answers, else netns) -> what the nodes run there
-(targets/registry.py ``node_software``: the node image, or deployed files) -> the cluster, by name through
+Sequence (``run_test``, of a config resolved by harness/config/resolved.py): the backend
+(``--cluster``, clusters/registry.py; ``auto`` picks docker when an engine answers, else netns)
+-> what the nodes run there (targets/registry.py ``node_software``: the node image, or
+deployed files) -> the cluster, by name through
 ``clusters.registry.make_cluster`` (run id ``<timestamp>-<seed>``) -> the target's DB (``--db``, targets/registry.py)
 ``setup()`` -> wait for a leader -> the workload's ``setup()`` (e.g. its topic)
 -> the workload's client generator and the nemesis's generator together,
