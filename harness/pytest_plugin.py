@@ -61,6 +61,7 @@ from typing import Any, Callable
 import pytest
 
 from clusters.registry import BACKENDS
+from harness.config.resolved import resolve
 from harness.config.run import RunConfig
 from harness.reports.summary import format_results
 from harness.run import runner
@@ -68,8 +69,9 @@ from nemesis.schedule import parse_fault_names
 from targets.registry import DEFAULT_TARGET, target_spec
 from workloads.registry import workload_spec
 
-#: ``RUN(config) -> (results, run_dir)`` makes ``chaos_run``'s run; None: a real run
-#: (``harness.run.runner.prepare_run`` then ``run_test(config, run_dir, progress=False)``)
+#: ``RUN(config) -> (results, run_dir)`` makes ``chaos_run``'s run of a RunConfig; None: a real
+#: run (the config resolved, ``harness.run.runner.prepare_run``, then ``run_test(config,
+#: run_dir, progress=False)``)
 RUN: Callable[[Any], tuple[dict, Path]] | None = None
 
 #: the axes a test is parametrised by, in the id's order
@@ -329,8 +331,9 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     run_dir = None
     try:
         if run is None:
-            run_dir = runner.prepare_run(cfg)
-            results, run_dir = runner.run_test(cfg, run_dir, progress=False)
+            config, run_dir = runner.prepare_run(resolve(cfg))
+            results, run_dir = runner.run_test(config, run_dir, progress=False)
+            cfg = config.flat          # with its defaults filled in, as the store records it
         else:
             results, run_dir = run(cfg)
     except runner.Interrupted:
@@ -374,6 +377,6 @@ def kraft_chaos_run(request: pytest.FixtureRequest,
     def run(**overrides: Any) -> tuple[dict, Path]:
         overrides.setdefault("seed", 0)
         overrides.setdefault("store", root)
-        return runner.run_test(RunConfig(**overrides), progress=False)
+        return runner.run_test(resolve(RunConfig(**overrides)), progress=False)
 
     return run

@@ -37,6 +37,16 @@ class QuorumClient(Protocol):
 QuorumClientFactory = Callable[[str, int, str, int], QuorumClient]
 
 
+class QueueClientOptions(Protocol):
+    """What a target's queue client reads of the queue workload's options (workloads/queue.py,
+    ``QueueOptions``): ``timeout_ms`` (ms, per request), ``acks`` (0, 1 or -1) and
+    ``idempotence`` (the producer's; a target without one ignores it)."""
+
+    timeout_ms: int
+    acks: int
+    idempotence: bool
+
+
 class DB(abc.ABC):
     """A system under test on ``cluster``'s nodes.
 
@@ -107,8 +117,8 @@ class DB(abc.ABC):
 
     def queue_client_factory(self):
         """How the queue workload makes its producer/consumer: ``factory(bootstrap: tuple of
-        "host:port", options) -> QueueClient`` (workloads/queue.py's contract), or None when
-        the target has no data plane (the default)."""
+        "host:port", options: QueueClientOptions) -> QueueClient`` (workloads/queue.py's
+        contract), or None when the target has no data plane (the default)."""
         return None
 
     @abc.abstractmethod

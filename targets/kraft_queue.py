@@ -30,6 +30,7 @@ from kraft.core import errors
 from kraft.wire import api
 from history import outcomes
 from targets.kraft_client import KraftClient
+from targets.base import QueueClientOptions
 
 #: Kafka error codes this client handles by name (``kraft.core.errors`` has the broker's own;
 #: the controller's are Kafka's numbers)
@@ -306,9 +307,9 @@ class KraftQueueClient:
 def kraft_queue_factory(cluster_id: str, client_factory: Callable[..., Any] | None = None):
     """The factory ``(bootstrap, options) -> KraftQueueClient`` the kraft target hands the
     queue workload (workloads/queue.py's contract): ``cluster_id`` closed over, and the
-    options' ``timeout_ms`` and ``acks`` (defaults 3000 and -1); ``client_factory`` as
-    :class:`KraftQueueClient`'s."""
-    def factory(bootstrap: Sequence[str], options: Any) -> KraftQueueClient:
-        return KraftQueueClient(bootstrap, cluster_id, timeout_ms=getattr(options, "timeout_ms", 3000),
-                                acks=getattr(options, "acks", -1), client_factory=client_factory)
+    options' ``timeout_ms`` and ``acks`` (:class:`targets.base.QueueClientOptions`);
+    ``client_factory`` as :class:`KraftQueueClient`'s."""
+    def factory(bootstrap: Sequence[str], options: QueueClientOptions) -> KraftQueueClient:
+        return KraftQueueClient(bootstrap, cluster_id, timeout_ms=options.timeout_ms, acks=options.acks,
+                                client_factory=client_factory)
     return factory

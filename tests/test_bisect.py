@@ -99,7 +99,8 @@ def test_run_bisect_runs_n_seeds_per_release_and_scores_on_the_kinds(tmp_path):
     """A stand-in for run_test: stale-leader up to 3.6.2, disruptive-election on every 3.x."""
     seen = []
 
-    def run(cfg, progress=False):
+    def run(resolved, progress=False):
+        cfg = resolved.flat
         seen.append((cfg.kafka_version, cfg.seed))
         run_dir = store.create_run_dir(tmp_path, "fake", f"s{len(seen)}")
         (run_dir / "history.jsonl").write_text(

@@ -17,7 +17,8 @@ from harness.config.schedules import SCHEDULES
 def fake_run(tmp_path, caught: dict[str, set[int]]):
     """A run_test stand-in: a stored run whose history has one op at 2.5 s; invalid
     (lost-write, naming that op) for the seeds in ``caught[switches]``."""
-    def run(cfg, progress=False):
+    def run(resolved, progress=False):
+        cfg = resolved.flat
         run_dir = store.create_run_dir(tmp_path, "fake", f"s{len(list(tmp_path.rglob('history.jsonl')))}")
         (run_dir / "history.jsonl").write_text(
             '{"index":0,"time":1000000000,"type":"invoke","process":0,"f":"append","value":1}\n'

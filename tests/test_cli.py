@@ -198,7 +198,7 @@ def test_progress_line_and_both_modes(caplog):
 
 
 def test_pytest_plugin_fixture_and_marker(pytester, monkeypatch, tmp_path):
-    """The plugin registers the docker marker and kraft_chaos_run builds a RunConfig."""
+    """The plugin registers the docker marker and kraft_chaos_run builds a RunConfig and runs it resolved."""
     import harness.run.runner
 
     calls = []
@@ -220,8 +220,8 @@ def test_pytest_plugin_fixture_and_marker(pytester, monkeypatch, tmp_path):
                                           "--kraft-chaos-store", str(tmp_path / "s"))
     result.assert_outcomes(passed=1)
     (config, progress), = calls
-    assert (config.nodes, config.nemesis, config.seed, config.store, progress) == \
-        (3, ["kill"], 0, str(tmp_path / "s"), False)
+    assert (config.flat.nodes, config.nemesis.faults, config.seed, config.store, progress) == \
+        (3, ("kill",), 0, str(tmp_path / "s"), False)
 
 
 def test_a_workload_on_a_target_it_does_not_support_exits_3_naming_both(tmp_path, capsys):

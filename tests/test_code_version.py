@@ -11,6 +11,7 @@ import pytest
 from harness.run import code_version
 from harness.run import runner
 from harness.run.code_version import code_commit
+from harness.config.resolved import resolve
 from harness.config.run import RunConfig
 from harness.run.runner import prepare_run
 
@@ -96,11 +97,11 @@ def test_no_git_or_a_hung_git_is_none(repo, monkeypatch):
 
 
 def test_prepare_run_records_the_commit_in_test_json(tmp_path, monkeypatch):
-    cfg = RunConfig(seed=7, nodes=3, store=str(tmp_path), time_limit=5)
-    data = json.loads((prepare_run(cfg) / "test.json").read_text())
+    cfg = resolve(RunConfig(seed=7, nodes=3, store=str(tmp_path), time_limit=5))
+    data = json.loads((prepare_run(cfg)[1] / "test.json").read_text())
     assert "commit" in data and data["commit"] == code_commit()
     assert data["seed"] == 7 and "--seed 7" in data["command"]
 
     monkeypatch.setattr(runner, "code_commit", lambda: "ab" * 20 + "-dirty")
-    data = json.loads((prepare_run(cfg) / "test.json").read_text())
+    data = json.loads((prepare_run(cfg)[1] / "test.json").read_text())
     assert data["commit"] == "ab" * 20 + "-dirty"

@@ -19,6 +19,7 @@ import pytest
 from clusters.errors import ClusterError
 from faults.registry import families, fault_spec
 from harness.cli.main import build_parser
+from harness.config.resolved import resolve
 from harness.config.run import scenario_config
 from harness.config.scenario import load
 from harness.hunt import portfolio
@@ -53,7 +54,9 @@ def run_faults(cfg) -> list[tuple[str, dict]]:
 
 
 class FakeCluster:
-    """A ``run(config, run_dir)`` stand-in: takes the run's time limit (a scenario's budget) plus
+    """A ``run(config, run_dir)`` stand-in (``config`` resolved; each call is recorded as the
+    fields of its ``config.flat``, with ``started`` and ``ended`` on the clock): takes the run's
+    time limit (a scenario's budget) plus
     :data:`FAKE_OVERHEAD_S` of the clock; writes a history whose faults are the run's; is
     invalid (lost-write, naming the start of a kill, else the first op) when ``fails(families)``
     says so; ``raises``:
@@ -61,14 +64,15 @@ class FakeCluster:
 
     def __init__(self, clock: Clock, fails=lambda families: False, verdict=None, raises: dict | None = None):
         self.clock, self.fails, self.verdict, self.raises = clock, fails, verdict, raises or {}
-        self.calls: list = []          # (config, start, end) on the clock
+        self.calls: list = []          # a namespace of each run's fields, started and ended on the clock
 
-    def __call__(self, cfg, run_dir: Path):
+    def __call__(self, resolved, run_dir: Path):
+        cfg = types.SimpleNamespace(**dataclasses.asdict(resolved.flat))
         self.calls.append(cfg)
         if len(self.calls) in self.raises:
             raise self.raises[len(self.calls)]
         start = self.clock.t
-        self.clock.t += portfolio.limit_s(dataclasses.asdict(cfg)) + FAKE_OVERHEAD_S
+        self.clock.t += portfolio.limit_s(dataclasses.asdict(resolved.flat)) + FAKE_OVERHEAD_S
         cfg.ended = self.clock.t
         cfg.started = start
         faults = run_faults(cfg)
@@ -231,8 +235,8 @@ def test_stop_at_first_shrinks_the_failed_run_into_a_scenario_that_still_fails(t
     attempts = ff["shrink"]["runs"]
     assert len(attempts) == len(run.calls) - 1 and attempts[-1]["fails"]
     assert all(c.scenario is not None and c.seed == 11 and c.ended <= h.budget.deadline for c in run.calls[1:])
-    cfg = scenario_config(shrunk, Path(ff["scenario"]))        # the scenario file is a run the registries accept
-    cfg.check()
+    cfg = scenario_config(shrunk, Path(ff["scenario"]))
+    resolve(cfg)                                   # the scenario file is a run the registries accept
     assert cfg.seed == 11 and cfg.workload == row["workload"]
     text = (tmp_path / "report" / "hunt.txt").read_text()
     assert f"first failure: {ff['elapsed_s']:.0f} s into the hunt" in text and "shrunk: 5 fault(s) -> 1" in text

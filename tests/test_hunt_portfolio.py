@@ -14,6 +14,7 @@ import pytest
 from harness.catalogue.bugs import CATALOGUE
 from harness.catalogue.kafka_bugs import KAFKA_CATALOGUE
 from harness.config import values
+from harness.config.resolved import resolve
 from harness.config.run import RunConfig
 from harness.config.schedules import SCHEDULES
 from harness.hunt import portfolio as pf
@@ -77,8 +78,7 @@ def test_every_play_of_the_rotation_is_a_run_the_registries_accept(db, workloads
     order = pf.rotation_order(db, workloads, 5)
     for play in itertools.islice(pf.rotation(db, workloads, 5), 2 * len(workloads) * len(order)):
         fields = pf.run_fields(play, 60.0)
-        cfg = RunConfig(seed=play.seed, **fields)
-        cfg.check()                    # raises for anything a real run would refuse
+        cfg = resolve(RunConfig(seed=play.seed, **fields)).flat   # raises for anything a real run would refuse
         assert (cfg.workload, cfg.kraft_version, cfg.db) == (play.workload, play.kraft_version, db)
         if cfg.workload == "queue":    # brokers (kafka always has them), and faults reach them too
             assert cfg.nemesis_targets in ("all", "clients")

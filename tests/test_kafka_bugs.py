@@ -12,6 +12,7 @@ from harness.catalogue.kafka_bugs import KAFKA_CATALOGUE, KAFKA_CLASSES, Side, k
 from harness.bugs import report, runs as bug_runs
 from harness.cli import bugs as bugs_cli
 from harness.cli import main as cli
+from harness.config.resolved import resolve
 from harness.config.run import RunConfig
 from harness.config.schedules import SCHEDULES
 from history import store
@@ -27,13 +28,11 @@ def test_the_catalogue_has_five_bugs_in_four_classes_each_runnable_on_both_sides
         assert b.jira.startswith("KAFKA-") and b.cause and b.kinds
         assert SCHEDULES[b.schedule].db == "kafka"
         for side in (b.affected, b.fixed):
-            cfg = RunConfig(seed=1, **b.run_fields(side))
-            cfg.check()              # the release exists in the table and can run the schedule
+            # the release exists in the table and can run the schedule
+            cfg = resolve(RunConfig(seed=1, **b.run_fields(side))).flat
             assert cfg.kafka_version == side.version and cfg.db == "kafka"
-        kv_a = RunConfig(seed=1, **b.run_fields(b.affected))
-        kv_a.check()
-        kv_f = RunConfig(seed=1, **b.run_fields(b.fixed))
-        kv_f.check()
+        kv_a = resolve(RunConfig(seed=1, **b.run_fields(b.affected))).flat
+        kv_f = resolve(RunConfig(seed=1, **b.run_fields(b.fixed))).flat
         # the entry says its affected side has it and its fixed side has not
         assert b.affects(b.affected.version, kv_a.kraft_version), b.jira
         assert not b.affects(b.fixed.version, kv_f.kraft_version), b.jira
@@ -67,7 +66,8 @@ def test_what_a_release_is_known_to_show_comes_from_the_catalogue():
 def fake_run(tmp_path, anomalies_by_version: dict[str, dict[str, int]], seen: list):
     """A run_test stand-in: a stored run whose history has ops at 1 s and 3.5 s; its
     anomalies are ``anomalies_by_version[cfg.kafka_version]``, each naming the op at 3.5 s."""
-    def run(cfg, progress=False):
+    def run(resolved, progress=False):
+        cfg = resolved.flat
         seen.append((cfg.kafka_version, cfg.kraft_version, cfg.seed, cfg.db))
         run_dir = store.create_run_dir(tmp_path, "fake", f"s{len(seen)}")
         (run_dir / "history.jsonl").write_text(
@@ -191,8 +191,7 @@ def test_every_kafka_schedule_runs_on_kafka_and_fits_the_budget():
     kafka = {n: s for n, s in SCHEDULES.items() if s.db == "kafka"}
     assert {"kafka-default", "kafka-fence", "kafka-rejoin", "kafka-power"} <= set(kafka)
     for name, sched in kafka.items():
-        cfg = RunConfig(seed=1, **sched.run_config())
-        cfg.check()
+        cfg = resolve(RunConfig(seed=1, **sched.run_config())).flat
         assert cfg.db == "kafka" and cfg.workload == "metadata", name
         assert sched.time_limit + bug_runs.OVERHEAD_S <= bug_runs.DEFAULT_BUDGET_S, name
     assert all(s.db == "kraft" for n, s in SCHEDULES.items() if not n.startswith("kafka-"))

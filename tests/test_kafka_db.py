@@ -3,6 +3,7 @@ against a stand-in ``java`` on this machine; and (marked ``docker``) a real 3-no
 combined Kafka cluster: leader, kill -9, restart, teardown."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -20,6 +21,7 @@ from targets.errors import TargetError
 from targets.kafka import server_config as sc
 from targets.kafka.db import KafkaDB, node_count
 from targets.kafka.server_config import KafkaPaths
+from targets.kafka.settings import KafkaSettings
 from tests.nemesis_fakes import FakeCluster, FakeRemote
 
 
@@ -81,11 +83,13 @@ def test_node_count_and_for_run():
     assert node_count("dedicated", 5) == 8 and node_count("combined", 3) == 3
     with pytest.raises(ValueError):
         node_count("mixed", 3)
-    opts = types.SimpleNamespace(seed=4, nodes=3, kafka_version="4.3.1", kafka_topology="dedicated", kraft_version=0)
-    db = KafkaDB.for_run(FakeCluster(6), "CID", opts)
+    settings = KafkaSettings(seed=4, nodes=3, kafka_version="4.3.1", kafka_topology="dedicated", kraft_version=0,
+                             kafka_props={"a.b": "1"})
+    db = KafkaDB.for_run(FakeCluster(6), "CID", settings)
     assert (db.n_controllers, db.n_brokers, db.kraft_version, db.seed) == (3, 3, 0, 4)
-    opts.kafka_topology = "combined"
-    assert KafkaDB.for_run(FakeCluster(3), "CID", opts).brokers() == ["n1", "n2", "n3"]
+    assert db.extra_properties == {"a.b": "1"} and db.version == "4.3.1"
+    combined = dataclasses.replace(settings, kafka_topology="combined")
+    assert KafkaDB.for_run(FakeCluster(3), "CID", combined).brokers() == ["n1", "n2", "n3"]
 
 
 @pytest.mark.parametrize("kwargs, message", [

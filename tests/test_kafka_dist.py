@@ -7,7 +7,6 @@ import io
 import tarfile
 import zipfile
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -15,6 +14,7 @@ from targets.errors import TargetError
 from targets.kafka import target
 from targets.kafka.dist import DistError, dist_libs, read_dist
 from targets.kafka.releases import NEWEST, UnsupportedOption, release
+from targets.kafka.settings import KafkaSettings
 
 
 def clients_jar(version: str | None) -> bytes:
@@ -126,49 +126,48 @@ def test_a_distribution_before_3_3_is_refused(tmp_path):
         read_dist(make_dist(tmp_path, "3.2.3", logging=("reload4j-1.2.19.jar",)))
 
 
-def run_options(**kw):
-    return SimpleNamespace(**{"kafka_version": "4.4.0", "kafka_dist": None, "kafka_dist_digest": None,
-                              "kraft_version": None, "nemesis": ["kill"], "scenario": None, **kw})
+def run_settings(**kw) -> KafkaSettings:
+    return KafkaSettings(**{"kafka_version": "4.4.0", **kw})
 
 
 def test_prepare_takes_the_version_and_digest_from_the_distribution(tmp_path):
     archive = tgz(make_dist(tmp_path / "src", "3.8.1"), tmp_path / "kafka_2.13-3.8.1.tgz")
-    opts = run_options(kafka_dist=str(archive))
-    target.prepare(opts)
-    assert opts.kafka_version == "3.8.1" and opts.kafka_dist == str(archive.absolute())
-    assert opts.kafka_dist_digest == read_dist(archive).digest
-    assert opts.kraft_version == 0                      # 3.8's default: static voters
-    target.prepare(opts)                                # idempotent
-    assert opts.kafka_version == "3.8.1"
+    given = run_settings(kafka_dist=str(archive))
+    done = target.prepare(given, frozenset({"kill"}))
+    assert done.kafka_version == "3.8.1" and done.kafka_dist == str(archive.absolute())
+    assert done.kafka_dist_digest == read_dist(archive).digest
+    assert done.kraft_version == 0                      # 3.8's default: static voters
+    assert given.kafka_version == "4.4.0" and given.kafka_dist_digest is None     # the given ones stay
+    assert target.prepare(done, frozenset({"kill"})) == done       # idempotent
 
 
 def test_prepare_refuses_what_the_distributions_release_cannot_do(tmp_path):
-    opts = run_options(kafka_dist=str(make_dist(tmp_path, "3.8.1")), kraft_version=1)
+    settings = run_settings(kafka_dist=str(make_dist(tmp_path, "3.8.1")), kraft_version=1)
     with pytest.raises(UnsupportedOption, match="Kafka 3.8.1 cannot run --kraft-version 1"):
-        target.prepare(opts)
+        target.prepare(settings)
+    with pytest.raises(UnsupportedOption, match="Kafka 3.8.1 cannot run the membership nemesis"):
+        target.prepare(run_settings(kafka_dist=str(make_dist(tmp_path / "m", "3.8.1"))), frozenset({"membership"}))
 
 
 def test_a_distribution_changed_after_prepare_is_refused(tmp_path):
     home = make_dist(tmp_path, "4.0.2")
-    opts = run_options(kafka_dist=str(home))
-    target.prepare(opts)
+    done = target.prepare(run_settings(kafka_dist=str(home)))
     (home / "libs" / "kafka-raft-4.0.2.jar").write_bytes(b"rebuilt")
     with pytest.raises(DistError, match="changed since the run was prepared"):
-        target.prepare(opts)
+        target.prepare(done)
 
 
 def test_prepare_without_a_distribution_fills_the_releases_kraft_version():
     for version, kv in (("3.7.2", 0), ("3.9.2", 1), ("4.4.0", 1)):
-        opts = run_options(kafka_version=version)
-        target.prepare(opts)
-        assert opts.kraft_version == kv and opts.kafka_dist is None
+        done = target.prepare(run_settings(kafka_version=version))
+        assert done.kraft_version == kv and done.kafka_dist is None
 
 
 def test_the_repeat_command_and_test_json_name_the_distribution(tmp_path):
+    from harness.config.resolved import resolve
     from harness.config.run import RunConfig
     home = make_dist(tmp_path, "4.0.2")
-    config = RunConfig(seed=1, db="kafka", workload="metadata", kafka_dist=str(home))
-    target.prepare(config)
+    config = resolve(RunConfig(seed=1, db="kafka", workload="metadata", kafka_dist=str(home))).flat
     cmd = config.repeat_command()
     assert f"--kafka-dist {home}" in cmd and "--kafka-version" not in cmd
     record = config.to_dict()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -21,6 +20,7 @@ from targets.kafka import host_files
 from targets.kafka.image import config_files
 from targets.kafka.logging_stacks import CONFIG_DIR
 from targets.kafka.server_config import LIBS_DIR, server_argv
+from targets.kafka.settings import KafkaSettings
 from targets.registry import node_software, target_spec
 from tests.sshd_hosts import SshdHosts, sshd_skip_reason
 
@@ -54,7 +54,7 @@ def fake_libs(tmp_path, monkeypatch):
 @pytest.mark.parametrize("backend", ["netns", "ssh"])
 def test_the_deploy_table_gives_kafka_its_jars_configs_and_java(backend, fake_libs):
     libs, asked = fake_libs
-    sw = node_software(target_spec("kafka"), Resolved(backend), SimpleNamespace(kafka_version="4.3.1"), print)
+    sw = node_software(target_spec("kafka"), Resolved(backend), KafkaSettings(kafka_version="4.3.1"), print)
     assert asked == ["4.3.1"]
     assert sw.image is None and sw.min_java == 17
     assert sw.files == {"/opt/kafka/libs": libs, "/opt/kafka/config": libs.parent / "config"}

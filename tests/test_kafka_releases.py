@@ -8,7 +8,6 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -80,37 +79,39 @@ def test_an_own_build_past_the_newest_line_gets_the_newest_row():
         release("3.2.0-SNAPSHOT", newer=True)
 
 
-def opts(**kw):
-    return SimpleNamespace(**{"kraft_version": None, "nemesis": [], "scenario": None, **kw})
+def opts(kraft_version=None, faults=()):
+    """``check_run_options``'s run arguments: the kraft.version asked (None: the release's
+    default) and the fault families played."""
+    return kraft_version, frozenset(faults)
 
 
 @pytest.mark.parametrize("version, options, msg", [
     ("3.8.1", opts(kraft_version=1), "Kafka 3.8.1 cannot run --kraft-version 1: kraft.version 1 (KIP-853 "
                                      "dynamic quorum, controller.quorum.bootstrap.servers) exists from Kafka 3.9"),
     ("3.3.2", opts(kraft_version=1), "Kafka 3.3.2 cannot run --kraft-version 1"),
-    ("3.8.1", opts(nemesis=["kill", "membership:remove+add"]),
+    ("3.8.1", opts(faults=["kill", "membership"]),
      "Kafka 3.8.1 cannot run the membership nemesis: voter changes (KIP-853 AddRaftVoter/RemoveRaftVoter, "
      "kafka-metadata-quorum add-controller/remove-controller) exist from Kafka 3.9"),
-    ("3.6.2", opts(scenario=[{"nemesis": "start-membership"}]), "Kafka 3.6.2 cannot run the membership nemesis"),
+    ("3.6.2", opts(faults=["membership"]), "Kafka 3.6.2 cannot run the membership nemesis"),
 ])
 def test_refusals_name_the_version_and_the_feature(version, options, msg):
     with pytest.raises(UnsupportedOption) as err:
-        check_run_options(release(version), version, options)
+        check_run_options(release(version), version, *options)
     assert msg in str(err.value)
     assert isinstance(err.value, TargetError)
 
 
 @pytest.mark.parametrize("version, options", [
-    ("3.8.1", opts()), ("3.8.1", opts(kraft_version=0, nemesis=["partition", "kill"])),
-    ("3.9.2", opts(kraft_version=1, nemesis=["membership"])), ("4.4.0", opts(nemesis=["membership"]))])
+    ("3.8.1", opts()), ("3.8.1", opts(kraft_version=0, faults=["partition", "kill"])),
+    ("3.9.2", opts(kraft_version=1, faults=["membership"])), ("4.4.0", opts(faults=["membership"]))])
 def test_what_a_release_can_do_passes(version, options):
-    check_run_options(release(version), version, options)
+    check_run_options(release(version), version, *options)
 
 
 def test_the_default_kraft_version_is_the_releases_newest():
-    assert run_kraft_version(release("3.8.1"), opts()) == 0
-    assert run_kraft_version(release("3.9.2"), opts()) == 1
-    assert run_kraft_version(release("4.4.0"), opts(kraft_version=0)) == 0
+    assert run_kraft_version(release("3.8.1"), None) == 0
+    assert run_kraft_version(release("3.9.2"), None) == 1
+    assert run_kraft_version(release("4.4.0"), 0) == 0
 
 
 # --- what reads the table ------------------------------------------------------------------

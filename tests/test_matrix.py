@@ -185,8 +185,8 @@ def test_the_command_runs_every_cell_and_exits_0_when_all_are_valid(tmp_path, mo
     seen = []
     monkeypatch.setattr(runner, "run_test", lambda c, d=None, progress=None: (seen.append(c) or VALID, d))
     assert cli.main(["matrix", str(p), "--store", str(tmp_path / "store"), "--subnet", "10.86.0.0/24"]) == 0
-    assert [(c.nemesis, c.seed, c.subnet, c.time_limit) for c in seen] == \
-        [(["kill"], 3, "10.86.0.0/24", 12.0), ([], 3, "10.86.0.0/24", 12.0)]
+    assert [(c.nemesis.faults, c.seed, c.cluster.subnet, c.time_limit) for c in seen] == \
+        [(("kill",), 3, "10.86.0.0/24", 12.0), ((), 3, "10.86.0.0/24", 12.0)]
     out = capsys.readouterr().out
     (folder,) = (tmp_path / "store" / "matrix").iterdir()
     assert f"matrix.json and matrix.xml in {folder}" in out and (folder / "matrix.xml").is_file()

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from harness.run.disks import wants_power_loss
+from harness.config.resolved import resolve
 from harness.config.run import RunConfig
 from nemesis.controller import NemesisController
 from nemesis.faults import Fault
@@ -67,10 +67,12 @@ def test_a_node_already_down_is_recorded_and_no_disks_is_a_clear_error():
 
 
 def test_runs_that_name_power_loss_get_disks():
-    assert wants_power_loss(RunConfig(seed=1, nemesis=["kill", "power-loss:leader"]))
-    assert not wants_power_loss(RunConfig(seed=1, nemesis=["kill", "crash"]))
+    def families(**fields) -> frozenset[str]:       # the runner mounts disks when power-loss is one
+        return resolve(RunConfig(seed=1, **fields)).nemesis.families
+    assert families(nemesis=["kill", "power-loss:leader"]) == {"kill", "power-loss"}
+    assert "power-loss" not in families(nemesis=["kill", "crash"])
     steps = [{"nemesis": "start-power-loss", "value": {"kind": "one"}}]
-    assert wants_power_loss(RunConfig(seed=1, nemesis=[], scenario=steps))
+    assert "power-loss" in families(nemesis=[], scenario=steps)
 
 
 def test_a_wipe_is_made_durable_on_power_loss_disks():

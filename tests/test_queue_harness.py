@@ -9,6 +9,7 @@ import shlex
 import pytest
 
 from harness.cli.main import build_parser, main
+from harness.config.resolved import resolve
 from harness.config.run import RunConfig
 from harness.cli.workload_flags import config_kwargs
 from harness.config.options import resolve_brokers, workload_options
@@ -67,20 +68,19 @@ def test_workload_options_are_checked_and_built():
 
 def test_the_queue_workload_gets_3_brokers_on_kraft_unless_told():
     queue, kraft, kafka = workload_spec("queue"), target_spec("kraft"), target_spec("kafka")
-    cfg = RunConfig(seed=1, workload="queue")
-    resolve_brokers(cfg, queue, kraft)
-    assert cfg.brokers == 3 and kraft.node_count(cfg) == cfg.nodes + 3
-    cfg = RunConfig(seed=1, workload="queue", brokers=2)
-    resolve_brokers(cfg, queue, kraft)
-    assert cfg.brokers == 2
+    assert resolve_brokers(RunConfig(seed=1, workload="queue"), queue, kraft) == 3
+    assert resolve_brokers(RunConfig(seed=1, workload="queue", brokers=2), queue, kraft) == 2
     with pytest.raises(ValueError, match="--brokers"):
         resolve_brokers(RunConfig(seed=1, workload="queue", brokers=0), queue, kraft)
-    cfg = RunConfig(seed=1, workload="queue", db="kafka")
-    resolve_brokers(cfg, queue, kafka)                      # kafka has its own brokers
-    assert cfg.brokers is None and kafka.node_count(cfg) == cfg.nodes + 3
-    cfg = RunConfig(seed=1)                                  # append needs none
-    resolve_brokers(cfg, workload_spec("append"), kraft)
-    assert cfg.brokers is None and kraft.node_count(cfg) == cfg.nodes
+    # kafka has its own brokers; append needs none
+    assert resolve_brokers(RunConfig(seed=1, workload="queue", db="kafka"), queue, kafka) is None
+    assert resolve_brokers(RunConfig(seed=1), workload_spec("append"), kraft) is None
+    # the resolved run: the flat record and the target's settings agree on the node count
+    for fields, want in ((dict(workload="queue"), 3), (dict(workload="queue", db="kafka"), None),
+                         (dict(), None)):
+        run = resolve(RunConfig(seed=1, **fields))
+        assert run.flat.brokers == run.target.settings.brokers == want
+        assert run.target.spec.node_count(run.target.settings) == run.flat.nodes + (0 if fields == {} else 3)
 
 
 @pytest.mark.parametrize("workload, db, given, want", [
@@ -89,10 +89,9 @@ def test_the_queue_workload_gets_3_brokers_on_kraft_unless_told():
     ("metadata", "kafka", None, "quorum"), ("append", "kraft", "all", "all"),
 ])
 def test_faults_reach_the_brokers_by_default_under_the_queue_workload(workload, db, given, want):
-    cfg = RunConfig(seed=1, workload=workload, db=db, nemesis_targets=given)
-    cfg.check()
-    assert cfg.nemesis_targets == want
-    assert f"--nemesis-targets {want}" in cfg.repeat_command()
+    run = resolve(RunConfig(seed=1, workload=workload, db=db, nemesis_targets=given))
+    assert run.nemesis.targets == run.flat.nemesis_targets == want
+    assert f"--nemesis-targets {want}" in run.flat.repeat_command()
 
 
 def test_the_cli_leaves_the_queue_default_to_the_workload_and_keeps_quorum_on_request():
@@ -100,14 +99,13 @@ def test_the_cli_leaves_the_queue_default_to_the_workload_and_keeps_quorum_on_re
     assert _run_args("--workload", "queue", "--nemesis-targets", "quorum").nemesis_targets == "quorum"
     assert workload_spec("queue").nemesis_targets == "all" and workload_spec("append").nemesis_targets == "quorum"
     with pytest.raises(ValueError, match="unknown nemesis targets 'brokers'"):
-        RunConfig(seed=1, workload="queue", nemesis_targets="brokers").check()
+        resolve(RunConfig(seed=1, workload="queue", nemesis_targets="brokers"))
 
 
 def test_a_queue_run_faults_the_controllers_and_the_brokers():
     db = KraftDB(FakeCluster(8), "c1", seed=1, brokers=3)
-    cfg = RunConfig(seed=1, workload="queue")
-    cfg.check()
-    assert db.fault_nodes(cfg.nemesis_targets) == [f"n{i}" for i in range(1, 9)]
+    run = resolve(RunConfig(seed=1, workload="queue"))
+    assert db.fault_nodes(run.nemesis.targets) == [f"n{i}" for i in range(1, 9)]
 
 
 def test_kafka_broker_counts():

@@ -10,6 +10,8 @@ import json
 import pytest
 
 from harness.cli import main as cli
+from harness.config.resolved import resolve
+from harness.config.run import RunConfig
 from harness.run import runner
 from history import store
 from history import HistoryWriter
@@ -131,9 +133,9 @@ def test_run_accepts_workload_kv(tmp_path, monkeypatch, capsys):
     assert test["config"]["workload"] == "kv" and "--workload kv" in test["command"]
 
 
-def test_run_test_rejects_an_unknown_workload():
+def test_a_run_config_naming_an_unknown_workload_is_refused():
     with pytest.raises(ValueError, match="unknown workload 'bank': choose from append, kv"):
-        runner.run_test(runner.RunConfig(seed=1, workload="bank"))
+        resolve(RunConfig(seed=1, workload="bank"))
 
 
 def test_the_runner_builds_the_configured_workload(tmp_path):
@@ -144,6 +146,6 @@ def test_the_runner_builds_the_configured_workload(tmp_path):
 
     topo = Topology(("n1",), {"n1": ("127.0.0.1", 1)}, {"n1": 1}, kraft_client)
     for name, cls in (("kv", KvWorkload), ("append", AppendWorkload)):
-        r = runner._Run(runner.RunConfig(seed=1, workload=name, concurrency=4, rate=20), tmp_path, False)
+        r = runner._Run(resolve(RunConfig(seed=1, workload=name, concurrency=4, rate=20)), tmp_path, False)
         wl = r._make_workload(topo)
         assert isinstance(wl, cls) and (wl.options.concurrency, wl.options.rate) == (4, 20)

@@ -181,6 +181,7 @@ def test_a_wipe_step_is_a_nemesis_step_and_budgets_a_format():
 def test_a_kafka_scenario_names_its_release_distribution_and_server_properties(tmp_path):
     """Issue 25: a scenario file can say what a Kafka run needs: db, kafka_version or
     kafka_dist (a path relative to the file), kraft_version and extra server properties."""
+    from harness.config.resolved import resolve
     from harness.config.run import scenario_config
     p = tmp_path / "sub" / "s.toml"
     p.parent.mkdir()
@@ -193,10 +194,10 @@ def test_a_kafka_scenario_names_its_release_distribution_and_server_properties(t
     assert cfg.kafka_props == {"metadata.log.max.snapshot.interval.ms": 2000, "x.enable": True}
     cfg = scenario_config({"run": {"db": "kafka", "kafka_version": "3.9.2",
                                    "kafka_props": {"a.b": 5, "x.enable": True}}, "steps": [{"sleep": 1}]}, p)
-    cfg.check()
-    assert cfg.kafka_props == {"a.b": "5", "x.enable": "true"}       # checked into server.properties text
+    resolved = resolve(cfg)
+    assert resolved.flat.kafka_props == {"a.b": "5", "x.enable": "true"}   # checked into server.properties text
     assert "--kafka-prop a.b=5 --kafka-prop x.enable=true" in " ".join(
-        __import__("targets.kafka.target", fromlist=["repeat_flags"]).repeat_flags(cfg))
+        __import__("targets.kafka.target", fromlist=["repeat_flags"]).repeat_flags(resolved.target.settings))
 
 
 @pytest.mark.parametrize("run, line, needle", [

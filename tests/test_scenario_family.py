@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.catalogue import families as timeline
+from harness.config.resolved import resolve
 from harness.config.scenario import load
 
 
@@ -33,7 +34,8 @@ def test_kafka_runs_drop_our_switches_and_use_combined_nodes():
 def test_run_timeline_counts_lost_writes_per_run_and_keeps_going_after_an_error(tmp_path):
     calls = []
 
-    def fake_run(cfg, progress=False):
+    def fake_run(resolved, progress=False):
+        cfg = resolved.flat
         calls.append((cfg.seed, tuple(cfg.unsafe)))
         if cfg.seed == 2 and cfg.unsafe:
             raise RuntimeError("cluster fell over")
@@ -82,8 +84,7 @@ def test_on_kafka_variant_a_runs_its_own_file_on_the_newest_release_without_pre_
     assert not release(cfg.kafka_version).pre_vote and cfg.unsafe == [] and cfg.fetch_max_records is None
     steps = [s.get("nemesis") for s in cfg.scenario]
     assert "start-pause" in steps and "start-wipe" in steps
-    cfg.check()
+    resolve(cfg)          # a run the registries and the release accept
     for letter in "cde":
-        c = timeline.variant_config(kafka[letter], "kafka", 3, "/tmp/nowhere")
-        c.check()
+        c = resolve(timeline.variant_config(kafka[letter], "kafka", 3, "/tmp/nowhere")).flat
         assert release(c.kafka_version).pre_vote

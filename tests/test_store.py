@@ -8,6 +8,7 @@ import os
 import pytest
 
 from history import store
+from harness.config.resolved import resolve
 from harness.config.run import RunConfig
 from harness.run.runner import cluster_id_for, prepare_run
 
@@ -43,8 +44,9 @@ def test_latest_symlink_is_relative_and_replaced(tmp_path):
 
 
 def test_prepare_run_writes_test_json_and_latest(tmp_path):
-    cfg = RunConfig(seed=42, nodes=3, nemesis=["kill", "partition"], store=str(tmp_path), time_limit=20)
-    run = prepare_run(cfg)
+    cfg = resolve(RunConfig(seed=42, nodes=3, nemesis=["kill", "partition"], store=str(tmp_path), time_limit=20))
+    stored, run = prepare_run(cfg)
+    assert stored == cfg               # only a scenario run is stored otherwise
     assert run.parent == tmp_path / "append-kill+partition"
     data = json.loads((run / "test.json").read_text())
     assert data["seed"] == 42

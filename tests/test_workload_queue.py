@@ -107,6 +107,8 @@ def test_setup_gives_up_when_partitions_never_get_a_leader(tmp_path):
 
 
 def test_the_runner_calls_setup_and_turns_its_failure_into_a_run_setup_error(tmp_path):
+    from harness.config.resolved import resolve
+    from harness.config.run import RunConfig
     from harness.run import runner
 
     class Wl:
@@ -116,7 +118,7 @@ def test_the_runner_calls_setup_and_turns_its_failure_into_a_run_setup_error(tmp
             Wl.called += 1
             raise WorkloadSetupError("topic refused")
 
-    r = runner._Run(runner.RunConfig(seed=1, workload="queue"), tmp_path, False)
+    r = runner._Run(resolve(RunConfig(seed=1, workload="queue")), tmp_path, False)
     with pytest.raises(runner.RunSetupError, match="workload queue: topic refused"):
         asyncio.run(r._setup_workload(Wl()))
     assert Wl.called == 1

@@ -23,7 +23,6 @@ import asyncio
 import statistics
 import sys
 import time
-from types import SimpleNamespace
 
 from clusters.errors import ClusterError
 from clusters.registry import BACKENDS, make_cluster, resolve_backend
@@ -31,6 +30,7 @@ from harness.bench.targets import first_leader_s
 from harness.run.runner import cluster_id_for
 from targets.errors import TargetError
 from targets.registry import node_software, target_spec
+from targets.settings import KraftSettings
 
 SEED = 15
 #: the subnet each backend's clusters use (both free on a host running only kraft-chaos)
@@ -43,7 +43,7 @@ def once(backend, software, nodes: int, index: int, subnet: str) -> dict:
     Resolved``): its figures in seconds (see the module doc). Raises ``ClusterError``,
     ``TimeoutError``."""
     spec = target_spec("kraft")
-    options = SimpleNamespace(seed=SEED, nodes=nodes, unsafe=[], fetch_max_records=None)
+    options = KraftSettings(seed=SEED, nodes=nodes)
     cid = cluster_id_for(SEED)
     cluster = make_cluster(backend.name, nodes, f"bench-{backend.name}-{int(time.time())}-{index}", software,
                            subnet=subnet, engine=backend.engine)
@@ -67,8 +67,7 @@ def measure(name: str, args) -> dict:
     """Every repeat on backend ``name``: ``{"runs": [figures, ...]}``, or ``{"error": why}``."""
     try:
         backend = resolve_backend(name)
-        software = node_software(target_spec("kraft"), backend, SimpleNamespace(base_image=None),
-                                 lambda m: print(m, flush=True))
+        software = node_software(target_spec("kraft"), backend, KraftSettings(), lambda m: print(m, flush=True))
         runs = []
         for i in range(args.repeats):
             runs.append(once(backend, software, args.nodes, i, SUBNETS[name]))

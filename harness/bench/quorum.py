@@ -18,7 +18,6 @@ import asyncio
 import statistics
 import sys
 import time
-from types import SimpleNamespace
 
 from checkers.stats import quantile
 from clusters.errors import ClusterError
@@ -29,6 +28,7 @@ from history.outcomes import ClientError
 from targets.kraft_client import KraftClient
 from targets.kraft_db import KraftDB
 from targets.registry import node_software, target_spec
+from targets.settings import KraftSettings
 
 
 async def throughput(db: KraftDB, nodes: list[str], cid: str, clients: int, seconds: float) -> dict:
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     cid = cluster_id_for(seed)
     try:
         backend = resolve_backend(args.cluster)
-        options = SimpleNamespace(seed=seed, nodes=args.nodes, base_image=None)
+        options = KraftSettings(seed=seed, nodes=args.nodes)
         software = node_software(target_spec("kraft"), backend, options, lambda m: print(m, flush=True))
         cluster = make_cluster(backend.name, args.nodes, f"bench-{int(time.time())}", software,
                                subnet=args.subnet, engine=backend.engine)

@@ -25,12 +25,12 @@ import statistics
 import sys
 import time
 from typing import Any, Callable
-from types import SimpleNamespace
 
 from checkers.stats import quantile
 from clusters.engine import connect_engine
 from clusters.errors import ClusterError
 from clusters.registry import Resolved, make_cluster
+from harness.config.run import RunConfig
 from harness.run.leader import find_leader_async, wait_for_catch_up, wait_for_leader
 from harness.run.runner import cluster_id_for
 from history.outcomes import ClientError
@@ -202,8 +202,8 @@ async def first_leader_s(db, cid: str, timeout_s: float = 300.0) -> float:
 def bench_target(name: str, args, engine) -> dict:
     """Every figure for one target on a fresh cluster (torn down after)."""
     spec = target_spec(name)
-    options = SimpleNamespace(seed=SEED, nodes=5, base_image=None, unsafe=[], fetch_max_records=None,
-                              kafka_version=args.kafka_version, kafka_topology="dedicated", kraft_version=1)
+    options = RunConfig(seed=SEED, nodes=5, db=name, kafka_version=args.kafka_version, kafka_topology="dedicated",
+                        kraft_version=1).target_settings()
     software = node_software(spec, Resolved("docker", engine), options, lambda m: print(m, flush=True))
     cid = cluster_id_for(SEED)
     cluster = make_cluster("docker", spec.node_count(options), f"bench-{name}-{int(time.time())}", software,

@@ -26,6 +26,7 @@ from typing import Callable
 
 from harness.catalogue.kafka_bugs import KafkaBug, Side, kafka_bug_named
 from harness.catalogue.scoring import RunOutcome
+from harness.config.resolved import resolve
 from harness.config.run import RunConfig, scenario_config
 from harness.config.scenario import builtin_scenarios, load
 from harness.config.schedules import SCHEDULES
@@ -92,7 +93,7 @@ def check_release(subj: Subject, version: str) -> None:
     """Refuse, before anything runs, a release the subject cannot run on (for example a
     kraft.version 1 subject on a release before 3.9). Raises ``ValueError`` or
     ``targets.errors.TargetError`` naming the release and the reason."""
-    RunConfig(seed=0, kafka_version=version, **subj.fields).check()
+    resolve(RunConfig(seed=0, kafka_version=version, **subj.fields))
 
 
 def release_verdict(outcomes: list[RunOutcome]) -> str:

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness.catalogue.scoring import run_lock
+from harness.config.resolved import resolve
 from harness.config.run import scenario_config
 from harness.config.scenario import builtin_scenarios, load, retarget
 from harness.run.runner import Interrupted, run_test
@@ -179,9 +180,10 @@ def run_timeline(db: str, letters: str, runs: int, seed: int, store_root: str,
             cfg = variant_config(v, db, seed + i, store_root, subnet, family_name)
             t0 = time.monotonic()
             try:
+                resolved = resolve(cfg)
                 with run_lock(lock):
                     t0 = time.monotonic()
-                    results, run_dir = (run or run_test)(cfg, progress=False)
+                    results, run_dir = (run or run_test)(resolved, progress=False)
             except Interrupted:
                 raise
             except Exception as e:  # noqa: BLE001 - recorded; the other runs go on

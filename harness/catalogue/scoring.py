@@ -19,6 +19,7 @@ import time
 from typing import Any, Callable, Iterator
 
 from harness.catalogue.detection import anomaly_kinds, first_anomaly_in_run
+from harness.config.resolved import resolve
 from harness.config.run import RunConfig
 from harness.run.runner import Interrupted, run_test
 
@@ -74,7 +75,7 @@ def run_one(fields: dict[str, Any], seed: int, root: str, *, kinds: tuple[str, .
         fields["time_limit"] = max(5.0, min(fields.get("time_limit", RunConfig.time_limit), budget_s - OVERHEAD_S))
     t0 = time.monotonic()
     try:
-        cfg = RunConfig(seed=seed, store=root, **fields, **({"subnet": subnet} if subnet else {}))
+        cfg = resolve(RunConfig(seed=seed, store=root, **fields, **({"subnet": subnet} if subnet else {})))
         with run_lock(lock):
             t0 = time.monotonic()
             results, run_dir = (run or run_test)(cfg, progress=False)

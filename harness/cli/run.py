@@ -10,7 +10,7 @@ from clusters.errors import ClusterError
 from clusters.registry import CHOICES as BACKENDS, needs_hosts
 from harness.cli.console import console_logging, remove_console_logging
 from harness.cli.workload_flags import add_flags, config_kwargs
-from harness.config.options import resolve_brokers, resolve_nemesis_targets
+from harness.config.resolved import ResolvedConfig, resolve
 from harness.config.run import RunConfig
 from harness.config.schedules import DEFAULT_SCHEDULE as D
 from harness.config.values import (db_name, hosts_file, ipv4_subnet, kafka_prop, kafka_version, nemeses, number,
@@ -21,7 +21,6 @@ from harness.run import runner
 from targets.errors import TargetError
 from targets.kraft_db import DBError
 from targets.registry import DEFAULT_TARGET, target_spec
-from workloads.registry import workload_spec
 
 
 def add_parser(sub) -> None:
@@ -123,24 +122,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         kafka_props=dict(args.kafka_prop) if args.kafka_prop else None,
         nemesis_targets=args.nemesis_targets, hosts=args.hosts, **config_kwargs(args))
     try:
-        resolve_brokers(config, workload_spec(config.workload), target_spec(args.db))
-        resolve_nemesis_targets(config, workload_spec(config.workload))
-        target_spec(args.db).prepare(config)
+        resolved = resolve(config)
     except (ValueError, TargetError) as e:
         print(f"kraft-chaos: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return run_and_report(config, args.no_progress)
+    return run_and_report(resolved, args.no_progress)
 
 
-def run_and_report(config, no_progress: bool = False) -> int:
-    """Run ``config`` (a :class:`harness.config.run.RunConfig`), print its seed, store, verdict and
+def run_and_report(config: ResolvedConfig, no_progress: bool = False) -> int:
+    """Run ``config`` (resolved: harness/config/resolved.py), print its seed, store, verdict and
     the command that repeats it; returns the exit code."""
     print(f"seed: {config.seed}")
-    print(f"repeat with: {config.repeat_command()}")
+    print(f"repeat with: {config.flat.repeat_command()}")
     console_logging(verbose=True)
     run_dir = None
     try:
-        run_dir = runner.prepare_run(config)
+        config, run_dir = runner.prepare_run(config)
         print(f"store: {run_dir}", flush=True)
         results, run_dir = runner.run_test(config, run_dir,
                                            progress=False if no_progress else None)
@@ -154,7 +151,7 @@ def run_and_report(config, no_progress: bool = False) -> int:
         print(f"kraft-chaos: cluster error: {e}", file=sys.stderr)
         return EXIT_CLUSTER
     except TargetError as e:     # a target that cannot be fetched or started (e.g. a Kafka version)
-        print(f"kraft-chaos: {config.db} error: {e}", file=sys.stderr)
+        print(f"kraft-chaos: {config.target.spec.name} error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ValueError as e:
         print(f"kraft-chaos: error: {e}", file=sys.stderr)
@@ -167,5 +164,5 @@ def run_and_report(config, no_progress: bool = False) -> int:
         remove_console_logging()
     print(format_results(results))
     print(f"store: {run_dir}")
-    print(f"repeat with: {config.repeat_command()}")
+    print(f"repeat with: {config.flat.repeat_command()}")
     return verdict_exit(results.get("valid"))

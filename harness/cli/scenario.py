@@ -12,6 +12,7 @@ from harness.catalogue.families import FAMILIES, differs, family, format_table, 
 from harness.catalogue.shrink import fault_units, shrink, units_to_steps
 from harness.cli.args import add_lock_flag
 from harness.cli.run import run_and_report
+from harness.config.resolved import resolve
 from harness.config.run import RunConfig, run_table, scenario_config
 from harness.config.scenario import ScenarioError, builtin_scenarios, dumps, load
 from harness.config.values import ipv4_subnet, positive_int, seed_value
@@ -19,6 +20,7 @@ from harness.exits import EXIT_BAD_INPUT
 from harness.run.check import run_config
 from harness.run.runner import Interrupted, run_test
 from history import iter_history, store
+from targets.errors import TargetError
 from targets.registry import DEFAULT_TARGET, TARGETS
 
 
@@ -47,7 +49,15 @@ def cmd_scenario(args: argparse.Namespace) -> int:
     except FileNotFoundError as e:
         print(f"kraft-chaos scenario: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return run_and_report(config, args.no_progress)
+    try:
+        resolved = resolve(config)
+    except TargetError as e:     # what the target refuses (e.g. a Kafka release)
+        print(f"kraft-chaos: {config.db} error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ValueError as e:
+        print(f"kraft-chaos: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return run_and_report(resolved, args.no_progress)
 
 
 def cmd_list() -> int:
@@ -110,7 +120,7 @@ def cmd_shrink(args: argparse.Namespace) -> int:
     cfg = run_config(run_dir)
     fields = {f.name for f in dataclasses.fields(RunConfig)}
     base = RunConfig(**{k: v for k, v in cfg.items() if k in fields and k not in ("scenario", "scenario_file")})
-    base.store = args.store or str(Path(base.store))
+    base = dataclasses.replace(base, store=args.store or str(Path(base.store)))
     attempts: list[dict] = []
 
     def fails(candidate, shift: float) -> bool:
@@ -119,7 +129,7 @@ def cmd_shrink(args: argparse.Namespace) -> int:
         steps = units_to_steps(candidate, shift)
         trial = dataclasses.replace(base, nemesis=[], scenario=steps, scenario_file=None)
         try:
-            res, rdir = run_test(trial, progress=False)
+            res, rdir = run_test(resolve(trial), progress=False)
         except Interrupted:
             raise
         except Exception as e:  # noqa: BLE001 - a failed attempt does not reproduce

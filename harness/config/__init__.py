@@ -1,1 +1,2 @@
-"""What a run is told: ``RunConfig``, the named schedules, scenario files and workload options."""
+"""What a run is told: ``RunConfig`` (resolved once into the value a run reads), the named
+schedules, scenario files and workload options."""

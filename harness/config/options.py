@@ -36,30 +36,30 @@ def workload_options(config, options_class: type, workload: str) -> Any:
         raise ValueError(f"{workload} workload options: {e}") from None
 
 
-def resolve_brokers(config, workload_spec, target_spec) -> None:
-    """Give ``config.brokers`` the workload's default (``workload_spec.brokers``) when it was
+def resolve_brokers(config, workload_spec, target_spec) -> int | None:
+    """``config.brokers``, or the workload's default (``workload_spec.brokers``) when it was
     not given and the target's brokers are optional (``target_spec.optional_brokers``).
     Raises ``ValueError`` naming ``--brokers`` when such a workload was given none."""
-    wanted = getattr(workload_spec, "brokers", 0)
-    if not wanted or not getattr(target_spec, "optional_brokers", False):
-        return
+    wanted = workload_spec.brokers
+    if not wanted or not target_spec.optional_brokers:
+        return config.brokers
     if config.brokers is None:
-        config.brokers = wanted
-    elif config.brokers < 1:
+        return wanted
+    if config.brokers < 1:
         raise ValueError(f"the {config.workload} workload needs brokers: give --brokers B (B >= 1) on "
                          f"--db {config.db}, or leave it out for {wanted}")
+    return config.brokers
 
 
 #: ``--nemesis-targets`` choices (``targets.base.DB.fault_nodes``)
 NEMESIS_TARGETS = ("quorum", "clients", "all")
 
 
-def resolve_nemesis_targets(config, workload_spec) -> None:
-    """Give ``config.nemesis_targets`` the workload's default (``workload_spec.nemesis_targets``:
+def resolve_nemesis_targets(config, workload_spec) -> str:
+    """``config.nemesis_targets``, or the workload's default (``workload_spec.nemesis_targets``:
     ``all`` for the queue workload, whose bugs live in the brokers; ``quorum`` otherwise)
     when it was not given (None). Raises ``ValueError`` naming an unknown choice."""
-    if config.nemesis_targets is None:
-        config.nemesis_targets = getattr(workload_spec, "nemesis_targets", "quorum")
-    if config.nemesis_targets not in NEMESIS_TARGETS:
-        raise ValueError(f"unknown nemesis targets {config.nemesis_targets!r}: choose from "
-                         f"{', '.join(NEMESIS_TARGETS)}")
+    chosen = workload_spec.nemesis_targets if config.nemesis_targets is None else config.nemesis_targets
+    if chosen not in NEMESIS_TARGETS:
+        raise ValueError(f"unknown nemesis targets {chosen!r}: choose from {', '.join(NEMESIS_TARGETS)}")
+    return chosen

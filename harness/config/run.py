@@ -1,5 +1,5 @@
 """A test's configuration: what ``kraft-chaos run`` was told, the command that repeats it, and
-its form as a scenario's ``[run]`` table."""
+its form as a scenario's ``[run]`` table. A run reads it resolved (harness/config/resolved.py)."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,23 +7,21 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from clusters.registry import check_name
-from harness.config import options
 from harness.config.options import WORKLOAD_OPTIONS
 from harness.config.scenario import RUN_FIELDS
 from harness.config.schedules import DEFAULT_SCHEDULE as DEFAULT
 from history import store
-from nemesis.membership import check_run_config
-from nemesis.schedule import MODES
 from targets.kafka.releases import DEFAULT_VERSION as KAFKA_DEFAULT_VERSION
-from targets.registry import DEFAULT_TARGET, check_supported, target_spec
-from workloads.registry import workload_spec
+from targets.registry import DEFAULT_TARGET, target_spec
+from targets.settings import TargetSettings
 from kraft.core import unsafe
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class RunConfig:
-    """A test's configuration, as given on the ``kraft-chaos run`` command line.
+    """A test's configuration, as given on the ``kraft-chaos run`` command line (frozen: a
+    changed one is a new value, ``dataclasses.replace``). A run takes it resolved, its
+    defaults filled in and checked, by :func:`harness.config.resolved.resolve`.
 
     The defaults are the catalogue's default schedule
     (``harness.config.schedules.DEFAULT_SCHEDULE``), what ``make run`` runs.
@@ -40,7 +38,7 @@ class RunConfig:
     targets/kafka/target.py); ``kraft_version`` (0 static
     voters, 1 KIP-853; None: the target's default, 0 on kraft, on kafka 1 from 3.9, else 0) both. ``cluster``: the backend (docker, netns, ssh, or auto: docker when an engine answers); ``hosts``: the hosts file of ``ssh`` (clusters/ssh_hosts.py). ``nemesis_targets``: quorum, clients or all
     (``targets.base.DB.fault_nodes``; None: the workload's ``WorkloadSpec.nemesis_targets``,
-    ``all`` for queue, given by :meth:`check`). ``seed`` drives every random choice.
+    ``all`` for queue, given by the resolver). ``seed`` drives every random choice.
     ``brokers``: broker nodes (``--brokers``; None: the target's default, or on a target
     whose brokers are optional the workload's ``WorkloadSpec.brokers``). The fields of
     :data:`WORKLOAD_OPTIONS` (``acks`` 0/1/-1, ``min_insync_replicas``,
@@ -89,28 +87,13 @@ class RunConfig:
         """The config as JSON-ready data (for ``test.json``)."""
         return dataclasses.asdict(self)
 
-    def check(self) -> None:
-        """Check this config against the registries before any cluster is made, and give
-        ``brokers`` the workload's default where the target's brokers are optional, and
-        ``nemesis_targets`` the workload's when not given: the workload
-        runs on the target (workloads/registry.py), its options and ``--brokers`` apply
-        (harness/config/options.py), the nemesis mode is known, membership faults have
-        kraft.version 1, and the backend is known and runs the target (targets/registry.py).
-        Raises ``ValueError`` naming what was wrong (``UnsupportedBackend`` for the pair)."""
-        spec = workload_spec(self.workload)   # ValueError naming the choices
-        target = target_spec(self.db)
-        target.prepare(self)      # the target's own checks and defaults (e.g. a Kafka release's)
-        if self.db not in spec.dbs:
-            raise ValueError(f"workload {self.workload!r} does not run on --db {self.db}: "
-                             f"it supports {', '.join(spec.dbs)}")
-        options.resolve_brokers(self, spec, target)                                # --brokers
-        options.resolve_nemesis_targets(self, spec)                                # --nemesis-targets
-        options.workload_options(self, spec.workload.options_class, self.workload)   # --acks etc., checked
-        if self.nemesis_mode not in MODES:
-            raise ValueError(f"unknown nemesis mode {self.nemesis_mode!r}: choose from {', '.join(MODES)}")
-        check_run_config(self)     # membership needs kraft.version 1
-        if check_name(self.cluster) != "auto":     # ValueError naming the choices
-            check_supported(self.db, self.cluster)
+    def target_settings(self) -> TargetSettings:
+        """The settings of this config's target (``TargetSpec.settings``, e.g.
+        :class:`targets.settings.KraftSettings`) filled from the fields of the same names, as
+        given (the target's ``prepare`` completes them). Raises ``ValueError`` for an unknown
+        ``db``."""
+        cls = target_spec(self.db).settings
+        return cls(**{f.name: getattr(self, f.name) for f in dataclasses.fields(cls)})
 
     def workload_options(self) -> dict[str, Any]:
         """The :data:`WORKLOAD_OPTIONS` given (not None), by field name."""
@@ -139,7 +122,7 @@ class RunConfig:
             args += ["--hosts", self.hosts]
         if self.db != RunConfig.db:
             args += ["--db", self.db]
-        args += target_spec(self.db).repeat_flags(self)
+        args += target_spec(self.db).repeat_flags(self.target_settings())
         if self.kraft_version is not None:
             args += ["--kraft-version", str(self.kraft_version)]
         if self.nemesis_targets is not None:

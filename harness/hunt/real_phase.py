@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from harness.catalogue.detection import first_anomaly_in_run
 from harness.catalogue.kafka_bugs import known_kinds
+from harness.config.resolved import ResolvedConfig, resolve
 from harness.config.run import RunConfig
 from harness.hunt.budget import Budget, Overheads
 from harness.hunt.options import HuntOptions
@@ -31,10 +32,10 @@ from targets.registry import target_spec
 log = logging.getLogger("kraft_chaos.hunt")
 
 #: ``run(config, run_dir) -> (results, run_dir)``: how a run is made (a stand-in in tests)
-RunFn = Callable[[RunConfig, Path], tuple[dict, Path]]
+RunFn = Callable[[ResolvedConfig, Path], tuple[dict, Path]]
 
 
-def _run_test(config: RunConfig, run_dir: Path) -> tuple[dict, Path]:
+def _run_test(config: ResolvedConfig, run_dir: Path) -> tuple[dict, Path]:
     return runner.run_test(config, run_dir, progress=False)
 
 
@@ -57,19 +58,19 @@ class RealRunner:
         #: why the last :meth:`run` that returned None did not start its run
         self.last_miss: str | None = None
 
-    def config(self, fields: dict[str, Any], seed: int) -> RunConfig:
-        """The checked RunConfig of ``fields`` with ``seed`` where the hunt's runs go. Raises
-        ``ValueError``, ``TypeError`` or ``TargetError`` naming what is wrong."""
-        cfg = RunConfig(seed=seed, **self.opts.placement(), **fields)
-        cfg.check()
-        return cfg
+    def config(self, fields: dict[str, Any], seed: int) -> ResolvedConfig:
+        """The resolved config of ``fields`` with ``seed`` where the hunt's runs go
+        (harness/config/resolved.py). Raises ``ValueError``, ``TypeError`` or ``TargetError``
+        naming what is wrong."""
+        return resolve(RunConfig(seed=seed, **self.opts.placement(), **fields))
 
     def run(self, fields: dict[str, Any], seed: int, by: float | None = None,
             tags: dict[str, Any] | None = None) -> tuple[dict, RunConfig | None] | None:
         """Run ``fields`` (RunConfig fields without placement) with ``seed`` if it fits before
         the deadline (and ``by``, on the budget's clock); returns ``(row, config)``, the row
         starting with ``tags`` (e.g. its ``phase`` and ``schedule``), or None when it was not
-        started (no time left, or the lock not free in time). A config the target refuses (e.g.
+        started (no time left, or the lock not free in time); ``config`` is the run's, its
+        defaults filled in (``ResolvedConfig.flat``). A config the target refuses (e.g.
         a kraft.version its release lacks) is a row with verdict ``skipped`` and its
         ``reason``, config None. Raises ``Interrupted`` or ``KeyboardInterrupt`` on Ctrl-C
         (``row`` attached)."""
@@ -93,21 +94,22 @@ class RealRunner:
                 if not held:
                     self.last_miss = f"the lock {self.opts.lock} was not free in time"
                 return None
-            cfg = self.config(fitted, seed)
-            row = self._run(cfg, fitted, tags)
+            resolved = self.config(fitted, seed)
+            row = self._run(resolved, fitted, tags)
             row["lock_wait_s"] = round(waited, 1)
         if row["verdict"] in ("valid", "invalid", "unknown"):
             self.overheads.observe(kind, row["wall_s"], row["time_limit"])
-        return row, cfg
+        return row, resolved.flat
 
-    def _run(self, cfg: RunConfig, fields: dict[str, Any], tags: dict[str, Any]) -> dict:
+    def _run(self, resolved: ResolvedConfig, fields: dict[str, Any], tags: dict[str, Any]) -> dict:
         seen: dict = {}
 
-        def run(config: RunConfig, run_dir: Path) -> tuple[dict, Path]:
+        def run(config: ResolvedConfig, run_dir: Path) -> tuple[dict, Path]:
             seen["results"], out = self.run_fn(config, run_dir)
             return seen["results"], out
 
-        cell = Cell(cfg.db, cfg.workload, list(cfg.nemesis), cfg.seed, cfg)
+        cfg = resolved.flat
+        cell = Cell(cfg.db, cfg.workload, list(cfg.nemesis), cfg.seed, cfg, resolved=resolved)
         started = self.budget.elapsed()
         try:
             rec = run_cell(cell, run)

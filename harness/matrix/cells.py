@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from clusters.errors import ClusterError
+from harness.config.resolved import resolve
 from harness.matrix.file import Cell, Matrix
 from harness.matrix.report import VERDICTS, write_junit
 from harness.reports.summary import format_results
@@ -50,9 +51,9 @@ def run_cell(cell: Cell, run: Callable[[Any, Path], tuple[dict, Path]] | None = 
     rec = _record(cell)
     t0 = time.monotonic()
     try:
-        run_dir = runner.prepare_run(cell.config)
+        config, run_dir = runner.prepare_run(cell.resolved or resolve(cell.config))
         rec["store"] = str(run_dir)
-        results, run_dir = (run or (lambda c, d: runner.run_test(c, d, progress=False)))(cell.config, run_dir)
+        results, run_dir = (run or (lambda c, d: runner.run_test(c, d, progress=False)))(config, run_dir)
     except (runner.Interrupted, KeyboardInterrupt) as e:
         rec.update(verdict="interrupted", wall_s=round(time.monotonic() - t0, 1))
         e.record = rec   # type: ignore[attr-defined]

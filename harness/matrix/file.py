@@ -55,7 +55,9 @@ class MatrixError(ValueError):
 
 @dataclasses.dataclass
 class Cell:
-    """One run of the matrix: its axes and the :class:`harness.config.run.RunConfig` it runs."""
+    """One run of the matrix: its axes and the :class:`harness.config.run.RunConfig` it runs
+    (``resolved``: that config resolved already, harness/config/resolved.py; None: the run
+    resolves it)."""
 
     db: str
     workload: str
@@ -63,6 +65,7 @@ class Cell:
     seed: int
     config: Any
     kafka_version: str | None = None     # the kafka_versions axis's release, when it applies
+    resolved: Any = None
 
     @property
     def target(self) -> str:

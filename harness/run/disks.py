@@ -1,6 +1,6 @@
 """The nodes' power-loss disks for a run: lazyfs mounts (``clusters.lazyfs``) holding each
-node's durable state, when the run's faults include ``power-loss`` (a family whose spec
-``needs_disks``, faults/registry.py)."""
+node's durable state, when a family the run plays needs them (``power-loss``: its spec's
+``needs_disks``, faults/registry.py; the resolved config's ``nemesis.needs_disks``)."""
 from __future__ import annotations
 
 import logging
@@ -9,15 +9,8 @@ import tempfile
 from pathlib import Path
 
 from clusters.lazyfs.mounts import LazyMounts, sweep
-from faults.registry import named
 
 log = logging.getLogger("kraft_chaos.runner")
-
-
-def wants_power_loss(config) -> bool:
-    """Whether ``config`` (a RunConfig) can lose power: ``--nemesis`` names a family that
-    needs the disks (``power-loss``, with or without kinds), or a scenario step starts one."""
-    return any(spec.needs_disks for spec in named(config.nemesis, config.scenario))
 
 
 class RunDisks:

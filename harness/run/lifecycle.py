@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.config.run import RunConfig
+from harness.config.resolved import ResolvedConfig
 from history import store
 
 log = logging.getLogger("kraft_chaos.runner")
@@ -30,7 +30,7 @@ class RunLifecycle:
     """One run's state, so cleanup knows what exists; the run itself is the subclass's
     ``_body()`` (a coroutine returning the results), which :meth:`main` runs."""
 
-    def __init__(self, config: RunConfig, run_dir: Path, progress: bool | None):
+    def __init__(self, config: ResolvedConfig, run_dir: Path, progress: bool | None):
         self.config, self.run_dir, self.progress = config, run_dir, progress
         self.run_id = f"{run_dir.name}-{config.seed}"
         self.engine = None
@@ -110,7 +110,7 @@ class RunLifecycle:
                 pass
         if self.history is not None:
             self.history.close()
-        if self.controller is not None and self.config.keep_cluster:
+        if self.controller is not None and self.config.cluster.keep:
             await self._best_effort("heal", self.controller.heal_all)
         if self.db is not None and not self.collected:
             await self._best_effort("stop nodes", self.db.teardown)
@@ -119,11 +119,11 @@ class RunLifecycle:
             except BaseException as e:
                 log.error("collecting node data failed: %r", e)
         if self.cluster is not None:
-            if self.config.keep_cluster:
+            if self.config.cluster.keep:
                 log.info("keeping cluster %s (remove it with `kraft-chaos teardown`)", self.run_id)
             else:
                 await self._best_effort("tear down the cluster", self.cluster.teardown)
-        if self.disks is not None and not self.config.keep_cluster:
+        if self.disks is not None and not self.config.cluster.keep:
             await self._best_effort("unmount the power-loss disks", self.disks.close)
         if self.engine is not None:
             await self._best_effort("close the engine connection", self.engine.close)

@@ -1,8 +1,9 @@
 """Runs one test end to end: cluster, DB, workload + nemesis, final phase, collection, checking.
 
-Sequence (``run_test``): the backend (``--cluster``, clusters/registry.py; ``auto``
-picks docker when an engine answers, else netns) -> what the nodes run there
-(targets/registry.py ``node_software``: the node image, or deployed files) -> the cluster, by name through
+Sequence (``run_test``, of a config resolved by harness/config/resolved.py): the backend
+(``--cluster``, clusters/registry.py; ``auto`` picks docker when an engine answers, else netns)
+-> what the nodes run there (targets/registry.py ``node_software``: the node image, or
+deployed files) -> the cluster, by name through
 ``clusters.registry.make_cluster`` (run id ``<timestamp>-<seed>``) -> the target's DB (``--db``, targets/registry.py)
 ``setup()`` -> wait for a leader -> the workload's ``setup()`` (e.g. its topic)
 -> the workload's client generator and the nemesis's generator together,
@@ -28,12 +29,12 @@ from clusters.addressing import node_names
 from clusters.errors import ClusterError
 from clusters.registry import make_cluster, resolve_backend
 from generator import Any as AnyOf, Interpreter, TimeLimit, nemesis
-from harness.config.options import workload_options
-from harness.config.run import RunConfig, run_table
+from harness.config.resolved import ResolvedConfig
+from harness.config.run import run_table
 from harness.config.scenario import dumps
 from harness.run.check import check_run_dir
 from harness.run.code_version import code_commit
-from harness.run.disks import RunDisks, wants_power_loss
+from harness.run.disks import RunDisks
 from harness.run.final import RunQuorum
 from harness.run.leader import find_leader, wait_for_leader
 from harness.run.lifecycle import Interrupted, RunLifecycle
@@ -44,9 +45,8 @@ from nemesis.controller import NemesisController
 from nemesis.schedule import nemesis_generator
 from nemesis.worker import NemesisWorker
 from targets.errors import TargetError
-from targets.registry import effective_kraft_version, node_software, target_spec
+from targets.registry import node_software
 from workloads.base import WorkloadSetupError
-from workloads.registry import workload_spec
 from workloads.topology import Topology
 
 log = logging.getLogger("kraft_chaos.runner")
@@ -85,36 +85,41 @@ def attach_file_log(run_dir: Path) -> logging.Handler:
     return h
 
 
-def prepare_run(config: RunConfig) -> Path:
-    """Create the run directory, write ``test.json`` (with the code's git commit) and point ``store/latest`` at it."""
-    target_spec(config.db).prepare(config)    # the target's checks and defaults, before test.json
-    run_dir = store.create_run_dir(config.store, config.test_name())
-    if config.scenario is not None:    # the run folder keeps the scenario it repeats
+def prepare_run(config: ResolvedConfig) -> tuple[ResolvedConfig, Path]:
+    """Create the run directory, write ``test.json`` (``config.flat``, with the code's git
+    commit) and point ``store/latest`` at it; a scenario run keeps its scenario there as
+    ``scenario.toml``. Returns the config as stored (a scenario run's names that copy) and the
+    run directory."""
+    flat = config.flat
+    run_dir = store.create_run_dir(config.store, flat.test_name())
+    if flat.scenario is not None:    # the run folder keeps the scenario it repeats
         path = run_dir / "scenario.toml"
-        path.write_text(dumps(run_table(config), config.scenario), encoding="utf-8")
-        config.scenario_file = str(path)
-    store.write_test_json(run_dir, config.to_dict(), config.seed, config.repeat_command(),
+        path.write_text(dumps(run_table(flat), flat.scenario), encoding="utf-8")
+        config = config.stored_as(str(path))
+    store.write_test_json(run_dir, config.flat.to_dict(), config.seed, config.flat.repeat_command(),
                           commit=code_commit())
     store.update_latest(config.store, run_dir)
-    return run_dir
+    return config, run_dir
 
 
-def run_test(config: RunConfig, run_dir: Path | None = None,
+def run_test(config: ResolvedConfig, run_dir: Path | None = None,
              progress: bool | None = None) -> tuple[dict, Path]:
-    """Run the test ``config`` describes; returns ``(results, run_dir)``.
+    """Run the test ``config`` describes (resolved and checked: harness/config/resolved.py
+    ``resolve``); returns ``(results, run_dir)``.
 
     ``run_dir`` defaults to a new store directory (:func:`prepare_run`);
     ``progress`` forces the live line on/off (None: when stdout is a TTY).
     Raises :class:`Interrupted` on SIGINT, ``clusters.errors.ClusterError``,
     ``targets.errors.TargetError`` or :class:`RunSetupError` when the cluster cannot be set up, ``ValueError``
-    for a bad config; the cluster is torn down before any of these propagate
+    for a config the cluster cannot run; the cluster is torn down before any of these propagate
     (unless ``keep_cluster``).
     """
-    config.check()       # before any cluster is made: ValueError naming what is wrong
-    run_dir = Path(run_dir) if run_dir is not None else prepare_run(config)
+    if run_dir is None:
+        config, run_dir = prepare_run(config)
+    run_dir = Path(run_dir)
     handler = attach_file_log(run_dir)
     try:
-        log.info("run %s: %s", run_dir, config.repeat_command())
+        log.info("run %s: %s", run_dir, config.flat.repeat_command())
         results = asyncio.run(_Run(config, run_dir, progress).main())
         return results, run_dir
     except Interrupted:
@@ -135,7 +140,7 @@ class _Run(RunLifecycle):
     """One run (see :func:`run_test`): its steps; what it holds and its cleanup are
     :class:`~harness.run.lifecycle.RunLifecycle`'s."""
 
-    def __init__(self, config: RunConfig, run_dir: Path, progress: bool | None):
+    def __init__(self, config: ResolvedConfig, run_dir: Path, progress: bool | None):
         super().__init__(config, run_dir, progress)
         self.cluster_id = cluster_id_for(config.seed)
 
@@ -143,24 +148,24 @@ class _Run(RunLifecycle):
 
     async def _body(self) -> dict:
 
-        cfg = self.config
-        target = target_spec(cfg.db)
-        backend = await self._blocking(resolve_backend, cfg.cluster)
+        where, target = self.config.cluster, self.config.target
+        spec, settings = target.spec, target.settings
+        backend = await self._blocking(resolve_backend, where.backend)
         self.engine = backend.engine
         log.info("backend: %s%s", backend.name, f" (--cluster auto: {backend.why})" if backend.why else "")
-        software = await self._blocking(node_software, target, backend, cfg, lambda m: log.info("%s", m))
-        n = target.node_count(cfg)
+        software = await self._blocking(node_software, spec, backend, settings, lambda m: log.info("%s", m))
+        n = spec.node_count(settings)
         binds = None
-        if wants_power_loss(cfg):
-            self.disks = await self._blocking(RunDisks, node_names(n), target.disk_dir)
+        if self.config.nemesis.needs_disks:
+            self.disks = await self._blocking(RunDisks, node_names(n), spec.disk_dir)
             binds = self.disks.binds
-        self.cluster = make_cluster(backend.name, n, self.run_id, software, subnet=cfg.subnet,
-                                    keep=cfg.keep_cluster, binds=binds, engine=backend.engine,
-                                    root_dir=self.run_dir / "netns", hosts=cfg.hosts)
-        log.info("setting up %d %s nodes on %s (run id %s%s)", n, cfg.db, backend.name, self.run_id,
+        self.cluster = make_cluster(backend.name, n, self.run_id, software, subnet=where.subnet,
+                                    keep=where.keep, binds=binds, engine=backend.engine,
+                                    root_dir=self.run_dir / "netns", hosts=where.hosts)
+        log.info("setting up %d %s nodes on %s (run id %s%s)", n, spec.name, backend.name, self.run_id,
                  f", image {software.image}" if software.image else "")
         await self._blocking(self.cluster.setup)
-        self.db = target.make_db(self.cluster, self.cluster_id, cfg)
+        self.db = spec.make_db(self.cluster, self.cluster_id, settings)
         await self._blocking(self.db.setup)
         if self.disks is not None:
             await self._blocking(self.disks.sync_all, list(self.cluster.nodes))
@@ -180,43 +185,37 @@ class _Run(RunLifecycle):
     async def _run_phase(self, nodes: list[str]) -> None:
         """The workload's clients and the nemesis together for ``time_limit`` s, then heal."""
 
-        cfg = self.config
+        seed, plan = self.config.seed, self.config.nemesis
         self.history = HistoryWriter(store.history_path(self.run_dir))
         wl = self.workload = self._make_workload(Topology.from_db(self.db, nodes))
         await self._setup_workload(wl)
         gen = wl.client_generator()
         workers: dict = wl.workers()
-        limit = cfg.time_limit
-        if cfg.scenario is not None:
-            gate = ClientGate()
-            self.controller = NemesisController(self.cluster, self.db, lambda: self._aim_leader(nodes),
-                                                random.Random(f"{cfg.seed}:nemesis"), self._fault_nodes(),
-                                                self._disk_mounts())
-            gen = AnyOf([GatedClients(gate, gen),
-                         nemesis(steps_generator(cfg.scenario, gate, nodes=self._fault_nodes()))])
+        limit = self.config.time_limit
+        if plan.active:
+            self.controller = self._controller(nodes)
             workers["nemesis"] = NemesisWorker(self.controller, self.history)
-            limit = budget_s(cfg.scenario)
-        elif cfg.nemesis:
-            rng = random.Random(f"{cfg.seed}:nemesis")
-            self.controller = NemesisController(self.cluster, self.db, lambda: self._aim_leader(nodes), rng,
-                                                self._fault_nodes(), self._disk_mounts())
-            schedule = nemesis_generator(cfg.nemesis, random.Random(f"{cfg.seed}:nemesis:schedule"),
-                                         cfg.nemesis_mode, cfg.nemesis_interval, cfg.nemesis_duration,
-                                         n_nodes=len(self.controller.nodes),
-                                         voter_changes=effective_kraft_version(cfg) == 1,
+        if plan.scenario is not None:
+            gate = ClientGate()
+            gen = AnyOf([GatedClients(gate, gen),
+                         nemesis(steps_generator(list(plan.scenario), gate, nodes=self.controller.nodes))])
+            limit = budget_s(list(plan.scenario))
+        elif plan.faults:
+            schedule = nemesis_generator(list(plan.faults), random.Random(f"{seed}:nemesis:schedule"),
+                                         plan.mode, plan.interval_s, plan.duration_s,
+                                         n_nodes=len(self.controller.nodes), voter_changes=plan.voter_changes,
                                          aim_at_leader=bool(set(nodes) & set(self.controller.nodes)))
             gen = AnyOf([gen, nemesis(schedule)])
-            workers["nemesis"] = NemesisWorker(self.controller, self.history)
-        interp = Interpreter(TimeLimit(limit, gen), workers, wl.pids.next, cfg.seed,
+        interp = Interpreter(TimeLimit(limit, gen), workers, wl.pids.next, seed,
                              view=lambda: wl.monitor.view)
         mon = wl.monitor
         snap = Snapshot(lambda: wl.tally.totals(wl.client_fs),
                         (lambda: self.controller.active) if self.controller else None,
                         lambda: (f"id {mon.leader[1]} (epoch {mon.leader[0]})" if mon.leader else None),
                         limit)
-        log.info("running %s for at most %.0f s with nemesis %s", cfg.workload, limit,
-                 "scenario" if cfg.scenario is not None
-                 else f"{','.join(cfg.nemesis) or 'none'} ({cfg.nemesis_mode})")
+        log.info("running %s for at most %.0f s with nemesis %s", self.config.workload.spec.name, limit,
+                 "scenario" if plan.scenario is not None
+                 else f"{','.join(plan.faults) or 'none'} ({plan.mode})")
         stop = asyncio.Event()
         tasks = [asyncio.create_task(interp.run(stop), name="interpreter"),
                  asyncio.create_task(mon.run(stop), name="quorum-monitor")]
@@ -245,9 +244,7 @@ class _Run(RunLifecycle):
         the nodes still held by a fault (``held``) and those found not running although no
         fault held them and were started again (``restarted``: they died on their own)."""
         if self.controller is None:     # no nemesis ran: a controller only to find dead nodes
-            self.controller = NemesisController(self.cluster, self.db, lambda: None,
-                                                random.Random(f"{self.config.seed}:heal"),
-                                                list(self.cluster.nodes))
+            self.controller = self._controller(None)
         held = sorted({n for targets in self.controller.active.values() for n in targets})
         log.info("healing every fault")
         op = self.history.invoke("nemesis", "heal", {"kind": "all"})
@@ -256,13 +253,20 @@ class _Run(RunLifecycle):
         if result["restarted"]:
             log.warning("nodes found not running after every fault had stopped: %s", result["restarted"])
 
-    def _disk_mounts(self):
-        """The nodes' lazyfs mounts for power-loss faults, or None."""
-        return self.disks.mounts if self.disks is not None else None
-
-    def _fault_nodes(self) -> list[str]:
-        """The nodes the nemesis may touch: ``--nemesis-targets`` of the DB."""
-        return self.db.fault_nodes(self.config.nemesis_targets)
+    def _controller(self, nodes: list[str] | None) -> NemesisController:
+        """The run's nemesis controller. With the quorum's ``nodes``: the one that plays the
+        faults, on the nodes ``--nemesis-targets`` names, aimed by :meth:`_aim_leader`, with
+        the power-loss disks (its random choices seeded ``<seed>:nemesis``). With None: the
+        one the final heal makes when no fault ran, only to find dead nodes, on every node
+        (seeded ``<seed>:heal``)."""
+        if nodes is not None:
+            aim, purpose = (lambda: self._aim_leader(nodes)), "nemesis"
+            touched = self.db.fault_nodes(self.config.nemesis.targets)
+            disks = self.disks.mounts if self.disks is not None else None
+        else:
+            aim, purpose, touched, disks = (lambda: None), "heal", list(self.cluster.nodes), None
+        return NemesisController(self.cluster, self.db, aim, random.Random(f"{self.config.seed}:{purpose}"),
+                                 touched, disks)
 
     async def _setup_workload(self, wl) -> None:
         """The workload's own preparation (``ClientWorkload.setup``, e.g. creating its topic),
@@ -270,14 +274,12 @@ class _Run(RunLifecycle):
         try:
             await wl.setup()
         except WorkloadSetupError as e:
-            raise RunSetupError(f"workload {self.config.workload}: {e}") from e
+            raise RunSetupError(f"workload {self.config.workload.spec.name}: {e}") from e
 
     def _make_workload(self, topology):
-        """The configured workload (by name, workloads/registry.py) on ``topology``."""
-        cfg = self.config
-        cls = workload_spec(cfg.workload).workload
-        return cls(topology, self.cluster_id, self.history, cfg.seed,
-                   workload_options(cfg, cls.options_class, cfg.workload))
+        """The configured workload (workloads/registry.py) on ``topology``, with its options."""
+        chosen = self.config.workload
+        return chosen.spec.workload(topology, self.cluster_id, self.history, self.config.seed, chosen.options)
 
     def _aim_leader(self, nodes: list[str]) -> str | None:
         """The leader to aim at: the monitor's, when its sample is fresh; else a DescribeQuorum probe."""
@@ -293,14 +295,14 @@ class _Run(RunLifecycle):
         return find_leader(self.db, nodes, self.cluster_id)
 
     async def _finish(self, nodes: list[str]) -> dict:
-        spec = workload_spec(self.config.workload)
+        spec = self.config.workload.spec
         if spec.final is not None:
             await spec.final(self.workload, RunQuorum(self.db, nodes, self.cluster_id))
         self.history.close()
         log.info("stopping nodes and collecting their data")
         await self._blocking(self.db.teardown)
         await self._collect(list(self.cluster.nodes))
-        if self.config.keep_cluster:   # --keep-cluster leaves the quorum running, for inspection
+        if self.config.cluster.keep:   # --keep-cluster leaves the quorum running, for inspection
             for node in self.cluster.nodes:
                 await self._best_effort(f"restart {node}", lambda n=node: self.db.start(n))
         log.info("checking the history")

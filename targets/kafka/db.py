@@ -39,6 +39,7 @@ from targets.kafka.node_data import METADATA_DIR
 from targets.kafka.releases import DEFAULT_VERSION, release
 from targets.kafka.roles import KafkaRoles
 from targets.kafka.server_config import KafkaPaths
+from targets.kafka.settings import KafkaSettings
 from targets.kafka.voters import KafkaQuorumTool
 
 log = logging.getLogger("kraft_chaos.targets.kafka")
@@ -157,16 +158,15 @@ class KafkaDB(KafkaRoles, KafkaQuorumTool, DB):
         self.startup_check_s = startup_check_s
 
     @classmethod
-    def for_run(cls, cluster: Cluster, cluster_id: str, options) -> "KafkaDB":
-        """The DB of a run: ``options`` has ``seed``, ``nodes`` (controllers),
-        ``kafka_version``, ``kafka_topology``, ``kraft_version``, ``kafka_dist`` and
-        ``kafka_props`` (extra server properties) (as ``harness.config.run.RunConfig``); the
+    def for_run(cls, cluster: Cluster, cluster_id: str, settings: KafkaSettings) -> "KafkaDB":
+        """The DB of a run of ``settings`` (:class:`targets.kafka.settings.KafkaSettings`:
+        ``seed``, ``nodes`` the controllers, ``kafka_version``, ``kafka_topology``,
+        ``kraft_version``, ``kafka_props`` the extra server properties, ``kafka_dist``); the
         brokers are the rest of the cluster."""
-        return cls(cluster, cluster_id, options.seed, version=options.kafka_version,
-                   topology=options.kafka_topology, n_controllers=options.nodes,
-                   kraft_version=getattr(options, "kraft_version", None),
-                   extra_properties=getattr(options, "kafka_props", None),
-                   newer=bool(getattr(options, "kafka_dist", None)))
+        s = settings
+        return cls(cluster, cluster_id, s.seed, version=s.kafka_version, topology=s.kafka_topology,
+                   n_controllers=s.nodes, kraft_version=s.kraft_version, extra_properties=s.kafka_props,
+                   newer=bool(s.kafka_dist))
 
     # --- configuration and command lines ----------------------------------------------
 

@@ -9,7 +9,7 @@
   the op timeout. The delivery report decides the outcome.
 - ``poll``: a ``Consumer`` with ``assign()`` at the given offset (no group, no commits;
   ``auto.offset.reset=error``, so an offset out of range is an error, never a silent
-  jump), ``isolation.level`` from the options (default ``read_committed``).
+  jump), ``isolation.level`` ``read_committed`` unless the client is built with another.
 - ``end_offset``: ``get_watermark_offsets`` (ListOffsets, not cached): the high
   watermark (the last stable offset under read_committed; the same without transactions).
 - ``create_topic``: ``AdminClient.create_topics`` with the topic configs
@@ -33,6 +33,7 @@ import uuid
 from typing import Any, Sequence
 
 from history import outcomes
+from targets.base import QueueClientOptions
 
 log = logging.getLogger("kraft_chaos.targets.kafka.queue")
 
@@ -295,14 +296,13 @@ class KafkaQueueClient:
         self._admin = None
 
 
-def kafka_queue_factory(bootstrap: Sequence[str], options: Any) -> KafkaQueueClient:
+def kafka_queue_factory(bootstrap: Sequence[str], options: QueueClientOptions) -> KafkaQueueClient:
     """The factory ``(bootstrap, options) -> KafkaQueueClient`` the kafka target hands the
-    queue workload (workloads/queue.py's contract): the options' ``timeout_ms``,
-    ``acks``, ``idempotence`` and ``isolation`` where they have them (defaults 5000, -1,
-    False, read_committed). Building one does no I/O."""
-    return KafkaQueueClient(bootstrap, timeout_ms=getattr(options, "timeout_ms", 5000),
-                            acks=getattr(options, "acks", -1), idempotence=getattr(options, "idempotence", False),
-                            isolation=getattr(options, "isolation", "read_committed"))
+    queue workload (workloads/queue.py's contract): the options' ``timeout_ms``, ``acks`` and
+    ``idempotence`` (:class:`targets.base.QueueClientOptions`); consumers read committed
+    records. Building one does no I/O."""
+    return KafkaQueueClient(bootstrap, timeout_ms=options.timeout_ms, acks=options.acks,
+                            idempotence=options.idempotence)
 
 
 def wait_for_brokers(bootstrap: Sequence[str], want: set[int], timeout_s: float) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
+from typing import Iterable
 
 from targets.errors import TargetError
 from targets.kafka.logging_stacks import LOG4J1, LOG4J2, LoggingStack
@@ -210,44 +210,33 @@ def patches_between(first: str, last: str) -> list[str]:
     return [p for r in RELEASES for p in r.patches if lo <= version_key(p) <= hi]
 
 
-def nemesis_families(options: Any) -> set[str]:
-    """The fault families a run's options name: ``--nemesis`` names without their kinds
-    (``"partition:bridge"`` -> ``"partition"``) and scenario steps ``start-<family>``."""
-    names = {str(n).partition(":")[0] for n in getattr(options, "nemesis", None) or []}
-    for step in getattr(options, "scenario", None) or []:
-        if isinstance(step, dict) and str(step.get("nemesis", "")).startswith("start-"):
-            names.add(str(step["nemesis"])[len("start-"):])
-    return names
-
-
-def check_run_options(rel: Release, version: str, options: Any) -> None:
+def check_run_options(rel: Release, version: str, kraft_version: int | None,
+                      faults: Iterable[str] = ()) -> None:
     """Refuse what Kafka ``version`` (of line ``rel``) cannot do, before any cluster is made.
 
-    ``options``: a run's options (``harness.config.run.RunConfig``'s attributes
-    ``kraft_version``, ``nemesis``, ``scenario``). Refused: ``kraft_version`` 1 before 3.9,
-    and the ``membership`` nemesis (AddRaftVoter/RemoveRaftVoter) on a release without voter
-    changes or at kraft.version 0 on one with them. Raises :class:`UnsupportedOption` naming
-    the version, the feature and the first release that has it.
+    ``kraft_version``: the run's (None: the release's default); ``faults``: the fault families
+    it plays (``"membership"``, ...). Refused: ``kraft_version`` 1 before 3.9, and the
+    ``membership`` nemesis (AddRaftVoter/RemoveRaftVoter) on a release without voter changes.
+    Raises :class:`UnsupportedOption` naming the version, the feature and the first release
+    that has it.
     """
-    kraft_version = getattr(options, "kraft_version", None)
     first_dynamic = next(r for r in RELEASES if 1 in r.kraft_versions).name
     if kraft_version is not None and kraft_version not in rel.kraft_versions:
         raise UnsupportedOption(
             f"Kafka {version} cannot run --kraft-version {kraft_version}: kraft.version 1 (KIP-853 "
             f"dynamic quorum, controller.quorum.bootstrap.servers) exists from Kafka {first_dynamic}; "
             f"Kafka {rel.name} has only static controller.quorum.voters (--kraft-version 0)")
-    if "membership" in nemesis_families(options) and not rel.voter_changes:
+    if "membership" in set(faults) and not rel.voter_changes:
         raise UnsupportedOption(
             f"Kafka {version} cannot run the membership nemesis: voter changes (KIP-853 "
             f"AddRaftVoter/RemoveRaftVoter, kafka-metadata-quorum add-controller/remove-controller) "
             f"exist from Kafka {first_dynamic}")
 
 
-def run_kraft_version(rel: Release, options: Any) -> int:
-    """The kraft.version of a run: ``options.kraft_version``, or the release's default (1 from
-    3.9, else 0) when it is None."""
-    v = getattr(options, "kraft_version", None)
-    return rel.default_kraft_version if v is None else v
+def run_kraft_version(rel: Release, kraft_version: int | None) -> int:
+    """The kraft.version of a run: ``kraft_version``, or the release's default (1 from 3.9,
+    else 0) when it is None."""
+    return rel.default_kraft_version if kraft_version is None else kraft_version
 
 
 #: the README's releases table: its header row, then :func:`table_rows`

@@ -1,13 +1,9 @@
 """The ``kafka`` target as the harness sees it (``targets/registry.py``'s ``TargetSpec``):
-six functions of a run's options, so that all of Kafka's choices stay in ``targets/kafka``.
-
-``options`` is any object with ``harness.config.run.RunConfig``'s attributes: ``seed``,
-``nodes``, ``kafka_version``, ``kafka_dist`` (a distribution's path, or None),
-``kafka_dist_digest``, ``kafka_topology``, ``kraft_version``, ``nemesis``, ``scenario`` and
-optionally ``brokers`` and ``kafka_props`` (extra ``server.properties``, ``{key: value}``).
+six functions of a run's :class:`targets.kafka.settings.KafkaSettings`, so that all of
+Kafka's choices stay in ``targets/kafka``.
 
 * :func:`prepare`: before anything is made, read ``--kafka-dist`` (its version and digest
-  into the options), find the release, refuse what it cannot do (exit 3), and fill in the
+  into the settings), find the release, refuse what it cannot do (exit 3), and fill in the
   release's default kraft.version, so that ``test.json`` and the repeat command say what ran;
   check the extra server properties (``kafka_props``).
 * :func:`node_count`, :func:`node_image`, :func:`make_db`, :func:`host_software`: the
@@ -16,12 +12,14 @@ optionally ``brokers`` and ``kafka_props`` (extra ``server.properties``, ``{key:
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Callable
 
 from clusters.registry import Software
 from clusters.remote import Cluster
 from targets.kafka.releases import Release, check_run_options, release, run_kraft_version
+from targets.kafka.settings import KafkaSettings
 
 Log = Callable[[str], None]
 
@@ -39,12 +37,12 @@ def _stamp(path: Path) -> tuple:
     return (str(path), tuple(jars))
 
 
-def dist_of(options: Any):
-    """The :class:`targets.kafka.dist.KafkaDist` of ``options.kafka_dist``, or None without
+def dist_of(settings: KafkaSettings):
+    """The :class:`targets.kafka.dist.KafkaDist` of ``settings.kafka_dist``, or None without
     one; read once per unchanged path in this process (:func:`targets.kafka.dist.read_dist`).
     Raises ``DistError`` as it does, and when the digest differs from
-    ``options.kafka_dist_digest`` (the distribution changed since the run was prepared)."""
-    path = getattr(options, "kafka_dist", None)
+    ``settings.kafka_dist_digest`` (the distribution changed since the run was prepared)."""
+    path = settings.kafka_dist
     if not path:
         return None
     from targets.kafka.dist import DistError, read_dist
@@ -58,21 +56,23 @@ def dist_of(options: Any):
         dist = read_dist(p)
         if key:
             _DISTS[key] = dist
-    want = getattr(options, "kafka_dist_digest", None)
+    want = settings.kafka_dist_digest
     if want and want != dist.digest:
         raise DistError(f"--kafka-dist {p}: its content changed since the run was prepared "
                         f"(digest {dist.digest[:16]}, expected {want[:16]})")
     return dist
 
 
-def run_release(options: Any) -> Release:
+def run_release(settings: KafkaSettings) -> Release:
     """The releases table's row for the run (a distribution past the newest line gets the
     newest line's). Raises ``TargetError`` for an unsupported or malformed version."""
-    return release(options.kafka_version, newer=bool(getattr(options, "kafka_dist", None)))
+    return release(settings.kafka_version, newer=bool(settings.kafka_dist))
 
 
-def prepare(options: Any) -> None:
-    """Check and complete a run's options before anything is made (idempotent).
+def prepare(settings: KafkaSettings, faults: frozenset[str] = frozenset()) -> KafkaSettings:
+    """``settings`` checked and completed before anything is made (idempotent: the result
+    prepared again is itself). ``faults``: the fault families the run plays (``"kill"``,
+    ``"membership"``, ...).
 
     With ``kafka_dist``: reads the distribution and sets ``kafka_dist`` (absolute path),
     ``kafka_dist_digest`` and ``kafka_version`` (the distribution's). Then refuses what the
@@ -87,54 +87,55 @@ def prepare(options: Any) -> None:
     (``UnsupportedOption``, naming the version and the feature); ``ValueError`` for a bad
     extra property.
     """
-    dist = dist_of(options)
+    dist = dist_of(settings)
     if dist is not None:
-        options.kafka_dist, options.kafka_dist_digest = str(dist.path), dist.digest
-        options.kafka_version = dist.version
-    rel = run_release(options)
-    check_run_options(rel, options.kafka_version, options)
-    options.kraft_version = run_kraft_version(rel, options)
-    if getattr(options, "kafka_props", None):
+        settings = dataclasses.replace(settings, kafka_dist=str(dist.path), kafka_dist_digest=dist.digest,
+                                       kafka_version=dist.version)
+    rel = run_release(settings)
+    check_run_options(rel, settings.kafka_version, settings.kraft_version, faults)
+    settings = dataclasses.replace(settings, kraft_version=run_kraft_version(rel, settings.kraft_version))
+    if settings.kafka_props:
         from targets.kafka.server_config import check_extra_properties
-        options.kafka_props = check_extra_properties(options.kafka_props)
+        settings = dataclasses.replace(settings, kafka_props=check_extra_properties(settings.kafka_props))
+    return settings
 
 
-def repeat_flags(options: Any) -> list[str]:
+def repeat_flags(settings: KafkaSettings) -> list[str]:
     """The ``kraft-chaos run`` flags that repeat a run of this target: ``--kafka-dist PATH``
     (a distribution) or ``--kafka-version V``, ``--kafka-topology``, and ``--kafka-prop
     KEY=VALUE`` per extra server property."""
-    which = ["--kafka-dist", options.kafka_dist] if options.kafka_dist else ["--kafka-version", options.kafka_version]
-    props = [x for k, v in (getattr(options, "kafka_props", None) or {}).items() for x in ("--kafka-prop", f"{k}={v}")]
-    return which + ["--kafka-topology", options.kafka_topology] + props
+    s = settings
+    which = ["--kafka-dist", s.kafka_dist] if s.kafka_dist else ["--kafka-version", s.kafka_version]
+    props = [x for k, v in (s.kafka_props or {}).items() for x in ("--kafka-prop", f"{k}={v}")]
+    return which + ["--kafka-topology", s.kafka_topology] + props
 
 
-def node_count(options: Any) -> int:
+def node_count(settings: KafkaSettings) -> int:
     """Controllers plus brokers (dedicated), or the combined servers
     (:func:`targets.kafka.db.node_count`). Raises ``ValueError``."""
     from targets.kafka.db import node_count as count
-    return count(options.kafka_topology, options.nodes, getattr(options, "brokers", None))
+    return count(settings.kafka_topology, settings.nodes, settings.brokers)
 
 
-def node_image(engine, options: Any, log: Log) -> str:
+def node_image(engine, settings: KafkaSettings, log: Log) -> str:
     """The docker node image of the run's Kafka (Maven's jars, or the distribution's libs),
     built if missing (:func:`targets.kafka.image.ensure_kafka_image`). Raises
     ``TargetError``/``ClusterError``."""
     from targets.kafka.image import ensure_kafka_image
-    return ensure_kafka_image(engine, options.kafka_version, log=log, dist=dist_of(options))
+    return ensure_kafka_image(engine, settings.kafka_version, log=log, dist=dist_of(settings))
 
 
-def make_db(cluster: Cluster, cluster_id: str, options: Any):
+def make_db(cluster: Cluster, cluster_id: str, settings: KafkaSettings):
     """The run's :class:`targets.kafka.db.KafkaDB` on ``cluster``. Raises ``ValueError``/``TargetError``."""
     from targets.kafka.db import KafkaDB
-    return KafkaDB.for_run(cluster, cluster_id, options)
+    return KafkaDB.for_run(cluster, cluster_id, settings)
 
 
-def host_software(options: Any, log: Log) -> Software:
+def host_software(settings: KafkaSettings, log: Log) -> Software:
     """The run's Kafka on host JVMs (netns, ssh): its jars (Maven's, resolved if not cached,
     or the distribution's) and log configs under ``/opt/kafka``
     (:func:`targets.kafka.host_files.host_files`), ``KAFKA_HOME``/``KAFKA_VERSION``, and Java
     >= :data:`targets.kafka.host_files.MIN_JAVA` on the hosts. Raises ``TargetError``."""
     from targets.kafka.host_files import MIN_JAVA, host_env, host_files
-    dist = dist_of(options)
-    files = host_files(options.kafka_version, log, dist=dist)
-    return Software(files=files, env=host_env(options.kafka_version), min_java=MIN_JAVA)
+    files = host_files(settings.kafka_version, log, dist=dist_of(settings))
+    return Software(files=files, env=host_env(settings.kafka_version), min_java=MIN_JAVA)

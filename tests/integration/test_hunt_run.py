@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.config.resolved import resolve
 from harness.config.run import scenario_config
 from harness.config.scenario import load
 from tests.integration.conftest import harness_run_id, run_labelled
@@ -49,7 +50,7 @@ def test_a_short_hunt_finds_a_real_run_only_bug_and_shrinks_it(engine, tmp_path)
     # the failure's faults are a scenario file the registries accept (shrunk, or as they happened)
     for key in ("scenario_full", "scenario"):
         cfg = scenario_config(load(ff[key]), Path(ff[key]))
-        cfg.check()
+        resolve(cfg)
         assert cfg.unsafe == ["no-check-quorum"] and cfg.seed == rows[-1]["seed"]
     assert ff["shrink"]["faults_after"] <= ff["shrink"]["faults_before"]
     # the report: the table printed and saved, the JUnit XML with one failure

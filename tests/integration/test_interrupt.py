@@ -52,12 +52,13 @@ def test_failed_run_tears_down(backend, tmp_path):
     config) fails with a clear DBError naming the node's complaint, and
     leaves nothing behind."""
     from targets.kraft_db import DBError
+    from harness.config.resolved import resolve
     from harness.config.run import RunConfig
     from harness.run.runner import run_test
 
     seed = 9191003
     with pytest.raises(DBError, match="unknown unsafe switch bogus"):
-        run_test(RunConfig(seed=seed, nodes=3, time_limit=5, store=str(tmp_path), **backend.config,
-                           unsafe=["bogus"], cluster=backend.name), progress=False)
+        run_test(resolve(RunConfig(seed=seed, nodes=3, time_limit=5, store=str(tmp_path), **backend.config,
+                                   unsafe=["bogus"], cluster=backend.name)), progress=False)
     run_dir = next(tmp_path.glob("*/*"))
     assert backend.leftovers(harness_run_id(run_dir, seed)) == []
