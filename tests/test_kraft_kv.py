@@ -11,6 +11,7 @@ from kraft.kv import (ApplyResult, CommandError, KvStateMachine, cas_command, pa
 from kraft.kv_service import KvService
 from kraft.log import Log
 from kraft.meta import read_meta
+from kraft.quorum.transitions import persist
 from kraft.quorum_state import ElectionState
 from kraft.raft import InvalidRequest, RaftNode
 from kraft.records import DATA, LEADER_CHANGE, Record
@@ -158,12 +159,12 @@ def test_replay_of_the_log_on_disk_rebuilds_the_same_state(tmp_path):
 async def node(cfg, kind, epoch=1, leader=1, payloads=()):
     n = RaftNode(cfg, read_meta(cfg.data_dir))
     await n.start()
-    n.core._persist(ElectionState(epoch, leader, leader))
+    persist(n.core.state, ElectionState(epoch, leader, leader))
     if kind is StateKind.LEADER:
-        n.core.votes_granted = {1, 2}
+        n.core.state.votes_granted = {1, 2}
         n.become_leader()
     else:
-        n.core.kind = kind
+        n.core.state.kind = kind
     return n
 
 
