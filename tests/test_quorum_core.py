@@ -8,7 +8,7 @@ import pytest
 
 from kraft import errors
 from kraft.events import PersistElection, Received, Replied, SyncDone, SyncLog, TruncateLog, WriteLog
-from kraft.quorum import FatalError
+from kraft.quorum import FatalError, TimerKey
 from kraft.quorum.client_messages import AddVoterRequest, AppendRequest, ReadIndexRequest, RemoveVoterRequest
 from kraft.quorum.messages import (BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchResponse,
                                    VoteRequest, VoteResponse)
@@ -21,6 +21,7 @@ from .quorum_sim import SimCluster
 
 LEADER, FOLLOWER, CANDIDATE = StateKind.LEADER, StateKind.FOLLOWER, StateKind.CANDIDATE
 PROSPECTIVE, RESIGNED, UNATTACHED = StateKind.PROSPECTIVE, StateKind.RESIGNED, StateKind.UNATTACHED
+ELECTION = TimerKey.ELECTION
 
 
 def grant_all(d: Driver, effects: list) -> list:
@@ -38,7 +39,7 @@ def leader(n: int = 3, **kw) -> tuple[Driver, list]:
     clock = kw.pop("clock", None) or Clock()
     c, fx = quorum_core(1, n, clock=clock, **kw)
     d = Driver(c, clock, fx)
-    fx = d.advance(d.timers["election"])
+    fx = d.advance(d.timers[ELECTION])
     fx = grant_all(d, fx)
     if c.state.kind is CANDIDATE:
         fx = grant_all(d, fx)
@@ -56,8 +57,8 @@ def test_election_with_pre_vote_persists_before_it_asks_and_announces():
     clock = Clock()
     c, fx = quorum_core(1, 3, clock=clock)
     d = Driver(c, clock, fx)
-    assert c.state.kind is UNATTACHED and 100 <= d.timers["election"] < 200       # in [T, 2T)
-    fx = d.advance(d.timers["election"])
+    assert c.state.kind is UNATTACHED and 100 <= d.timers[ELECTION] < 200       # in [T, 2T)
+    fx = d.advance(d.timers[ELECTION])
     assert c.state.kind is PROSPECTIVE and c.epoch == 0 and not of(fx, PersistElection)
     pre = {s.to: s for s in sent(fx, VoteRequest)}
     assert set(pre) == {2, 3} and all(s.msg.pre_vote and s.msg.candidate_epoch == 0 for s in pre.values())
@@ -83,7 +84,7 @@ def test_without_pre_vote_the_timeout_bumps_the_epoch_at_once(kw):
     clock = Clock()
     c, fx = quorum_core(1, 3, clock=clock, **kw)
     d = Driver(c, clock, fx)
-    fx = d.advance(d.timers["election"])
+    fx = d.advance(d.timers[ELECTION])
     assert c.state.kind is CANDIDATE and c.epoch == 1 and of(fx, PersistElection)
     assert not any(s.msg.pre_vote for s in sent(fx, VoteRequest))
 
@@ -319,7 +320,7 @@ def test_vote_after_failed_prevote_bumps_the_epoch_and_vote_ignores_offset_elect
         clock = Clock()
         c, fx = quorum_core(1, 3, clock=clock, switches=switches)
         d = Driver(c, clock, fx)
-        for s in sent(d.advance(d.timers["election"]), VoteRequest):
+        for s in sent(d.advance(d.timers[ELECTION]), VoteRequest):
             d.step(Replied(s.to, s.msg, VoteResponse(errors.NONE, False, True, -1, 0), s.gen))
         assert c.state.kind is kind
     for switches, granted in (((), False), (("vote-ignores-offset",), True)):

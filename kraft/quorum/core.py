@@ -5,7 +5,8 @@ KIP-853; etcd-io/raft's ``Step``/``Ready`` shape).
 :class:`kraft.quorum.state.QuorumState` (``core.state``: the ElectionState and StateKind,
 the log in memory, the high watermark, the state machines, the timers and each role's
 bookkeeping), and routes every event to the role that handles it. The roles are
-functions over that state, one module each, importing one another only downwards:
+functions over that state, one module each; a module imports only modules listed
+before it here:
 
     requests, read_index, commit, fetcher, disk   (answers, reads, the high watermark,
                                                    outgoing Fetches, the log on disk)
@@ -62,8 +63,6 @@ class QuorumCore:
     watermark, the log...); ``id`` and ``cfg`` are also here, for the runtimes
     (change the settings with :meth:`reconfigure`).
     """
-
-    __slots__ = ("state", "clock", "id", "cfg")
 
     def __init__(self, config: QuorumConfig, log_: RecordLog, history: VoterHistory, *,
                  clock: Callable[[], float], rng: random.Random,

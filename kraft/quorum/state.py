@@ -44,10 +44,10 @@ class QuorumState(DeadlineTimers):
     #: Unsafe: ``cfg.unsafe``, the policy of kraft/unsafe.py (the bugs switched on). Set: core,
     #: with ``cfg``. Read: transitions, elections, leader, disk, commit, read_index, core.
     policy: Unsafe
-    #: int: this replica's node id. Read: transitions, elections, leader, fetcher, follower.
+    #: int: this replica's node id. Read: core, transitions, elections, leader, fetcher.
     id: int
-    #: ReplicaKey: (node id, directory id). Read: elections, leader, commit, read_index, fetcher,
-    #: client_api, voter_changes (through the voter set).
+    #: ReplicaKey: (node id, directory id). Read: core, transitions, elections, leader, follower,
+    #: fetcher, commit, read_index, client_api.
     key: ReplicaKey
     #: RecordLog: the records this replica holds, in memory (offsets). Appended: disk (the
     #: leader), follower (fetched records); truncated: follower. Read: all.
@@ -98,8 +98,8 @@ class QuorumState(DeadlineTimers):
     has_fetched: bool = False
 
     # -- the log: durability and commit ----------------------------------------------------------
-    #: DurableEnd: how much of the log is fsynced (offset ``durable.end``). Set: disk. Read:
-    #: disk, follower, commit.
+    #: DurableEnd: how much of the log is fsynced (offset ``durable.end``). Updated: disk. Read:
+    #: disk, commit, fetcher, follower.
     durable: DurableEnd = dataclasses.field(default_factory=DurableEnd)
     #: int offset: the high watermark (records below it are committed). Set: commit (leader),
     #: follower (from Fetch responses). Read: all.
@@ -132,7 +132,7 @@ class QuorumState(DeadlineTimers):
 
     # -- the follower and the observer -------------------------------------------------------------
     #: int: the newest read round the leader sent us, echoed in our Fetches. Set: fetcher
-    #: (reset), follower. Read: fetcher.
+    #: (reset), follower. Read: fetcher, follower.
     echo_round: int = 0
     #: bool: a Fetch to the leader is in flight. Set: fetcher (True), follower and transitions
     #: (False). Read: follower.
