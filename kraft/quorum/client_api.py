@@ -64,12 +64,18 @@ def write(s: QuorumState, token, kind: str, rtype: str, payloads: list, timeout_
     return w
 
 
+def _write_one(s: QuorumState, token, kind: str, payload, refusal) -> None:
+    """Write one data record of ``kind`` on the leader; elsewhere ``refusal`` (the response
+    type) NOT_LEADER_OR_FOLLOWER."""
+    if not _can_write(s):
+        reply(s, token, refusal(errors.NOT_LEADER_OR_FOLLOWER))
+        return
+    write(s, token, kind, DATA, [payload], None)
+
+
 def on_append(s: QuorumState, token, req: AppendRequest) -> None:
     """Append: one data record, answered once committed."""
-    if not _can_write(s):
-        reply(s, token, AppendResponse(errors.NOT_LEADER_OR_FOLLOWER))
-        return
-    write(s, token, PLAIN, DATA, [req.value], None)
+    _write_one(s, token, PLAIN, req.value, AppendResponse)
 
 
 def on_propose(s: QuorumState, token, req: ProposeRequest) -> None:
@@ -90,10 +96,7 @@ def on_propose(s: QuorumState, token, req: ProposeRequest) -> None:
 
 def on_kv_write(s: QuorumState, token, req: KvWriteRequest) -> None:
     """KvWrite: one kv command, answered with its outcome once committed and applied."""
-    if not _can_write(s):
-        reply(s, token, KvWriteResponse(errors.NOT_LEADER_OR_FOLLOWER))
-        return
-    write(s, token, KV, DATA, [req.command], None)
+    _write_one(s, token, KV, req.command, KvWriteResponse)
 
 
 # -- reads ------------------------------------------------------------------------------
