@@ -75,9 +75,9 @@ class QuorumCore:
         self.id = config.node_id
         self.cfg = config
         self.state = QuorumState(cfg=config, policy=config.unsafe, id=config.node_id,
-                                 key=ReplicaKey(config.node_id, config.directory_id), log=log_, history=history, rng=rng,
-                                 wall_clock=wall_clock or (lambda: int(clock())), now=clock(),
-                                 durable=DurableEnd(log_.end_offset))
+                                 key=ReplicaKey(config.node_id, config.directory_id), log=log_,
+                                 history=history, rng=rng, wall_clock=wall_clock or (lambda: int(clock())),
+                                 now=clock(), durable=DurableEnd(log_.end_offset))
 
     def reconfigure(self, config: QuorumConfig) -> None:
         """Take new settings (same node id) from the next step on."""

@@ -31,9 +31,9 @@ class QuorumState(DeadlineTimers):
     """One replica's state: identity and environment, the step under way, its timers, the
     election, the log's durability and commit, and each role's bookkeeping.
 
-    Built by :class:`kraft.quorum.core.QuorumCore` (``cfg``, ``policy``, ``id``, ``key``, ``log``,
-    ``history``, ``rng``, ``wall_clock``, ``now``; every other field starts at its
-    default). The timers are kraft/timers.py's: :meth:`set_deadline`,
+    Built by :class:`kraft.quorum.core.QuorumCore` (``cfg``, ``policy``, ``id``, ``key``,
+    ``log``, ``history``, ``rng``, ``wall_clock``, ``now``, ``durable``; every other field
+    starts at its default). The timers are kraft/timers.py's: :meth:`set_deadline`,
     :meth:`clear_deadline`, :meth:`deadline`, :meth:`fired`, keyed by
     :class:`kraft.quorum.timer_keys.TimerKey`. Raises nothing itself.
     """
