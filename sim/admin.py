@@ -35,7 +35,7 @@ def leader_of(rt: Runtime, ids) -> int | None:
     for i in ids:
         n = rt.nodes[i]
         c = n.core
-        if c is not None and not n.paused and c.kind is LEADER and c.epoch > epoch:
+        if c is not None and not n.paused and c.state.kind is LEADER and c.epoch > epoch:
             best, epoch = i, c.epoch
     return best
 

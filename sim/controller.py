@@ -61,7 +61,7 @@ class SimController(AwaitsReplies):
     def _write(self, lead: int, core, build) -> None:
         """Build the records from the committed image and the log end (``build(image, offset)``),
         append them at once on the leader, and wait for the commit."""
-        payloads, done = build(core.metadata.image, core.log.end_offset)
+        payloads, done = build(core.state.metadata.image, core.state.log.end_offset)
         if not payloads:
             done(None)
             return
@@ -96,7 +96,7 @@ class SimController(AwaitsReplies):
         lead, core = self._leader()
         if lead is None:
             return
-        image = core.metadata.image
+        image = core.state.metadata.image
         self.image = image
         for b in self.bids:
             if self._reachable(b, lead):

@@ -85,9 +85,9 @@ class QuorumInvariants:
             if t is StateChanged:
                 if e.kind is LEADER:
                     self._new_leader(nid, core)
-            elif t is WriteLog and e.log is None and core.kind is LEADER:
+            elif t is WriteLog and e.log is None and core.state.kind is LEADER:
                 self._voter_writes(nid, core, e.records)
-        hw = core.hw
+        hw = core.state.hw
         last = self.hw.get(nid)
         if last is not None and last[0] == life:
             if hw < last[1]:
@@ -102,7 +102,7 @@ class QuorumInvariants:
         start = done[1] if done is not None and done[0] == life else 0
         if hw <= start:
             return
-        committed, records = self.committed, core.log.records
+        committed, records = self.committed, core.state.log.records
         for o in range(start, min(hw, len(records))):
             k = _key(records[o])
             if o < len(committed):
@@ -119,7 +119,7 @@ class QuorumInvariants:
         other = self.leaders.setdefault(epoch, nid)
         if other != nid:
             self.broken("election-safety", f"n{other} and n{nid} both leaders of epoch {epoch}")
-        records, committed = core.log.records, self.committed
+        records, committed = core.state.log.records, self.committed
         if len(records) < len(committed):
             self.broken("committed-lost", f"n{nid} became leader of epoch {epoch} with log end "
                                           f"{len(records)}, below the committed end {len(committed)}")
@@ -127,7 +127,7 @@ class QuorumInvariants:
             if _key(records[o]) != k:
                 self.broken("committed-lost", f"n{nid} became leader of epoch {epoch} with {_key(records[o])!r} "
                                               f"at offset {o}, where {k!r} was committed")
-        self.voters[nid] = {(v.id, v.directory_id) for v in core.history.latest.voters}
+        self.voters[nid] = {(v.id, v.directory_id) for v in core.state.history.latest.voters}
 
     def _voter_writes(self, nid: int, core, written: list) -> None:
         prev = self.voters.get(nid)
@@ -143,7 +143,7 @@ class QuorumInvariants:
 
     def final_leader(self, nid: int, core) -> None:
         """At the end: the last leader holds every committed record (``committed-lost``)."""
-        records = core.log.records
+        records = core.state.log.records
         for o, k in enumerate(self.committed):
             if o >= len(records) or _key(records[o]) != k:
                 self.broken("committed-lost", f"at the end, leader n{nid} lacks committed offset {o} ({k!r})")

@@ -166,7 +166,7 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
     except InvariantBroken as e:
         violation = e.violation
     nodes = {f"n{i}": ([tuple(r.to_wire()) for r in rt.nodes[i].disk.log(None).records],
-                       rt.nodes[i].core.hw if rt.nodes[i].core is not None else None) for i in ids}
+                       rt.nodes[i].core.state.hw if rt.nodes[i].core is not None else None) for i in ids}
     verdict, anomalies = None, []
     if violation is None and judge is not None:
         config = {"workload": workload, "db": "kraft", "kraft_version": opts.kraft_version,
@@ -201,7 +201,8 @@ def _settle(rt: Runtime, ids: list[int], until: float) -> None:
         core = rt.nodes[lead].core
         if not core.leader_epoch_committed():
             continue
-        end = core.log.end_offset
-        if all(rt.nodes[i].core is not None and rt.nodes[i].core.log.end_offset >= end and rt.nodes[i].core.hw >= core.hw
+        end = core.state.log.end_offset
+        if all(rt.nodes[i].core is not None and rt.nodes[i].core.state.log.end_offset >= end
+               and rt.nodes[i].core.state.hw >= core.state.hw
                for i in ids):
             return

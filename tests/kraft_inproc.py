@@ -124,7 +124,7 @@ async def wait_for_leader(nodes: list[Running], timeout_s: float = 5.0, exclude=
         leaders = [r for r in nodes if r not in exclude and r.node.kind.value == "Leader"]
         if leaders:
             best = max(leaders, key=lambda r: r.node.epoch)
-            if best.node.hw > best.node.core.epoch_start:
+            if best.node.hw > best.node.core.state.epoch_start:
                 return best
         await asyncio.sleep(0.02)
     raise TimeoutError("no leader elected")

@@ -203,7 +203,7 @@ class _Sync:
 
 def leader_kinds(cluster: SimCluster) -> dict[int, StateKind]:
     """Each live node's state."""
-    return {i: c.kind for i, c in cluster.cores.items() if c is not None}
+    return {i: c.state.kind for i, c in cluster.cores.items() if c is not None}
 
 
 def main(argv: list[str]) -> int:

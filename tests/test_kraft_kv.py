@@ -9,6 +9,7 @@ import pytest
 from kraft.core import errors
 from kraft.core.records import DATA, LEADER_CHANGE, Record
 from kraft.core.states import StateKind
+from kraft.quorum.transitions import persist
 from kraft.runtime.kv_service import KvService
 from kraft.runtime.raft import InvalidRequest, RaftNode
 from kraft.state_machines.kv import (ApplyResult, CommandError, KvStateMachine, cas_command, parse_command,
@@ -159,12 +160,12 @@ def test_replay_of_the_log_on_disk_rebuilds_the_same_state(tmp_path):
 async def node(cfg, kind, epoch=1, leader=1, payloads=()):
     n = RaftNode(cfg, read_meta(cfg.data_dir))
     await n.start()
-    n.core._persist(ElectionState(epoch, leader, leader))
+    persist(n.core.state, ElectionState(epoch, leader, leader))
     if kind is StateKind.LEADER:
-        n.core.votes_granted = {1, 2}
+        n.core.state.votes_granted = {1, 2}
         n.become_leader()
     else:
-        n.core.kind = kind
+        n.core.state.kind = kind
     return n
 
 

@@ -5,6 +5,8 @@ import pytest
 
 from kraft.core.records import DATA, Record
 from kraft.core.states import StateKind
+from kraft.quorum.follower import truncate_diverging
+from kraft.quorum.transitions import persist
 from kraft.rules.high_watermark import end_quorum_backoff_ms, majority_position, next_high_watermark
 from kraft.runtime.raft import FatalError, RaftNode
 from kraft.storage.meta import read_meta
@@ -61,12 +63,12 @@ def test_leader_answers_diverging_epoch_and_follower_truncates(tmp_path):
     async def run():
         # leader log: epochs 1 1 1 3 3 (offsets 0..4), now leading epoch 4
         leader = await started(leader_cfg, [1, 1, 1, 3, 3], ElectionState(3, -1, 1))
-        leader.core._persist(ElectionState(4, -1, 1))
-        leader.core.votes_granted = {1, 2}
+        persist(leader.core.state, ElectionState(4, -1, 1))
+        leader.core.state.votes_granted = {1, 2}
         leader.become_leader()                       # LeaderChange at offset 5, epoch 4
         # follower log: 1 1 1 2 2 2 (it led epoch 2 alone; never committed)
         follower = await started(follower_cfg, [1, 1, 1, 2, 2, 2], ElectionState(4, 1, 1))
-        follower.core.kind = StateKind.FOLLOWER
+        follower.core.state.kind = StateKind.FOLLOWER
         r = await leader.handle_fetch(fetch(6, 2, 4))
         assert r["DivergingEpoch"] == {"Epoch": 1, "EndOffset": 3}
         assert r["Records"] == []
@@ -94,10 +96,10 @@ def test_truncation_below_the_high_watermark_is_fatal(tmp_path):
 
     async def run():
         f = await started(cfg, [1, 1, 1, 2], ElectionState(3, 1, -1))
-        f.core.kind = StateKind.FOLLOWER
-        f.core.hw = 4
+        f.core.state.kind = StateKind.FOLLOWER
+        f.core.state.hw = 4
         with pytest.raises(FatalError):
-            f.core._truncate_diverging(1, 2)
+            truncate_diverging(f.core.state, 1, 2)
         assert f.log.end_offset == 4
         await f.close()
 
@@ -109,8 +111,8 @@ def test_leader_high_watermark_follows_majority_fetches(tmp_path):
 
     async def run():
         leader = await started(cfgs[0], [1, 1], ElectionState(1, -1, 1))
-        leader.core._persist(ElectionState(2, -1, 1))
-        leader.core.votes_granted = {1, 2, 3}
+        persist(leader.core.state, ElectionState(2, -1, 1))
+        leader.core.state.votes_granted = {1, 2, 3}
         leader.become_leader()                 # LeaderChange at offset 2
         for v in range(3):
             leader.log.append(Record(leader.log.end_offset, 2, DATA, v))
@@ -137,8 +139,8 @@ def test_a_fetch_response_holds_at_most_fetch_max_records(tmp_path):
 
     async def run():
         leader = await started(cfgs[0], [1, 1, 1, 1, 1], ElectionState(1, -1, 1))
-        leader.core._persist(ElectionState(2, -1, 1))
-        leader.core.votes_granted = {1, 2}
+        persist(leader.core.state, ElectionState(2, -1, 1))
+        leader.core.state.votes_granted = {1, 2}
         leader.become_leader()                 # LeaderChange at offset 5
         got, offset = [], 0
         while offset < leader.log.end_offset:

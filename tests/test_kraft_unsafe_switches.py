@@ -12,6 +12,7 @@ import dataclasses
 import pytest
 
 from kraft.core import errors, unsafe
+from kraft.quorum.transitions import persist
 from kraft.rules.high_watermark import majority_position, next_high_watermark
 from kraft.rules.voting import is_up_to_date
 from kraft.storage.quorum_state import ElectionState
@@ -53,8 +54,8 @@ def _leader_cfg(root, *switches):
 async def _leader(cfg, epochs=(1, 1)):
     """A leader of epoch 2 over a log of ``epochs``, with its LeaderChange appended."""
     leader = await started(cfg, list(epochs), ElectionState(1, -1, 1))
-    leader.core._persist(ElectionState(2, -1, 1))
-    leader.core.votes_granted = {1, 2, 3}
+    persist(leader.core.state, ElectionState(2, -1, 1))
+    leader.core.state.votes_granted = {1, 2, 3}
     leader.become_leader()
     return leader
 
@@ -93,7 +94,7 @@ def test_lease_read_answers_without_a_majority_round(tmp_path):
 
     async def run(c):
         leader = await _leader(c)
-        leader.core.hw = 3                                       # as if the LeaderChange had committed
+        leader.core.state.hw = 3                                 # as if the LeaderChange had committed
         try:
             return await leader.read_index(timeout_s=0.2)
         except Exception as e:                              # noqa: BLE001 - the correct outcome

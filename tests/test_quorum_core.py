@@ -10,7 +10,7 @@ from kraft.core import errors
 from kraft.core.events import PersistElection, Received, Replied, SyncDone, SyncLog, TruncateLog, WriteLog
 from kraft.core.records import KRAFT_VERSION, LEADER_CHANGE, VOTERS
 from kraft.core.states import ElectionState, StateKind
-from kraft.quorum import FatalError
+from kraft.quorum import FatalError, TimerKey
 from kraft.quorum.client_messages import AddVoterRequest, AppendRequest, ReadIndexRequest, RemoveVoterRequest
 from kraft.quorum.messages import (BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchResponse,
                                    VoteRequest, VoteResponse)
@@ -21,6 +21,7 @@ from .quorum_sim import SimCluster
 
 LEADER, FOLLOWER, CANDIDATE = StateKind.LEADER, StateKind.FOLLOWER, StateKind.CANDIDATE
 PROSPECTIVE, RESIGNED, UNATTACHED = StateKind.PROSPECTIVE, StateKind.RESIGNED, StateKind.UNATTACHED
+ELECTION = TimerKey.ELECTION
 
 
 def grant_all(d: Driver, effects: list) -> list:
@@ -38,11 +39,11 @@ def leader(n: int = 3, **kw) -> tuple[Driver, list]:
     clock = kw.pop("clock", None) or Clock()
     c, fx = quorum_core(1, n, clock=clock, **kw)
     d = Driver(c, clock, fx)
-    fx = d.advance(d.timers["election"])
+    fx = d.advance(d.timers[ELECTION])
     fx = grant_all(d, fx)
-    if c.kind is CANDIDATE:
+    if c.state.kind is CANDIDATE:
         fx = grant_all(d, fx)
-    assert c.kind is LEADER
+    assert c.state.kind is LEADER
     return d, fx
 
 
@@ -56,21 +57,21 @@ def test_election_with_pre_vote_persists_before_it_asks_and_announces():
     clock = Clock()
     c, fx = quorum_core(1, 3, clock=clock)
     d = Driver(c, clock, fx)
-    assert c.kind is UNATTACHED and 100 <= d.timers["election"] < 200       # in [T, 2T)
-    fx = d.advance(d.timers["election"])
-    assert c.kind is PROSPECTIVE and c.epoch == 0 and not of(fx, PersistElection)
+    assert c.state.kind is UNATTACHED and 100 <= d.timers[ELECTION] < 200       # in [T, 2T)
+    fx = d.advance(d.timers[ELECTION])
+    assert c.state.kind is PROSPECTIVE and c.epoch == 0 and not of(fx, PersistElection)
     pre = {s.to: s for s in sent(fx, VoteRequest)}
     assert set(pre) == {2, 3} and all(s.msg.pre_vote and s.msg.candidate_epoch == 0 for s in pre.values())
     fx = d.step(Replied(2, pre[2].msg, VoteResponse(errors.NONE, True, True, -1, 0), pre[2].gen))
-    assert c.kind is CANDIDATE and c.epoch == 1                              # self + 2: a majority
+    assert c.state.kind is CANDIDATE and c.epoch == 1                              # self + 2: a majority
     persist = of(fx, PersistElection)
     assert persist[0].state == ElectionState(1, -1, 1, None)
     votes = {s.to: s for s in sent(fx, VoteRequest)}
     assert fx.index(persist[0]) < fx.index(votes[2])                         # quorum-state first
     d.step(Replied(3, pre[3].msg, VoteResponse(errors.NONE, True, True, -1, 0), pre[3].gen))   # stale gen
-    assert c.kind is CANDIDATE
+    assert c.state.kind is CANDIDATE
     fx = d.step(Replied(3, votes[3].msg, VoteResponse(errors.NONE, True, False, -1, 1), votes[3].gen))
-    assert c.kind is LEADER
+    assert c.state.kind is LEADER
     persist, write, begin = of(fx, PersistElection)[0], of(fx, WriteLog)[0], sent(fx, BeginQuorumEpochRequest)
     assert persist.state == ElectionState(1, 1, 1, None)
     assert write.records[0].type == LEADER_CHANGE and write.records[0].payload["GrantingVoters"] == [1, 3]
@@ -83,14 +84,14 @@ def test_without_pre_vote_the_timeout_bumps_the_epoch_at_once(kw):
     clock = Clock()
     c, fx = quorum_core(1, 3, clock=clock, **kw)
     d = Driver(c, clock, fx)
-    fx = d.advance(d.timers["election"])
-    assert c.kind is CANDIDATE and c.epoch == 1 and of(fx, PersistElection)
+    fx = d.advance(d.timers[ELECTION])
+    assert c.state.kind is CANDIDATE and c.epoch == 1 and of(fx, PersistElection)
     assert not any(s.msg.pre_vote for s in sent(fx, VoteRequest))
 
 
 def test_a_follower_that_fetched_refuses_pre_votes_and_a_pre_vote_changes_nothing():
     c, fx = quorum_core(2, 3, epochs=[1, 1], election=ElectionState(1, 1, -1))
-    assert c.kind is FOLLOWER and sent(fx, FetchRequest)[0].to == 1
+    assert c.state.kind is FOLLOWER and sent(fx, FetchRequest)[0].to == 1
     ask = VoteRequest(1, 3, None, 2, None, 1, 2, True)
     assert replies(c.step(Received("a", ask)))["a"].vote_granted is True      # no successful fetch yet
     f = sent(fx, FetchRequest)[0]
@@ -106,11 +107,11 @@ def test_a_follower_that_fetched_refuses_pre_votes_and_a_pre_vote_changes_nothin
 
 def test_check_quorum_resigns_a_leader_no_majority_fetches_from():
     d, _ = leader(3)
-    t0 = d.core.leader_since
+    t0 = d.core.state.leader_since
     d.advance(t0 + 299)
-    assert d.core.kind is LEADER
+    assert d.core.state.kind is LEADER
     fx = d.advance(t0 + 301)                             # 1.5 x fetch.timeout.ms without fetches
-    assert d.core.kind is RESIGNED and {s.to for s in sent(fx, EndQuorumEpochRequest)} == {2, 3}
+    assert d.core.state.kind is RESIGNED and {s.to for s in sent(fx, EndQuorumEpochRequest)} == {2, 3}
 
 
 def test_check_quorum_keeps_a_leader_a_majority_fetches_from():
@@ -118,20 +119,20 @@ def test_check_quorum_keeps_a_leader_a_majority_fetches_from():
     for t in range(50, 2000, 50):
         d.advance(t)
         d.step(Received(("f", t), fetch(2, 1, 1, 1)))
-    assert d.core.kind is LEADER
+    assert d.core.state.kind is LEADER
 
 
 def test_no_check_quorum_keeps_a_cut_off_leader_forever():
     d, _ = leader(3, switches=["no-check-quorum"])
     d.advance(10_000)
-    assert d.core.kind is LEADER                         # the bug (KAFKA-15489)
+    assert d.core.state.kind is LEADER                         # the bug (KAFKA-15489)
 
 
 # -- replication -----------------------------------------------------------------------------
 def test_leader_answers_diverging_epoch_and_the_follower_truncates_then_fetches_on():
     d, _ = leader(3, epochs=[1, 1, 1, 3, 3], election=ElectionState(3, -1, -1))
     lead = d.core
-    assert lead.epoch == 4 and lead.log.records[5].type == LEADER_CHANGE
+    assert lead.epoch == 4 and lead.state.log.records[5].type == LEADER_CHANGE
     r = replies(d.step(Received("x", fetch(2, 6, 2, 4))))["x"]
     assert r.diverging == (1, 3) and r.records == []
     f, fx = quorum_core(2, 3, epochs=[1, 1, 1, 2, 2, 2], election=ElectionState(4, 1, -1))
@@ -139,7 +140,7 @@ def test_leader_answers_diverging_epoch_and_the_follower_truncates_then_fetches_
     assert (first.msg.fetch_offset, first.msg.last_fetched_epoch) == (6, 2)
     r.leader_id, r.leader_epoch = 1, 4
     fx = f.step(Replied(1, first.msg, r, first.gen))
-    assert of(fx, TruncateLog)[0].offset == 3 and f.log.end_offset == 3
+    assert of(fx, TruncateLog)[0].offset == 3 and f.state.log.end_offset == 3
     again = sent(fx, FetchRequest)[0].msg
     assert (again.fetch_offset, again.last_fetched_epoch) == (3, 1)
     r2 = replies(d.step(Received("y", again)))["y"]
@@ -160,35 +161,35 @@ def test_truncation_below_the_high_watermark_is_fatal():
     f, fx = quorum_core(2, 3, epochs=[1, 1, 1, 2], election=ElectionState(3, 1, -1))
     first = sent(fx, FetchRequest)[0]
     fx = f.step(Replied(1, first.msg, FetchResponse(errors.NONE, 4, [], None, 0, 1, 3), first.gen))
-    assert f.hw == 4
+    assert f.state.hw == 4
     again = sent(fx, FetchRequest)[0]
     with pytest.raises(FatalError):
         f.step(Replied(1, again.msg, FetchResponse(errors.NONE, 4, [], (1, 2), 0, 1, 3), again.gen))
-    assert f.log.end_offset == 4
+    assert f.state.log.end_offset == 4
 
 
 def test_high_watermark_waits_for_the_leaders_fsync_and_the_epochs_first_record():
     d, _ = leader(3, epochs=[1, 1], election=ElectionState(1, -1, -1))
     lead = d.core                                       # epoch 2, LeaderChange at offset 2, not fsynced
     d.step(Received("a", fetch(2, 3, 2, 2)))
-    assert lead.hw == 0                                 # the leader's own copy is not on disk yet
+    assert lead.state.hw == 0                                 # the leader's own copy is not on disk yet
     d.step(SyncDone(3))
-    assert lead.hw == 3
+    assert lead.state.hw == 3
     d2, _ = leader(3, epochs=[1, 1], election=ElectionState(1, -1, -1))
     d2.step(SyncDone(3))
     d2.step(Received("a", fetch(2, 2, 1, 2)))
-    assert d2.core.hw == 0                              # a majority has the old records only
+    assert d2.core.state.hw == 0                              # a majority has the old records only
     d3, _ = leader(3, epochs=[1, 1], election=ElectionState(1, -1, -1), switches=["early-high-watermark"])
     d3.step(SyncDone(3))
     d3.step(Received("a", fetch(2, 2, 1, 2)))
-    assert d3.core.hw == 2                              # the bug: before the LeaderChange commits
+    assert d3.core.state.hw == 2                              # the bug: before the LeaderChange commits
 
 
 def test_no_fsync_counts_the_leaders_records_before_they_are_on_disk():
     d, fx = leader(3, switches=["no-fsync"])
     assert not of(fx, SyncLog)
     d.step(Received("a", fetch(2, 1, 1, 1)))
-    assert d.core.hw == 1                               # no SyncDone ever came
+    assert d.core.state.hw == 1                               # no SyncDone ever came
 
 
 def test_commit_minority_commits_with_two_of_five():
@@ -196,7 +197,7 @@ def test_commit_minority_commits_with_two_of_five():
         d, _ = leader(5, switches=switches)
         d.step(SyncDone(1))
         d.step(Received("a", fetch(2, 1, 1, 1)))
-        assert d.core.hw == expected
+        assert d.core.state.hw == expected
 
 
 def test_a_parked_fetch_is_answered_when_the_leader_appends():
@@ -218,11 +219,11 @@ def test_append_is_answered_once_committed_and_ack_before_commit_answers_on_the_
         assert of(fx, SyncLog)[0].end == 2
         fx = d.step(SyncDone(2))
         if switches:
-            assert replies(fx)["w"].error_code == errors.NONE and d.core.hw == 1   # the bug
+            assert replies(fx)["w"].error_code == errors.NONE and d.core.state.hw == 1   # the bug
         else:
             assert "w" not in replies(fx)
             fx = d.step(Received("b", fetch(2, 2, 1, 1)))
-            assert replies(fx)["w"].offset == 1 and d.core.hw == 2
+            assert replies(fx)["w"].offset == 1 and d.core.state.hw == 2
 
 
 def test_no_fetch_validation_sends_records_instead_of_diverging():
@@ -269,10 +270,10 @@ def test_lease_read_answers_without_a_round_and_no_read_index_on_any_node():
 def test_voter_changes_one_at_a_time():
     d, fx = leader(3, history=VoterHistory(voters(3, dirs=True), 1), directory_id="d1")
     lead = d.core
-    assert [r.type for r in lead.log.records] == [LEADER_CHANGE, KRAFT_VERSION, VOTERS]
+    assert [r.type for r in lead.state.log.records] == [LEADER_CHANGE, KRAFT_VERSION, VOTERS]
     d.step(SyncDone(3))
     d.step(Received("c", fetch(2, 3, 1, 1, rdir="d2")))
-    assert lead.hw == 3
+    assert lead.state.hw == 3
     new = VoterNode(4, "d4", "h", 9004)
     r = replies(d.step(Received("a", AddVoterRequest(new))))["a"]
     assert r.error_code == errors.REQUEST_TIMED_OUT and "lagging" in r.message      # never fetched
@@ -284,22 +285,22 @@ def test_voter_changes_one_at_a_time():
     d.advance(d.clock.t + 5)
     d.step(SyncDone(4))
     d.step(Received("f2", fetch(2, 4, 1, 1, rdir="d2")))
-    assert "b" not in replies(d.effects) and lead.hw == 3       # 2 of the 4 new voters: not yet
+    assert "b" not in replies(d.effects) and lead.state.hw == 3       # 2 of the 4 new voters: not yet
     fx = d.step(Received("f4", fetch(4, 4, 1, 1, rdir="d4")))
-    assert replies(fx)["b"].error_code == errors.NONE and lead.hw == 4
+    assert replies(fx)["b"].error_code == errors.NONE and lead.state.hw == 4
 
 
 # -- restart from what the disk holds ----------------------------------------------------------------
 def test_a_leader_restarts_resigned_unless_leader_restart():
     for switches, kind in (((), RESIGNED), (("leader-restart",), LEADER)):
         c, fx = quorum_core(1, 3, epochs=[1, 1], election=ElectionState(1, 1, 1), switches=switches)
-        assert c.kind is kind and c.epoch == 1
+        assert c.state.kind is kind and c.epoch == 1
     # the bug (KAFKA-10527): the restarted leader writes a new record at an offset of its epoch that
     # a follower already holds with another value, and the follower's fetch does not diverge
     c, _ = quorum_core(1, 3, epochs=[1, 1], election=ElectionState(1, 1, 1), switches=["leader-restart"])
     c.step(Received("w", AppendRequest("new")))
     r = replies(c.step(Received("f", fetch(2, 3, 1, 1))))["f"]       # the follower has "old" at 2
-    assert c.log.records[2].payload == "new" and r.diverging is None and r.error_code == errors.NONE
+    assert c.state.log.records[2].payload == "new" and r.diverging is None and r.error_code == errors.NONE
 
 
 def test_a_vote_survives_a_restart_unless_forget_vote():
@@ -319,9 +320,9 @@ def test_vote_after_failed_prevote_bumps_the_epoch_and_vote_ignores_offset_elect
         clock = Clock()
         c, fx = quorum_core(1, 3, clock=clock, switches=switches)
         d = Driver(c, clock, fx)
-        for s in sent(d.advance(d.timers["election"]), VoteRequest):
+        for s in sent(d.advance(d.timers[ELECTION]), VoteRequest):
             d.step(Replied(s.to, s.msg, VoteResponse(errors.NONE, False, True, -1, 0), s.gen))
-        assert c.kind is kind
+        assert c.state.kind is kind
     for switches, granted in (((), False), (("vote-ignores-offset",), True)):
         c, _ = quorum_core(1, 3, epochs=[1, 1, 1], switches=switches)
         r = replies(c.step(Received("v", VoteRequest(2, 2, None, 1, None, 1, 2, False))))["v"]
@@ -340,12 +341,12 @@ def test_restart_from_disk_keeps_every_acknowledged_append():
     c.crash(old)
     c.run_for(1000)
     again = c.start(old)
-    assert again.kind is RESIGNED and again.epoch == lead.epoch
+    assert again.state.kind is RESIGNED and again.epoch == lead.epoch
     c.run_for(2000)
     new = c.leader()
     assert new is not None and new.epoch > lead.epoch
-    assert all(new.log.records[o].payload == v for o, v in acked.items())
-    assert all(o < new.hw for o in acked)
+    assert all(new.state.log.records[o].payload == v for o, v in acked.items())
+    assert all(o < new.state.hw for o in acked)
 
 
 # -- determinism -----------------------------------------------------------------------------------
@@ -368,7 +369,7 @@ def trace(seed: int) -> list:
             c.client(lead.id, AppendRequest(step))
     out.append([(t, i, e.kind, e.election) for t, i, e in c.transitions])
     out.append(sorted((k, repr(v)) for k, v in c.replies.items()))
-    out.append({i: (x.log.records, x.hw) for i, x in c.cores.items() if x})
+    out.append({i: (x.state.log.records, x.state.hw) for i, x in c.cores.items() if x})
     out.append(c.events)
     return out
 
@@ -429,7 +430,7 @@ def power_loss_keeps_acknowledged_appends(switches=()) -> bool:
         c.start(i)
     c.run_for(3000)
     new = c.leader()
-    recs = new.log.records
+    recs = new.state.log.records
     return all(o < len(recs) and recs[o].payload == v for o, v in acked.items())
 
 
@@ -469,8 +470,8 @@ def test_safety_under_crashes_and_partitions_in_virtual_time(seed):
         live = [x for x in c.cores.values() if x is not None]
         for a in live:
             for b in live:
-                n = min(a.hw, b.hw)
-                assert a.log.records[:n] == b.log.records[:n]
+                n = min(a.state.hw, b.state.hw)
+                assert a.state.log.records[:n] == b.state.log.records[:n]
     c.heal()
     for i in c.ids:
         if c.cores[i] is None:
@@ -478,4 +479,4 @@ def test_safety_under_crashes_and_partitions_in_virtual_time(seed):
     c.run_for(3000)
     final = c.leader()
     ok = [m for m in c.replies.values() if m.error_code == errors.NONE]
-    assert ok and all(m.offset < final.hw and final.log.records[m.offset].epoch == m.epoch for m in ok)
+    assert ok and all(m.offset < final.state.hw and final.state.log.records[m.offset].epoch == m.epoch for m in ok)

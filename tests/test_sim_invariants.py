@@ -20,7 +20,8 @@ def node(i: int, life: int = 0):
 def core(epoch: int, hw: int, epochs, kind=StateKind.FOLLOWER, voters: VoterSet | None = None):
     log = types.SimpleNamespace(records=[Record(o, e, DATA, o) for o, e in enumerate(epochs)])
     history = types.SimpleNamespace(latest=voters or initial_voters([1, 2, 3], 0))
-    return types.SimpleNamespace(epoch=epoch, hw=hw, log=log, kind=kind, history=history)
+    state = types.SimpleNamespace(hw=hw, log=log, kind=kind, history=history)
+    return types.SimpleNamespace(epoch=epoch, state=state)
 
 
 def leader_change(epoch: int) -> StateChanged:

@@ -8,7 +8,10 @@ fires: it is then re-armed at the wanted deadline. So a timer that keeps moving 
 one event per period, not one per move. Stale firings (a runtime that does not cancel)
 are recognised by their ``at`` and ignored.
 
-The core provides ``now`` (ms), ``out`` (its effects) and ``_timer_due(key)``.
+The core provides ``now`` (ms), ``out`` (its effects) and ``_timer_due(key)`` (called by
+:meth:`DeadlineTimers._on_timer`; a holder that dispatches itself calls
+:meth:`DeadlineTimers._fired` instead). The mixin has no instance layout of its own
+(``__slots__ = ()``), so a slotted holder stays slotted.
 """
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ from .events import SetTimer, TimerFired
 
 class DeadlineTimers:
     """Wanted and armed deadlines by key (keys: str or tuples of str and int)."""
+
+    __slots__ = ()
 
     def _init_timers(self) -> None:
         self._want: dict = {}     # key -> deadline wanted (ms)
@@ -39,18 +44,25 @@ class DeadlineTimers:
         return self._want.get(key)
 
     def _on_timer(self, ev: TimerFired) -> None:
+        key = self._fired(ev)
+        if key is not None:
+            self._timer_due(key)
+
+    def _fired(self, ev: TimerFired):
+        """Account for ``ev``: returns its key when that timer is due now (``now`` moved up to
+        its deadline), or None (stale, no longer wanted, or re-armed at a later deadline)."""
         key, at = ev.key, ev.at
         if self._armed.get(key) != at:
-            return                                  # stale: replaced or already handled
+            return None                             # stale: replaced or already handled
         del self._armed[key]
         want = self._want.get(key)
         if want is None:
-            return
+            return None
         if want > at:
             self._armed[key] = want
             self.out.append(SetTimer(key, want))
-            return
+            return None
         del self._want[key]
         if self.now < at:
             self.now = at
-        self._timer_due(key)
+        return key

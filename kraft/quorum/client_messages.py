@@ -3,8 +3,8 @@ KvGet (1003), DescribeQuorum (55), AddRaftVoter (80), RemoveRaftVoter (81),
 UpdateRaftVoter (82), and two in-process ones: Propose (what the active controller
 appends) and ReadIndex.
 
-Requests are validated by whoever builds them (kraft/quorum_codec.py for the wire).
-Every response has ``error_code`` (kraft/errors.py; NONE = 0), ``message`` (for an
+Requests are validated by whoever builds them (kraft/wire/quorum_codec.py for the wire).
+Every response has ``error_code`` (kraft/core/errors.py; NONE = 0), ``message`` (for an
 error, or None) and the responder's ``leader_id`` / ``leader_epoch`` (the core fills
 them in): NOT_LEADER_OR_FOLLOWER is definite (nothing appended; ``leader_id`` is the
 hint), REQUEST_TIMED_OUT indefinite (appended, commit unknown).
@@ -50,7 +50,7 @@ class AppendResponse:
 
 @dataclasses.dataclass(slots=True)
 class KvWriteRequest:
-    """KvWrite: ``command``, a kv command payload (kraft/kv.py ``command``)."""
+    """KvWrite: ``command``, a kv command payload (kraft/state_machines/kv.py ``command``)."""
 
     command: dict
 

@@ -19,7 +19,7 @@ class QuorumConfig:
     Fetch response. ``pre_vote`` and ``check_quorum`` are KIP-996's. ``bootstrap_servers``
     are where an observer looks for the leader (opaque destinations for :class:`Send`;
     empty: at kraft.version 1 the voters). ``unsafe`` is the policy of
-    :class:`kraft.unsafe.Unsafe`.
+    :class:`kraft.core.unsafe.Unsafe`.
     """
 
     node_id: int

@@ -1,7 +1,7 @@
 """The quorum's RPCs between replicas as plain objects (KIP-595 Vote, BeginQuorumEpoch,
 EndQuorumEpoch, Fetch; KIP-996 Pre-Vote; KIP-853 voter keys).
 
-Field names are Kafka's in snake case; kraft/quorum_codec.py maps them to the wire
+Field names are Kafka's in snake case; kraft/wire/quorum_codec.py maps them to the wire
 format of kraft/README.md. Every response carries ``leader_id`` / ``leader_epoch``: the
 responder's leader (-1: unknown) and epoch when it answered (the core fills them in).
 Treat messages as immutable once sent: a simulator may hand the same object over.
@@ -93,7 +93,7 @@ class FetchRequest:
 @dataclasses.dataclass(slots=True)
 class FetchResponse:
     """The answer to a FetchRequest: an ``error_code``; or records (``records``, a list of
-    :class:`kraft.records.Record` from the FetchOffset on) with the ``high_watermark`` and
+    :class:`kraft.core.records.Record` from the FetchOffset on) with the ``high_watermark`` and
     the leader's ``read_round``; or ``diverging`` = ``(epoch, end_offset)`` when the
     replica's log diverges (KIP-595 DivergingEpoch; then ``records`` is empty)."""
 

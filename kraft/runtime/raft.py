@@ -96,22 +96,21 @@ class RaftNode:
     @cfg.setter
     def cfg(self, cfg: NodeConfig) -> None:
         self._cfg = cfg
-        self.core.cfg = quorum_config(cfg, self.meta.directory_id)
+        self.core.reconfigure(quorum_config(cfg, self.meta.directory_id))
 
-    election = property(lambda self: self.core.election, doc="The ElectionState (quorum-state).")
-    kind = property(lambda self: self.core.kind, doc="The StateKind.")
-    hw = property(lambda self: self.core.hw, doc="The high watermark.")
+    election = property(lambda self: self.core.state.election, doc="The ElectionState (quorum-state).")
+    kind = property(lambda self: self.core.state.kind, doc="The StateKind.")
+    hw = property(lambda self: self.core.state.hw, doc="The high watermark.")
     epoch = property(lambda self: self.core.epoch, doc="The current epoch.")
     leader_id = property(lambda self: self.core.leader_id, doc="The leader of the epoch, -1 if unknown.")
     voters = property(lambda self: self.core.voters, doc="The voter set in effect (KIP-853).")
-    key = property(lambda self: self.core.key, doc="This replica's (id, directory id).")
+    key = property(lambda self: self.core.state.key, doc="This replica's (id, directory id).")
     is_voter = property(lambda self: self.core.is_voter, doc="True iff this replica is a voter.")
     majority = property(lambda self: self.core.majority, doc="The current voter set's majority.")
-    voter_history = property(lambda self: self.core.history, doc="The voter sets by offset (KIP-853).")
-    kv = property(lambda self: self.core.kv, doc="The kv state machine (kraft/state_machines/kv.py).")
-    metadata = property(lambda self: self.core.metadata,
-                        doc="The metadata replay (kraft/state_machines/metadata_replay.py).")
-    replicas = property(lambda self: self.core.replicas, doc="The leader's replica progress.")
+    voter_history = property(lambda self: self.core.state.history, doc="The voter sets by offset (KIP-853).")
+    kv = property(lambda self: self.core.state.kv, doc="The kv state machine (kraft/state_machines/kv.py).")
+    metadata = property(lambda self: self.core.state.metadata, doc="The metadata replay (kraft/state_machines/metadata_replay.py).")
+    replicas = property(lambda self: self.core.state.replicas, doc="The leader's replica progress.")
 
     @property
     def fatal(self) -> FatalError | None:
@@ -151,9 +150,9 @@ class RaftNode:
 
     async def close(self) -> None:
         """Answer pending requests, cancel timers and tasks, flush and close the log."""
-        self.stopping = self.core.stopping = True
+        self.stopping = self.core.state.stopping = True
         if self.fatal is None:
-            self.driver.call(self.core._fail_pending, "node shutting down")
+            self.driver.call(self.core.fail_pending, "node shutting down")
         self.driver.close()
         if self._fetch_client is not None:
             await self._fetch_client[1].close()
@@ -290,12 +289,12 @@ class RaftNode:
 
     def flush_now(self) -> None:
         """fsync the log now (rather than after the append linger)."""
-        self.driver.call(self.core._flush_now)
+        self.driver.call(self.core.flush_now)
 
     def apply_fetch_response(self, body: dict) -> bool:
         """Apply one Fetch response body as a follower would; True to fetch again at once."""
         resp = decode_response(FetchRequest(self.id, None, 0, 0, 0, 0, 0), body)
-        return self.driver.call(self.core._handle_fetch_response, resp)
+        return self.driver.call(self.core.handle_fetch_response, resp)
 
     # -- background --------------------------------------------------------------------------------
     def tick(self) -> None:
@@ -306,7 +305,7 @@ class RaftNode:
             self._last_buffer_write = now
             self.log.write_out_buffer()
         last_hw, last_t = self._last_hw_checkpoint
-        hw = self.core.hw
+        hw = self.core.state.hw
         if hw != last_hw and now - last_t > HW_CHECKPOINT_INTERVAL_S:
             self._last_hw_checkpoint = (hw, now)
             try:
