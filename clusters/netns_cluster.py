@@ -148,10 +148,11 @@ class NetnsCluster(Cluster):
             return {n: pid for n, (pid, _) in self._inits.items()}
 
     def _init_pid(self, node: str) -> int:
-        """The host pid of ``node``'s init; ``KeyError`` when it has none, or when that pid
-        now belongs to another process (it died and the pid was reused)."""
+        """The host pid of ``node``'s init; ``KeyError`` when it has none, when it died (a
+        zombie not yet reaped has no namespaces left to enter), or when that pid now belongs
+        to another process (it died and the pid was reused)."""
         pid, started = self._inits[node]
-        if _start_time(pid) != started:
+        if _start_time(pid) != started or not net.process_alive(pid):
             raise KeyError(node)
         return pid
 
