@@ -19,7 +19,7 @@
 # last run's only). While it waits it says so once on the stderr the script had when it
 # sourced this file, even when the call's output goes to a log: a descriptor kept open for
 # that, _APT_NOTE_FD, which apt-get does not inherit and a script closes for any daemon it
-# starts afterwards (`{_APT_NOTE_FD}>&-`, as ensure-docker.sh does for dockerd), so that no
+# starts afterwards (ensure-docker.sh closes every inherited descriptor for dockerd), so that no
 # process outlives the script holding its stderr.
 #
 # KRAFT_CHAOS_APT_LOCK_WAIT_S: how long to wait in all, s (default 600: a boot-time upgrade

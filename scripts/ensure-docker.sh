@@ -4,7 +4,8 @@
 # Quiet and exit 0 when `docker info` already answers. Otherwise, as root on
 # Debian: install docker.io (dockerd, containerd, runc, docker-init) and the
 # tools the base image build and the nemeses use (debootstrap, iptables,
-# iproute2), start dockerd in the background (log: /var/log/kraft-chaos-dockerd.log)
+# iproute2), start dockerd in the background (log: /var/log/kraft-chaos-dockerd.log;
+# it inherits no descriptor of the caller's but that log)
 # and wait up to 60 s for it. Exits non-zero with a message naming what is
 # missing when that is not possible.
 set -u
@@ -41,7 +42,16 @@ command -v docker >/dev/null 2>&1 || die "dockerd is installed but no docker cli
 
 if ! pgrep -x dockerd >/dev/null 2>&1; then
     echo "ensure-docker: starting dockerd (log: $LOG) ..." >&2
-    nohup setsid dockerd >>"$LOG" 2>&1 </dev/null {_APT_NOTE_FD}>&- &
+    # dockerd outlives this script: it must inherit no descriptor but its log, or it holds
+    # whatever the caller had open for as long as it runs (a `flock FILE make run` would keep
+    # FILE locked until the engine stops, and every later flock on it would wait for ever)
+    (
+        for fd in /proc/self/fd/*; do
+            n=${fd##*/}
+            [ "$n" -gt 2 ] 2>/dev/null && eval "exec $n>&-" 2>/dev/null
+        done
+        exec setsid dockerd >>"$LOG" 2>&1 </dev/null
+    ) &
     disown || true
 fi
 
