@@ -33,7 +33,7 @@ from ..core.unsafe import Unsafe
 from ..replication import BrokerConfig, BrokerCore
 from ..replication.messages import IsrAnswer, LeaderAndIsr
 from ..runtime.driver import AsyncDriver
-from ..state_machines.metadata_image import MIN_ISR, MetadataImage
+from ..state_machines.metadata_image import MetadataImage
 from ..storage.partition import PartitionReplica
 from ..wire import api
 from ..wire.broker_codec import decode_request, decode_response, encode_request, encode_response

@@ -8,8 +8,8 @@ node leads the quorum and this epoch's first record is committed (so its image h
 everything earlier controllers committed); any other answers NOT_CONTROLLER with the
 leader hint. It learns its node's quorum from :class:`QuorumView` events (the adapter
 feeds one whenever the quorum core's leadership or high watermark changes) and
-decides from the committed image alone, with the pure rules of
-kraft/controller/partition_election.py.
+decides from the committed image alone: what each request writes and answers is the
+pure kraft/controller/requests.py (with kraft/controller/partition_election.py's rules).
 
 Writes are serialised: one in flight. Each is built from the committed image and the
 log end, leaves as :class:`ProposeMetadata` (several records in one batch, e.g. a
@@ -31,26 +31,21 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
-import uuid
 from typing import Callable
 
 from ..core import errors
 from ..core.events import Received, Reply, TimerFired
 from ..core.timers import DeadlineTimers
-from ..state_machines.metadata_image import FENCE_BROKER, REGISTER_BROKER, UNFENCE_BROKER, MetadataImage
-from .messages import (AlterPartitionRequest, AlterPartitionResponse, Appended, BrokerHeartbeatRequest,
-                       BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
-                       CreateTopicsRequest, CreateTopicsResponse, PartitionResult, ProposeMetadata, QuorumView,
-                       TopicResult)
-from .partition_election import Rejected, alter_partition, create_topic, partition_changes
+from ..state_machines.metadata_image import FENCE_BROKER, MetadataImage
+from . import requests
+from .messages import Appended, BrokerHeartbeatRequest, BrokerRegistrationRequest, ProposeMetadata, QuorumView
+from .partition_election import Rejected, partition_changes
 
 log = logging.getLogger("kraft.controller")
 
 #: The first element of every timer key of the controller core.
 CONTROLLER = "controller"
 SESSIONS, DEADLINES = (CONTROLLER, "sessions"), (CONTROLLER, "deadlines")
-#: Most partitions one CreateTopics topic may ask for.
-MAX_PARTITIONS = 1000
 #: How many writes in a row may be refused because the log's end moved under them before the
 #: controller waits for the next view.
 MAX_REBUILDS = 3
@@ -281,97 +276,16 @@ class ControllerCore(DeadlineTimers):
         return fences + partition_changes(image)
 
     def _build(self, op: _Op) -> list[dict]:
-        """The records of ``op`` from the committed image, to land at the log end. Raises
-        Rejected for a request refused as a whole."""
-        msg, image, offset = op.msg, self.image, self.log_end
-        t = type(msg)
-        if t is BrokerRegistrationRequest:
-            rec = {"type": REGISTER_BROKER, "brokerId": msg.broker_id, "brokerEpoch": offset, "host": msg.host,
-                   "port": msg.port, "incarnationId": msg.incarnation_id}
-            op.result = offset
-            return [rec] + partition_changes(image.apply(offset, rec))
-        if t is BrokerHeartbeatRequest:
-            cur = image.brokers.get(msg.broker_id)
-            if cur is None or cur.epoch != msg.broker_epoch:
-                raise Rejected(errors.STALE_BROKER_EPOCH, f"broker {msg.broker_id} re-registered meanwhile")
-            if not cur.fenced:
-                return []
-            rec = {"type": UNFENCE_BROKER, "id": msg.broker_id, "epoch": msg.broker_epoch}
-            return [rec] + partition_changes(image.apply(offset, rec))
-        if t is CreateTopicsRequest:
-            return self._build_topics(op, image, offset)
-        return self._build_alter(op, image)
+        """The records of ``op`` from the committed image, to land at the log end (what it
+        decided kept in ``op.result``). Raises Rejected for a request refused as a whole."""
+        records, op.result = requests.build(op.msg, self.image, self.log_end, self.cfg.cluster_id)
+        return records
 
-    def _build_topics(self, op: _Op, image: MetadataImage, offset: int) -> list[dict]:
-        out, results = [], []
-        for t in op.msg.topics:
-            try:
-                if t.partitions > MAX_PARTITIONS:
-                    raise Rejected(errors.INVALID_PARTITIONS, f"at most {MAX_PARTITIONS} partitions")
-                at = offset + len(out)
-                topic_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"kraft:{self.cfg.cluster_id}/{t.name}/{at}"))
-                recs = create_topic(image, t.name, topic_id, t.partitions, t.replication_factor, dict(t.configs))
-            except Rejected as r:
-                results.append(TopicResult(t.name, r.code, r.message))
-                continue
-            for i, rec in enumerate(recs):
-                image = image.apply(at + i, rec)
-            out += recs
-            results.append(TopicResult(t.name, errors.NONE))
-            log.info("creating topic %s (%d partitions, replication factor %d)", t.name, t.partitions,
-                     t.replication_factor)
-        op.result = results
-        return out
-
-    def _build_alter(self, op: _Op, image: MetadataImage) -> list[dict]:
-        msg = op.msg
-        b = image.brokers.get(msg.broker_id)
-        if b is None or b.epoch != msg.broker_epoch:
-            raise Rejected(errors.STALE_BROKER_EPOCH, f"broker {msg.broker_id} epoch {msg.broker_epoch} is not registered")
-        changes, codes = [], []
-        for c in msg.changes:
-            try:
-                new = alter_partition(image, msg.broker_id, c.topic, c.index, c.leader_epoch, c.partition_epoch,
-                                      list(c.new_isr))
-            except Rejected as r:
-                codes.append(r.code)
-                continue
-            codes.append(errors.NONE)
-            if new is not image.partitions[(c.topic, c.index)]:
-                changes.append(new.to_change())
-        op.result = codes
-        return changes
-
-    # -- answers ---------------------------------------------------------------------------------
     def _answer(self, op: _Op, code: int, message: str | None = None) -> None:
         """Reply to ``op`` with ``code`` (NONE: from the committed image)."""
         op.answered = True
-        msg, image, v = op.msg, self.image, self.view
-        why = None if code == errors.NONE else message
-        t = type(msg)
-        if t is BrokerRegistrationRequest:
-            resp = BrokerRegistrationResponse(code, op.result if code == errors.NONE else -1, why)
-        elif t is BrokerHeartbeatRequest:
-            b = image.brokers.get(msg.broker_id)
-            fenced = b is None or b.epoch != msg.broker_epoch or b.fenced
-            resp = BrokerHeartbeatResponse(code, fenced, why)
-        elif t is CreateTopicsRequest:
-            if op.result is None:
-                resp = CreateTopicsResponse(code if code == errors.NOT_CONTROLLER else errors.NONE,
-                                            [TopicResult(x.name, code, why) for x in msg.topics], why)
-            else:
-                topics = [r if r.error_code != errors.NONE else TopicResult(r.name, code, why) for r in op.result]
-                resp = CreateTopicsResponse(code if code == errors.NOT_CONTROLLER else errors.NONE, topics)
-        elif code != errors.NONE or op.result is None:
-            resp = AlterPartitionResponse(code, [], why)
-        else:
-            parts = []
-            for c, result in zip(msg.changes, op.result):
-                st = image.partitions.get((c.topic, c.index))
-                parts.append(PartitionResult(c.topic, c.index, result) if st is None else PartitionResult(
-                    c.topic, c.index, result, st.leader, st.leader_epoch, st.partition_epoch, st.isr))
-            resp = AlterPartitionResponse(errors.NONE, parts)
-        resp.leader_id, resp.leader_epoch = v.leader_id, v.epoch
+        resp = requests.answer(op.msg, op.result, self.image, code, None if code == errors.NONE else message)
+        resp.leader_id, resp.leader_epoch = self.view.leader_id, self.view.epoch
         self.out.append(Reply(op.token, resp))
 
     # -- timers ------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import time
 from typing import Awaitable, Callable
 
 from ..core import errors
-from ..core.events import Send
+from ..core.events import FatalError, Send
 from ..runtime.driver import AsyncDriver
 from ..runtime.raft import RaftNode
 from ..state_machines.metadata_image import MetadataImage
@@ -91,14 +91,22 @@ class ControllerService:
             self.driver.feed(QuorumView.of(quorum))
 
     def _carry_out(self, e) -> list:
+        """A ProposeMetadata, as one step of the node's quorum core (never inside another of its
+        steps: the controller is fed from callbacks and handlers, not from the quorum's listeners)."""
         if type(e) is not ProposeMetadata:
             return []
-        if self.node.stopping or self.node.fatal is not None:
-            appended, effects = Appended(-1, self.node.log.end_offset, errors.NOT_LEADER_OR_FOLLOWER), []
-        else:
-            appended, effects = quorum_link.append(self.node.core, e)
-        self.node.driver.run(effects)
-        self.node.driver.drain()
+        node = self.node
+        refused = Appended(-1, node.log.end_offset, errors.NOT_LEADER_OR_FOLLOWER)
+        if node.stopping or node.fatal is not None:
+            return [refused]
+        try:
+            appended, effects = quorum_link.append(node.core, e)
+        except FatalError as err:          # the quorum core broke: the node stops, as its driver would
+            log.critical("fatal: %s", err)
+            node.driver.fatal = err
+            return [refused]
+        node.driver.run(effects)
+        node.driver.drain()
         return [appended]
 
     async def _send(self, e: Send) -> None:
@@ -108,5 +116,7 @@ class ControllerService:
     def _handler(self, api_key: int) -> Handler:
         async def handle(body: dict) -> dict:
             msg = codec.decode_request(api_key, body)
+            if self.driver.closed:         # shutting down: no controller here any more
+                return {"ErrorCode": errors.NOT_CONTROLLER, "ErrorMessage": "controller shutting down"}
             return codec.encode_response(await self.driver.ask(msg))
         return handle
