@@ -269,7 +269,7 @@ class Runtime:
 
 
 class AwaitsReplies:
-    """A simulated requester (the admin, the controller): ``waiting`` maps the token of each
+    """A simulated requester (the admin, the data plane's CreateTopics): ``waiting`` maps the token of each
     request it sent to the callback that takes its reply."""
 
     def __init__(self) -> None:
