@@ -32,7 +32,6 @@ def cluster(seed: int = 3) -> tuple[Runtime, DataPlane, Recording]:
     return rt, plane, rec
 
 
-
 def committed(rt: Runtime) -> list[dict]:
     lead = next(i for i in QIDS if rt.nodes[i].controller.active)
     core = rt.nodes[lead].core
