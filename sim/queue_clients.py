@@ -33,7 +33,7 @@ class QueueClients:
 
     def __init__(self, rt: Runtime, rec: Recording, rng: random.Random, plane,
                  inv: BrokerInvariants, concurrency: int):
-        self.rt, self.rec, self.rng, self.ctl, self.inv = rt, rec, rng, plane, inv
+        self.rt, self.rec, self.rng, self.plane, self.inv = rt, rec, rng, plane, inv
         self.concurrency = concurrency
         self.process = {s: s for s in range(concurrency)}
         self.position: dict[tuple, int] = {}          # (slot, partition) -> next offset to poll
@@ -44,7 +44,7 @@ class QueueClients:
         self.drain_process: dict[int, int] = {}
 
     def _leader(self, p: int) -> int | None:
-        img = self.ctl.image
+        img = self.plane.image
         st = img.partitions.get((TOPIC, p)) if img is not None else None
         return st.leader if st is not None and st.leader >= 0 else None
 
@@ -52,7 +52,7 @@ class QueueClients:
         """A ``send`` ("append" in the plan) or a ``poll`` ("read") from ``slot`` (skipped while busy)."""
         if slot in self.busy:
             return
-        parts = self.ctl.partitions
+        parts = self.plane.partitions
         if f == "append":
             self.next_value += 1
             p = self.rng.randrange(parts)

@@ -269,8 +269,8 @@ class Runtime:
 
 
 class AwaitsReplies:
-    """A simulated requester (the admin, the data plane's CreateTopics): ``waiting`` maps the token of each
-    request it sent to the callback that takes its reply."""
+    """A simulated requester (the admin, the data plane's CreateTopics): ``waiting`` maps the
+    token of each request it sent to the callback that takes its reply."""
 
     def __init__(self) -> None:
         self.waiting: dict = {}

@@ -211,7 +211,8 @@ def test_alter_partition_accepted_then_rejected():
         (AlterPartitionRequest(lead, epochs[lead], (IsrChange("t", 0, 0, 0, st.isr),)), errors.INVALID_UPDATE_VERSION),
         (AlterPartitionRequest(follower, epochs[follower], (IsrChange("t", 0, 0, 1, shrink),)), errors.INVALID_REQUEST),
         (AlterPartitionRequest(lead, epochs[lead], (IsrChange("t", 0, 0, 1, (follower,)),)), errors.INVALID_REQUEST),
-        (AlterPartitionRequest(lead, epochs[lead], (IsrChange("t", 0, 0, 1, shrink + (9,)),)), errors.INELIGIBLE_REPLICA),
+        (AlterPartitionRequest(lead, epochs[lead], (IsrChange("t", 0, 0, 1, shrink + (9,)),)),
+         errors.INELIGIBLE_REPLICA),
         (AlterPartitionRequest(lead, epochs[lead], (IsrChange("t", 0, -1, 1, shrink),)), errors.FENCED_LEADER_EPOCH),
     ]:
         token = n.request(msg)

@@ -79,8 +79,8 @@ def encode_response(msg) -> dict:
         if msg.error_code == errors.NONE:
             out["IsFenced"] = msg.is_fenced
     elif t is CreateTopicsResponse:
-        out["Topics"] = [{"Name": r.name, "ErrorCode": r.error_code, **({"ErrorMessage": r.message} if r.message else {})}
-                         for r in msg.topics]
+        out["Topics"] = [{"Name": r.name, "ErrorCode": r.error_code,
+                          **({"ErrorMessage": r.message} if r.message else {})} for r in msg.topics]
     else:
         by_topic: dict[str, list] = {}
         for r in msg.partitions:
