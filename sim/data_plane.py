@@ -5,17 +5,16 @@ plane's invariants checked after every broker step, and the final drain.
 The controllers and brokers run the real cores (sim/controller_nodes.py,
 sim/broker_nodes.py): registration, heartbeats, AlterPartition and CreateTopics are
 messages over the simulated network, answered by the active controller's
-:class:`kraft.controller.ControllerCore`. One thing is modelled rather than run: how a
-broker's metadata image follows the quorum (a real broker is an observer of the metadata
-quorum). Every :data:`DELIVER_MS` each broker that can reach the quorum's leader both ways
-(the broker up and not paused, the leader not paused) gets the leader's committed image,
-one link latency later.
+:class:`kraft.controller.ControllerCore`. One thing is modelled rather than run: what a
+broker's observer of the metadata quorum knows (a real broker runs an observer RaftNode).
+Every :data:`DELIVER_MS` each broker that can reach the quorum's leader both ways (the
+broker up and not paused, the leader not paused) learns that leader and its committed
+image, one link latency later (:class:`sim.broker_nodes.ObserverUpdate`).
 """
 from __future__ import annotations
 
 import random
 
-from kraft.broker.lifecycle import ImageUpdated
 from kraft.controller.messages import CreateTopicsRequest, NewTopic
 from kraft.core import errors
 from kraft.core.unsafe import Unsafe
@@ -23,7 +22,7 @@ from kraft.state_machines.metadata_image import MIN_ISR
 
 from .admin import leader_of
 from .broker_invariants import BrokerInvariants
-from .broker_nodes import broker_nodes
+from .broker_nodes import ObserverUpdate, broker_nodes
 from .invariants import QuorumInvariants
 from .queue_clients import TOPIC, QueueClients
 from .recording import Recording
@@ -57,7 +56,7 @@ class DataPlane(AwaitsReplies):
         rt.on_step = lambda n, core, effects: (qinv if n.id in quorum else binv).after_step(n, core, effects)
         broker_nodes(rt, first, brokers, policy, tuple(qids))
         self.image = None
-        self.delivered: dict[int, tuple] = {}      # broker -> (life, image offset) it was handed
+        self.delivered: dict[int, tuple] = {}      # broker -> (life, leader, image offset) it was handed
         self.created = False
         self.hint, self.turn = -1, 0
         self.clients = QueueClients(rt, rec, rng, self, self.inv, concurrency)
@@ -75,10 +74,10 @@ class DataPlane(AwaitsReplies):
         for b in self.ids:
             n = rt.nodes[b]
             if (n.core is None or n.paused or (b, lead) in rt.net.cut or (lead, b) in rt.net.cut
-                    or self.delivered.get(b) == (n.life, image.offset)):
+                    or self.delivered.get(b) == (n.life, lead, image.offset)):
                 continue
-            self.delivered[b] = (n.life, image.offset)
-            rt.push(rt.now + rt.net.latency, CORE, b, n.life, ImageUpdated(image))
+            self.delivered[b] = (n.life, lead, image.offset)
+            rt.push(rt.now + rt.net.latency, CORE, b, n.life, ObserverUpdate(lead, image))
 
     # -- the topic (the queue workload's set-up: CreateTopics until it exists) ----------------------
     def _create(self) -> None:
