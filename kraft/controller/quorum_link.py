@@ -2,8 +2,8 @@
 core (kraft/quorum/), without I/O: what both the asyncio adapter
 (kraft/controller/service.py) and the simulator do with the two cores of one node.
 
-- :func:`view_changed`: whether the quorum core changed in a way the controller must hear
-  of (a :class:`kraft.controller.messages.QuorumView` to feed);
+- :func:`view_key`: what of the quorum core the controller depends on (when it changes, a
+  :class:`kraft.controller.messages.QuorumView` is due);
 - :func:`append`: a :class:`kraft.controller.messages.ProposeMetadata` carried out as one
   step of the quorum core (an in-process ProposeRequest that answers once appended),
   only if the log's end is where the controller built the records for (a
