@@ -7,10 +7,14 @@ from __future__ import annotations
 import random
 
 from kraft.controller.core import ControllerCore
+from kraft.controller.messages import BrokerHeartbeatRequest, BrokerHeartbeatResponse
+from kraft.core import errors
+from kraft.core.events import Replied, Send, SetTimer, TimerFired
 from kraft.core.records import METADATA
 from kraft.core.unsafe import Unsafe
 from sim.controller_nodes import ControllerNode
 from sim.data_plane import DataPlane
+from sim.broker_nodes import BACKOFF_MS, CHANNEL
 from sim.invariants import QuorumInvariants
 from sim.quorum_nodes import quorum_nodes
 from sim.recording import Recording
@@ -33,7 +37,7 @@ def cluster(seed: int = 3) -> tuple[Runtime, DataPlane, Recording]:
 
 
 def committed(rt: Runtime) -> list[dict]:
-    lead = next(i for i in QIDS if rt.nodes[i].controller.active)
+    lead = next(i for i in QIDS if rt.up(i) and rt.nodes[i].controller.active)
     core = rt.nodes[lead].core
     return [r.payload for r in core.log.records[:core.hw] if r.type == METADATA]
 
@@ -74,3 +78,54 @@ def test_a_broker_cut_off_misses_its_heartbeats_is_fenced_then_unfenced():
     assert len(changes) >= 2 and all(4 not in p["isr"] and p["leader"] != 4 for p in changes[:2])
     assert any(p["type"] == "UnfenceBrokerRecord" and p["id"] == 4 for p in recs[fence:])    # back after the heal
     assert [p["id"] for p in recs if p["type"] == "FenceBrokerRecord"] == [4]
+
+
+def test_after_the_active_controller_dies_the_brokers_find_the_next_one_in_time():
+    """The channel skips a controller that is down, follows the NOT_CONTROLLER hints and tries
+    again after a backoff, so every broker's heartbeats reach the new active controller
+    before its sessions (3 s from its activation) expire: nobody is fenced."""
+    rt, plane, _ = cluster()
+    rt.run_until(6000)
+    first = next(i for i in QIDS if rt.nodes[i].controller.active)
+    rt.stop(first)
+    rt.run_until(16000)
+    second = next(i for i in QIDS if rt.up(i) and rt.nodes[i].controller.active)
+    assert second != first
+    sessions = rt.nodes[second].controller.sessions
+    assert sorted(sessions) == BROKERS and all(at > 15000 for at in sessions.values())    # renewed lately
+    kinds = [p["type"] for p in committed(rt)]
+    assert "FenceBrokerRecord" not in kinds
+    assert all(not rt.nodes[b].lifecycle.fenced for b in BROKERS)
+
+
+def test_the_brokers_channel_follows_hints_skips_the_silent_and_gives_up_at_its_deadline():
+    """sim/broker_nodes.py's channel, step by step, as kraft/broker/controller_channel.py
+    behaves: the hint first, a NOT_CONTROLLER hint followed at once, a controller that gave no
+    answer left for the next, a pause of BACKOFF_MS after a round, None after the deadline."""
+    rt, plane, _ = cluster()
+    b = rt.nodes[4]
+    b.hint, b.quorum_leader, b.turn = 2, -1, 0
+    start = rt.now
+    msg = BrokerHeartbeatRequest(4, 7, 0)
+    [send] = b._to_controller(msg, 99)
+    assert type(send) is Send and send.to == 2                         # the hinted one first
+    [send] = b._controller_reply(Replied(2, msg, BrokerHeartbeatResponse(errors.NOT_CONTROLLER, leader_id=3),
+                                         send.gen))
+    assert send.to == 3 and b.hint == 3                                # the hint followed at once
+    [send] = b._controller_reply(Replied(3, msg, None, send.gen))
+    assert send.to in (1, 2)                                           # no answer: the next one
+    rest = {send.to}
+    [send] = b._controller_reply(Replied(send.to, msg, None, send.gen))
+    rest.add(send.to)
+    assert rest == {1, 2}
+    [timer] = b._controller_reply(Replied(send.to, msg, None, send.gen))
+    assert type(timer) is SetTimer and timer.key[0] == CHANNEL and timer.at == start + BACKOFF_MS
+    [send] = b.step(TimerFired(timer.key, timer.at))                 # a new round, the hint first
+    assert send.to == 3
+    rt.now = start + b.core.cfg.request_timeout_ms                   # past the deadline
+    for _ in range(3):
+        out = b._controller_reply(Replied(send.to, msg, None, send.gen))
+        if not out or type(out[0]) is not Send:
+            break
+        send = out[0]
+    assert b.requests == {} and not any(type(e) is SetTimer and e.key[0] == CHANNEL for e in out)
