@@ -4,8 +4,8 @@ producers ``send`` unique ints with acks=-1 to a partition's leader broker, cons
 drain reads every partition from offset 0 to its high watermark (``"final": true``,
 ``"end"``), for the queue checkers (checkers/queue_*.py).
 
-Clients find a partition's leader in the committed metadata (the controller's image, as a
-Metadata request would give it). An op whose outcome is unknown ends ``info`` and the slot
+Clients find a partition's leader in the committed metadata (the data plane's ``image``, as
+a Metadata request would give it). An op whose outcome is unknown ends ``info`` and the slot
 takes a fresh process. Acknowledged sends are handed to the broker invariants.
 """
 from __future__ import annotations
@@ -16,10 +16,11 @@ from kraft.core import errors
 from kraft.replication.messages import ConsumerFetchRequest, ProduceRequest
 
 from .broker_invariants import BrokerInvariants
-from .controller import TOPIC, SimController
 from .recording import Recording
 from .runtime import Runtime
 
+#: the queue workload's topic
+TOPIC = "t"
 CLIENT_TIMEOUT_MS, POLL_MAX, DRAIN_PAGE = 5000.0, 100, 500
 #: definite refusals of a Produce (nothing appended)
 DEFINITE = {errors.NOT_LEADER_OR_FOLLOWER, errors.NOT_ENOUGH_REPLICAS, errors.UNKNOWN_TOPIC_OR_PARTITION}
@@ -27,11 +28,12 @@ FIRST_DRAIN_PROCESS = 20_000
 
 
 class QueueClients:
-    """``concurrency`` client slots over the brokers of ``controller``."""
+    """``concurrency`` client slots over the brokers of ``plane`` (its ``image``, the committed
+    metadata, and ``partitions``, how many the topic has: sim/data_plane.py)."""
 
-    def __init__(self, rt: Runtime, rec: Recording, rng: random.Random, controller: SimController,
+    def __init__(self, rt: Runtime, rec: Recording, rng: random.Random, plane,
                  inv: BrokerInvariants, concurrency: int):
-        self.rt, self.rec, self.rng, self.ctl, self.inv = rt, rec, rng, controller, inv
+        self.rt, self.rec, self.rng, self.plane, self.inv = rt, rec, rng, plane, inv
         self.concurrency = concurrency
         self.process = {s: s for s in range(concurrency)}
         self.position: dict[tuple, int] = {}          # (slot, partition) -> next offset to poll
@@ -42,7 +44,7 @@ class QueueClients:
         self.drain_process: dict[int, int] = {}
 
     def _leader(self, p: int) -> int | None:
-        img = self.ctl.image
+        img = self.plane.image
         st = img.partitions.get((TOPIC, p)) if img is not None else None
         return st.leader if st is not None and st.leader >= 0 else None
 
@@ -50,7 +52,7 @@ class QueueClients:
         """A ``send`` ("append" in the plan) or a ``poll`` ("read") from ``slot`` (skipped while busy)."""
         if slot in self.busy:
             return
-        parts = self.ctl.partitions
+        parts = self.plane.partitions
         if f == "append":
             self.next_value += 1
             p = self.rng.randrange(parts)

@@ -73,13 +73,14 @@ class QuorumNode(SimNode):
 
 
 def quorum_nodes(rt: Runtime, voters: int, kraft_version: int, policy: Unsafe,
-                 fetch_max_records: int = 2000) -> list[QuorumNode]:
-    """Add and start ``voters`` quorum nodes 1..voters; returns them."""
+                 fetch_max_records: int = 2000, node_class: type = QuorumNode) -> list[QuorumNode]:
+    """Add and start ``voters`` quorum nodes 1..voters (of ``node_class``, a QuorumNode or a
+    subclass); returns them."""
     ids = list(range(1, voters + 1))
     boot = initial_voters(ids, kraft_version)
     out = []
     for i in ids:
-        node = QuorumNode(i, SimDisk(directory_id(i, 0) if kraft_version else None), kraft_version,
+        node = node_class(i, SimDisk(directory_id(i, 0) if kraft_version else None), kraft_version,
                           boot, policy, tuple(ids), fetch_max_records)
         rt.add(node)
         out.append(node)

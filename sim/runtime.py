@@ -7,8 +7,10 @@ Time is ms of virtual time (``Runtime.now``). Events sit in one heap ordered by 
 scheduling order), so a schedule is a pure function of its seed. Requests between nodes
 follow the runtime contract of kraft/core/events.py: each Send is answered by exactly one
 Replied (the response, or None when it timed out: lost, cut, its target down or paused).
-What a node's core is and how it is rebuilt from its disk is the node's own
-(:class:`SimNode` subclasses in sim/quorum_nodes.py and sim/broker_nodes.py).
+What a node's core is, how it is rebuilt from its disk, and how a node that runs more than
+one core (a controller beside its quorum core, a broker's lifecycle beside its replication
+core) hands each event to the right one is the node's own (:class:`SimNode` subclasses in
+sim/quorum_nodes.py, sim/controller_nodes.py and sim/broker_nodes.py).
 """
 from __future__ import annotations
 
@@ -17,9 +19,8 @@ import heapq
 import random
 from typing import Callable
 
-from kraft.core.events import (CheckpointHighWatermark, FatalError, PersistElection, ProposeIsr, Received,
-                               Replied, Reply, Send, SetTimer, StateChanged, SyncDone, SyncLog, TimerFired,
-                               TruncateLog, WriteLog)
+from kraft.core.events import (CheckpointHighWatermark, FatalError, PersistElection, Received, Replied, Reply,
+                               Send, SetTimer, StateChanged, SyncDone, SyncLog, TimerFired, TruncateLog, WriteLog)
 
 from .disk import SimDisk
 from .network import Network
@@ -49,12 +50,16 @@ class SimNode:
         """A new core from what the disk holds; returns ``(core, start effects)``."""
         raise NotImplementedError
 
+    def step(self, event) -> list:
+        """Hand ``event`` to the node's core; returns the effects. A node that runs more than
+        one core overrides it."""
+        return self.core.step(event)
+
 
 class Runtime:
     """Nodes by id, the network, the heap. ``fsync_ms``: how long an fsync takes;
     ``on_step(node, core, effects)`` is called after every step (the invariants);
-    ``on_client(token, msg)`` gets the replies to client requests; ``on_effect(node,
-    effect)`` the effects the runtime does not carry out itself (ProposeIsr)."""
+    ``on_client(token, msg)`` gets the replies to client requests."""
 
     def __init__(self, seed: int, fsync_ms: float = 1.0, latency_ms: float = 1.0):
         self.seed = seed
@@ -72,7 +77,6 @@ class Runtime:
         self.notes: list = []            # every note (faults, voter changes), whole
         self.on_step: Callable = lambda node, core, effects: None
         self.on_client: Callable = lambda token, msg: None
-        self.on_effect: Callable = lambda node, effect: None
         self.on_start: Callable = lambda node: None
 
     # -- scheduling ----------------------------------------------------------------------
@@ -155,18 +159,6 @@ class Runtime:
         self.push(self.now + self.net.latency, CORE, node_id, n.life, Received(token, msg))
         return token
 
-    def request_now(self, node_id: int, msg) -> object | None:
-        """Hand request ``msg`` to ``node_id``'s core at once, in this step (an in-process call,
-        as the active controller appends on its own node); the reply comes to ``on_client``.
-        None when the node is down or paused."""
-        n = self.nodes.get(node_id)
-        if n is None or n.core is None or n.paused:
-            return None
-        self._tokens += 1
-        token = ("c", self._tokens)
-        self.step(n, Received(token, msg))
-        return token
-
     # -- the loop ------------------------------------------------------------------------
     def run_until(self, t: float) -> None:
         """Handle every event due by ``t`` (ms), in order."""
@@ -210,7 +202,7 @@ class Runtime:
         self.events += 1
         self.trace.append((self.now, n.id, event))
         try:
-            effects = n.core.step(event)
+            effects = n.step(event)
         except FatalError as e:           # the node stops, as the adapters do
             n.fatal = str(e)
             self.trace.append((self.now, n.id, f"FATAL {e}"))
@@ -242,8 +234,6 @@ class Runtime:
                 disk.hw[e.log] = e.hw
             elif t is StateChanged:
                 pass
-            elif t is ProposeIsr:
-                self.on_effect(n, e)
 
     def _send(self, n: SimNode, e: Send) -> None:
         self._tokens += 1
@@ -279,8 +269,8 @@ class Runtime:
 
 
 class AwaitsReplies:
-    """A simulated requester (the admin, the controller): ``waiting`` maps the token of each
-    request it sent to the callback that takes its reply."""
+    """A simulated requester (the admin, the data plane's CreateTopics): ``waiting`` maps the
+    token of each request it sent to the callback that takes its reply."""
 
     def __init__(self) -> None:
         self.waiting: dict = {}

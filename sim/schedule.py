@@ -17,12 +17,13 @@ from kraft.core.unsafe import Unsafe
 
 from .admin import leader_of
 from .clients import AppendClients
+from .controller_nodes import ControllerNode
 from .data_plane import DataPlane
 from .faults import PlannedFault, draw_client_ops, draw_schedule
 from .invariants import InvariantBroken, QuorumInvariants, Violation
 from .monitor import Monitor
 from .nemesis import Nemesis
-from .quorum_nodes import quorum_nodes
+from .quorum_nodes import QuorumNode, quorum_nodes
 from .recording import Recording
 from .runtime import Runtime
 
@@ -128,7 +129,8 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
     workload = "queue" if brokers else "append"
     violation, nemesis = None, None
     try:
-        quorum_nodes(rt, opts.voters, opts.kraft_version, policy, opts.fetch_max_records)
+        quorum_nodes(rt, opts.voters, opts.kraft_version, policy, opts.fetch_max_records,
+                     ControllerNode if brokers else QuorumNode)
         nemesis = Nemesis(rt, rec, ids, opts.kraft_version)
         monitor = Monitor(rt, rec, ids)
         if brokers:

@@ -137,6 +137,7 @@ def test_a_restarted_partition_leader_does_not_lead_its_old_epoch_again():
 def test_the_controller_lock_frees_when_its_leader_dies_with_a_write():
     """Seed 117: the quorum's leader died holding the controller's write; no answer ever came
     and no broker was ever unfenced again, so the drain stopped below acknowledged records
-    (queue-lost). A write now gives up after 5 s."""
+    (queue-lost), in the simulator's former model of the controller. The controller core's
+    write in flight lives and dies with its node (a new active controller starts with none)."""
     r = run_schedule(SimOptions(brokers=3), 117, judge=judge_history)
     assert r.ok and r.verdict is True, (r.first, r.anomalies)

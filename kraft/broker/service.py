@@ -6,14 +6,10 @@ The broker's RaftNode is an observer of the metadata quorum: it replicates the
 metadata log and replays committed Metadata records into ``node.metadata.image``
 (kraft/state_machines/metadata_replay.py). The :class:`BrokerService`:
 
-- registers with the active controller (BrokerRegistration 62) and heartbeats
-  (BrokerHeartbeat 63, every :data:`HEARTBEAT_INTERVAL_S`, with its image offset),
-  re-registering after STALE_BROKER_EPOCH (kraft/broker/controller_channel.py finds the
-  active controller);
-- on every new image, once the image holds its own current registration (so that a
-  restarted broker never acts on the stale leaderships of a half-replayed log), opens
-  the replicas it hosts (kraft/storage/partition.py) and hands the core a LeaderAndIsr per
-  partition;
+- drives the broker's lifecycle core (kraft/broker/lifecycle.py): its registration and
+  heartbeats go to the active controller (kraft/broker/controller_channel.py finds it),
+  every new image goes to it, and the LeaderAndIsr and ClusterView it derives go to the
+  replication core, each replica opened (kraft/storage/partition.py) before its first;
 - carries out the core's effects: replies, ReplicaFetch and OffsetForLeaderEpoch to
   the partition leaders (one connection per partition and role generation), timers,
   the partition logs and checkpoints, and AlterPartition (56) for its ISR proposals;
@@ -28,27 +24,28 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
+from ..controller import codec as controller_codec
+from ..controller.messages import AlterPartitionRequest, IsrChange
 from ..core import errors
 from ..core.events import ProposeIsr, Replied, Send
 from ..core.rpc import field
 from ..core.unsafe import Unsafe
 from ..replication import BrokerConfig, BrokerCore
-from ..replication.messages import ClusterView, IsrAnswer, LeaderAndIsr
+from ..replication.messages import IsrAnswer, LeaderAndIsr
 from ..runtime.driver import AsyncDriver
-from ..state_machines.metadata_image import MIN_ISR, MetadataImage
+from ..state_machines.metadata_image import MetadataImage
 from ..storage.partition import PartitionReplica
 from ..wire import api
 from ..wire.broker_codec import decode_request, decode_response, encode_request, encode_response
 from ..wire.client import ClientError, DefiniteError, KraftClient
 from .controller_channel import ControllerChannel
+from .lifecycle import BrokerLifecycle, ImageUpdated
 
 if TYPE_CHECKING:
     from ..runtime.raft import RaftNode
 
 log = logging.getLogger("kraft.broker")
 
-#: BrokerHeartbeat period (s); registration retries at the same pace.
-HEARTBEAT_INTERVAL_S = 0.5
 #: How long close() waits for the broker's tasks to end (s).
 CLOSE_WAIT_S = 2.0
 #: The replication RPCs the core serves.
@@ -71,12 +68,12 @@ class BrokerService:
             fetch_max_records=cfg.fetch_max_records, unsafe=Unsafe.of(cfg.unsafe)),
             clock=lambda: time.monotonic() * 1000.0)
         self.partitions: dict[tuple[str, int], PartitionReplica] = {}
-        self.broker_epoch = -1
-        self.incarnation_id = str(uuid.uuid4())
-        self.fenced = True
+        self.lifecycle = BrokerLifecycle(node.id, cfg.listen_host, cfg.listen_port, str(uuid.uuid4()),
+                                         clock=lambda: time.monotonic() * 1000.0)
         self.channel = ControllerChannel(node, cfg.request_timeout_ms)
-        self._image_changed = asyncio.Event()
+        self._image_due = False
         self.driver = AsyncDriver(self.core, self._send, self._carry_out)
+        self.lifecycle_driver = AsyncDriver(self.lifecycle, self._to_controller, self._lifecycle_effect)
         self._fetchers: dict[tuple, tuple[int, KraftClient]] = {}   # partition -> (generation, client)
         self._closed = False
 
@@ -84,6 +81,11 @@ class BrokerService:
     def image(self) -> MetadataImage:
         """The committed metadata as this broker has replayed it."""
         return self.node.metadata.image
+
+    @property
+    def broker_epoch(self) -> int:
+        """This broker's epoch (the offset of its registration), -1 while unregistered."""
+        return self.lifecycle.broker_epoch
 
     def handlers(self) -> dict:
         """The broker RPCs by api key (for kraft/node/server.py)."""
@@ -93,11 +95,10 @@ class BrokerService:
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
-        """Hook the metadata replay and start the registration and image tasks."""
+        """Hook the metadata replay and start the lifecycle (registration first)."""
         self.node.metadata.listeners.append(self._on_image)
-        for coro in (self._lifecycle(), self._apply_loop()):
-            self.driver.spawn(coro)
-        self.driver.feed(ClusterView(False, None))
+        self.lifecycle_driver.run(self.lifecycle.start())
+        self.lifecycle_driver.feed(ImageUpdated(self.image))
 
     async def close(self) -> None:
         """Stop every task, then flush, checkpoint and close every partition log."""
@@ -105,7 +106,7 @@ class BrokerService:
         if self._on_image in self.node.metadata.listeners:
             self.node.metadata.listeners.remove(self._on_image)
         self.driver.call(self._offline_all)     # ends every fetcher's generation; produces are answered
-        tasks = self.driver.close()
+        tasks = self.driver.close() + self.lifecycle_driver.close()
         if tasks:
             await asyncio.wait(tasks, timeout=CLOSE_WAIT_S)
         for r in self.partitions.values():
@@ -160,79 +161,37 @@ class BrokerService:
         if not self._closed:
             self.driver.feed(Replied(e.to, e.msg, resp, e.gen))
 
-    # -- registration and heartbeats (KIP-631) -----------------------------------------------
-    async def _lifecycle(self) -> None:
-        timeout_s = self.cfg.request_timeout_ms / 1000.0
-        while not self._closed:
-            registered = self.broker_epoch >= 0
-            try:
-                if self.broker_epoch < 0:
-                    await self._register(timeout_s)
-                else:
-                    await self._heartbeat(timeout_s)
-            except ClientError as e:
-                log.debug("controller request failed: %s", e)
-            if (self.broker_epoch >= 0) != registered and not self._closed:
-                self.driver.feed(ClusterView(self.broker_epoch >= 0, self._unfenced()))
-            await asyncio.sleep(HEARTBEAT_INTERVAL_S)
+    # -- the lifecycle core (KIP-631 registration and heartbeats; LeaderAndISR from the image) ---------
+    async def _to_controller(self, e: Send) -> None:
+        """A lifecycle request to the active controller; its answer (None: none came) goes back."""
+        api_key, body = controller_codec.encode_request(e.msg)
+        resp = None
+        try:
+            resp = controller_codec.decode_response(
+                e.msg, await self.channel.request(api_key, body, self.cfg.request_timeout_ms / 1000.0))
+        except ClientError as err:
+            log.debug("controller request failed: %s", err)
+        if not self._closed:
+            self.lifecycle_driver.feed(Replied(e.to, e.msg, resp, e.gen))
 
-    async def _register(self, timeout_s: float) -> None:
-        resp = await self.channel.request(api.BROKER_REGISTRATION, {
-            "BrokerId": self.broker_id, "Host": self.cfg.listen_host, "Port": self.cfg.listen_port,
-            "IncarnationId": self.incarnation_id}, timeout_s)
-        if resp.get("ErrorCode") == errors.NONE and isinstance(resp.get("BrokerEpoch"), int):
-            self.broker_epoch = resp["BrokerEpoch"]
-            log.info("registered as broker %d, epoch %d", self.broker_id, self.broker_epoch)
-            self._image_changed.set()
-        else:
-            log.info("BrokerRegistration refused: %s", errors.name(resp.get("ErrorCode", -1)))
+    def _lifecycle_effect(self, e) -> list:
+        """A command for the replication core: a LeaderAndIsr opens the replica first."""
+        if type(e) is LeaderAndIsr and e.key not in self.partitions and self._open(e.key) is None:
+            return []
+        if not self._closed:
+            self.driver.feed(e)
+        return []
 
-    async def _heartbeat(self, timeout_s: float) -> None:
-        resp = await self.channel.request(api.BROKER_HEARTBEAT, {
-            "BrokerId": self.broker_id, "BrokerEpoch": self.broker_epoch,
-            "CurrentMetadataOffset": self.image.offset}, timeout_s)
-        code = resp.get("ErrorCode")
-        if code == errors.NONE:
-            fenced = bool(resp.get("IsFenced", True))
-            if fenced != self.fenced:
-                log.info("broker %d is %s", self.broker_id, "fenced" if fenced else "unfenced")
-            self.fenced = fenced
-        elif code in (errors.STALE_BROKER_EPOCH, errors.BROKER_ID_NOT_REGISTERED):
-            log.info("BrokerHeartbeat: %s; registering again", errors.name(code))
-            self.broker_epoch = -1
-
-    # -- LeaderAndISR from the image (0.8's on_LeaderAndISRCommand) ---------------------------------
     def _on_image(self, image: MetadataImage) -> None:
-        self._image_changed.set()
+        """A listener of the metadata replay (inside the quorum core's step): fed after it."""
+        if not self._image_due:
+            self._image_due = True
+            asyncio.get_running_loop().call_soon(self._feed_image)
 
-    async def _apply_loop(self) -> None:
-        while not self._closed:
-            await self._image_changed.wait()
-            self._image_changed.clear()
-            self.apply_image(self.image)
-
-    def registered_in(self, image: MetadataImage) -> bool:
-        """True iff ``image`` holds this broker's current registration."""
-        b = image.brokers.get(self.broker_id)
-        return self.broker_epoch >= 0 and b is not None and b.epoch == self.broker_epoch
-
-    def _unfenced(self) -> frozenset:
-        return frozenset(b.id for b in self.image.brokers.values() if not b.fenced)
-
-    def apply_image(self, image: MetadataImage) -> None:
-        """Make every local replica's role match ``image`` (nothing until the image holds
-        this broker's current registration)."""
-        if self._closed or not self.registered_in(image):
-            return
-        self.driver.feed(ClusterView(True, self._unfenced()))
-        for key, st in image.partitions.items():
-            if key not in self.partitions:
-                if self.broker_id not in st.replicas or self._open(key) is None:
-                    continue
-            topic = image.topics.get(st.topic)
-            min_isr = topic.configs.get(MIN_ISR, 1) if topic is not None else 1
-            self.driver.feed(LeaderAndIsr(key, st.leader, st.leader_epoch, st.partition_epoch, tuple(st.isr),
-                                    tuple(st.replicas), min_isr))
+    def _feed_image(self) -> None:
+        self._image_due = False
+        if not self._closed:
+            self.lifecycle_driver.feed(ImageUpdated(self.image))
 
     def _open(self, key: tuple[str, int]) -> PartitionReplica | None:
         """startReplica: open (creating) the local replica of ``key``."""
@@ -247,15 +206,15 @@ class BrokerService:
 
     async def _alter(self, e: ProposeIsr) -> None:
         """AlterPartition (KIP-497) for the core's ISR proposal; the answer goes back as IsrAnswer."""
-        body = {"BrokerId": self.broker_id, "BrokerEpoch": self.broker_epoch, "Topics": [
-            {"Name": e.log[0], "Partitions": [{"PartitionIndex": e.log[1], "LeaderEpoch": e.leader_epoch,
-                                              "PartitionEpoch": e.partition_epoch, "NewIsr": list(e.isr)}]}]}
+        msg = AlterPartitionRequest(self.broker_id, self.broker_epoch, (
+            IsrChange(e.log[0], e.log[1], e.leader_epoch, e.partition_epoch, tuple(e.isr)),))
+        api_key, body = controller_codec.encode_request(msg)
         try:
-            resp = await self.channel.request(api.ALTER_PARTITION, body, self.cfg.request_timeout_ms / 1000.0)
-            code = resp.get("ErrorCode", errors.UNKNOWN_SERVER_ERROR)
-            if code == errors.NONE:
-                parts = [p for t in resp.get("Topics") or [] for p in t.get("Partitions") or []]
-                code = parts[0].get("ErrorCode", errors.NONE) if parts else errors.NONE
+            resp = controller_codec.decode_response(
+                msg, await self.channel.request(api_key, body, self.cfg.request_timeout_ms / 1000.0))
+            code = resp.error_code
+            if code == errors.NONE and resp.partitions:
+                code = resp.partitions[0].error_code
         except ClientError:
             code = errors.REQUEST_TIMED_OUT
         if not self._closed:
