@@ -39,7 +39,7 @@ def cluster(seed: int = 3) -> tuple[Runtime, DataPlane, Recording]:
 def committed(rt: Runtime) -> list[dict]:
     lead = next(i for i in QIDS if rt.up(i) and rt.nodes[i].controller.active)
     core = rt.nodes[lead].core
-    return [r.payload for r in core.log.records[:core.hw] if r.type == METADATA]
+    return [r.payload for r in core.state.log.records[:core.state.hw] if r.type == METADATA]
 
 
 def test_every_controller_node_runs_a_controller_core_and_only_the_leaders_is_active():

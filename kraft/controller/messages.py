@@ -176,10 +176,11 @@ class QuorumView:
     @classmethod
     def of(cls, quorum) -> "QuorumView":
         """The view of ``quorum``, a :class:`kraft.quorum.QuorumCore`."""
-        leading = quorum.kind is StateKind.LEADER
-        metadata = quorum.metadata
-        return cls(quorum.epoch, quorum.leader_id, leading, quorum.epoch_start if leading else 0,
-                   metadata.applied, metadata.image, quorum.log.end_offset)
+        s = quorum.state
+        leading = s.kind is StateKind.LEADER
+        metadata = s.metadata
+        return cls(quorum.epoch, quorum.leader_id, leading, s.epoch_start if leading else 0,
+                   metadata.applied, metadata.image, s.log.end_offset)
 
 
 @dataclasses.dataclass(slots=True)

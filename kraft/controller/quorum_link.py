@@ -28,8 +28,8 @@ TOKEN = ("controller", "propose")
 def view_key(quorum) -> tuple:
     """What of ``quorum`` (a QuorumCore) the controller depends on: leadership, epoch, leader
     and, on the leader, the high watermark. A change means a new QuorumView is due."""
-    if quorum.kind is StateKind.LEADER:
-        return quorum.epoch, quorum.leader_id, quorum.metadata.applied
+    if quorum.state.kind is StateKind.LEADER:
+        return quorum.epoch, quorum.leader_id, quorum.state.metadata.applied
     return quorum.epoch, quorum.leader_id
 
 
@@ -37,7 +37,7 @@ def append(quorum, e: ProposeMetadata) -> tuple[Appended, list]:
     """Carry out ``e`` on ``quorum`` (a QuorumCore): returns the :class:`Appended` to feed the
     controller and the quorum core's effects of that step (for the node's runtime to carry
     out; empty when nothing was appended)."""
-    end = quorum.log.end_offset
+    end = quorum.state.log.end_offset
     if end != e.offset:
         return Appended(-1, end, errors.NOT_LEADER_OR_FOLLOWER), []
     try:
@@ -54,5 +54,5 @@ def append(quorum, e: ProposeMetadata) -> tuple[Appended, list]:
             rest.append(x)
     if resp is None or resp.error_code != errors.NONE:
         code = errors.NOT_LEADER_OR_FOLLOWER if resp is None else resp.error_code
-        return Appended(-1, quorum.log.end_offset, code), rest
-    return Appended(resp.offset, quorum.log.end_offset), rest
+        return Appended(-1, quorum.state.log.end_offset, code), rest
+    return Appended(resp.offset, quorum.state.log.end_offset), rest
