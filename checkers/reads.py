@@ -51,6 +51,11 @@ def read_records(op: dict) -> list[tuple[int, int, str, Any]]:
         return out
     append = out.append
     for r in recs:
+        if type(r) is list and len(r) == 4:     # the common case, decided by exact types
+            o, e, t, p = r
+            if type(o) is int and type(e) is int and type(t) is str:
+                append((o, e, t, p))
+                continue
         if isinstance(r, (list, tuple)) and len(r) == 4:
             o, e, t, p = r
             if (isinstance(o, int) and isinstance(e, int) and isinstance(t, str)
