@@ -6,6 +6,7 @@ value is ``{"value": V, "offset": O, "epoch": E}``.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Iterator
@@ -139,6 +140,12 @@ def node_id(name: str | None) -> int | None:
     """The numeric node id in a node name (``"n3"`` -> 3, ``"2"`` -> 2), or None."""
     if not isinstance(name, str):
         return None
+    return _node_id(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _node_id(name: str) -> int | None:
+    """:func:`node_id` of a str, remembered: a history names a few nodes, thousands of times."""
     m = re.search(r"(\d+)$", name)
     return int(m.group(1)) if m else None
 
