@@ -139,6 +139,7 @@ def simulate(opts: SimOptions, seeds: Iterable[int], workers: int = 2,
                 return
             yield run_seed(opts, s, judge)
         return
+    from . import schedule  # noqa: F401 - imported once here, inherited (and frozen) by every worker
     ctx = multiprocessing.get_context("fork")
     seeds = iter(seeds)
     with ctx.Pool(workers, initializer=_worker_init) as pool:
