@@ -100,6 +100,25 @@ class RecordTable:
         from .reads import record_key
         return record_key(rtype, payload) == record_key(prev[2], prev[3])
 
+    def differing(self, records: Iterable[tuple]) -> list[int]:
+        """:meth:`first_or_same` for each ``(offset, epoch, type, payload)`` of ``records`` in
+        turn (offsets are ints); returns the offsets where it was False, in order. One call
+        for a read's records: the common case (the same data record seen before) is a
+        lookup here, with no call per record."""
+        out: list[int] = []
+        chunks, same = self._chunks, self.first_or_same
+        for offset, _epoch, rtype, payload in records:
+            c = chunks.get(offset >> _BITS)
+            if c is not None:
+                i = offset & _MASK
+                if c[0][i]:
+                    if not (rtype == DATA and type(payload) is int and c[2][i] == payload):
+                        out.append(offset)
+                    continue
+            if not same(offset, rtype, payload):
+                out.append(offset)
+        return out
+
     def data_offsets_of(self, wanted: set) -> dict:
         """``{payload: [offsets]}`` of the data records whose payload is in ``wanted``
         (hashable payloads only; a dict keyed by payload would hold the same lists)."""

@@ -88,10 +88,7 @@ class InconsistentOffsets(Checker):
         f = op["f"]
         if f == "read":
             if isinstance(op.get("value"), dict):
-                same, suspects = self.first.first_or_same, self.suspects
-                for offset, _epoch, rtype, payload in read_records(op):
-                    if not same(offset, rtype, payload):
-                        suspects.add(offset)
+                self.suspects.update(self.first.differing(read_records(op)))
         elif f == "append" and (v := ack_value(op)) is not None:
             if not self.first.first_or_same(v["offset"], DATA, v["value"]):
                 self.suspects.add(v["offset"])

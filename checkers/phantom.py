@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from history.node_data import NodeData
 
-from .compact import IntSet, small_int
+from .compact import INT64_MAX, INT64_MIN, IntSet, small_int
 from .fold import Checker, check_list
 from .reads import DATA, MAX_EXAMPLES, read_records, record_key
 
@@ -62,7 +62,14 @@ class Phantom(Checker):
         recs = [r for r in read_records(op) if r[2] == DATA]
         if not recs:
             return
-        small = [r[3] for r in recs if small_int(r[3])]
+        small = [p for _o, _e, _t, p in recs if type(p) is int and INT64_MIN <= p <= INT64_MAX]
+        if len(small) == len(recs):         # the common case: every payload a 64-bit int
+            failed = self.failed
+            for (offset, _epoch, _rtype, payload), attempted in zip(recs, self.attempted.contains_many(small)):
+                if attempted and payload not in failed:
+                    continue
+                self._found(op, offset, payload, failed.get(payload))
+            return
         hits = iter(self.attempted.contains_many(small)) if small else None
         failed = self.failed
         for offset, _epoch, _rtype, payload in recs:

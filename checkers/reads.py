@@ -6,6 +6,7 @@ value is ``{"value": V, "offset": O, "epoch": E}``.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Iterator
@@ -51,6 +52,11 @@ def read_records(op: dict) -> list[tuple[int, int, str, Any]]:
         return out
     append = out.append
     for r in recs:
+        if type(r) is list and len(r) == 4:     # the common case, decided by exact types
+            o, e, t, p = r
+            if type(o) is int and type(e) is int and type(t) is str:
+                append((o, e, t, p))
+                continue
         if isinstance(r, (list, tuple)) and len(r) == 4:
             o, e, t, p = r
             if (isinstance(o, int) and isinstance(e, int) and isinstance(t, str)
@@ -134,6 +140,12 @@ def node_id(name: str | None) -> int | None:
     """The numeric node id in a node name (``"n3"`` -> 3, ``"2"`` -> 2), or None."""
     if not isinstance(name, str):
         return None
+    return _node_id(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _node_id(name: str) -> int | None:
+    """:func:`node_id` of a str, remembered: a history names a few nodes, thousands of times."""
     m = re.search(r"(\d+)$", name)
     return int(m.group(1)) if m else None
 

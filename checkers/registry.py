@@ -118,7 +118,8 @@ def make_checkers(names: Iterable[str], ctx: CheckContext) -> dict[str, Checker]
 
 
 def check_all_folds(open_history: Callable, names: Iterable[str], nodes=None,
-                    ctx: CheckContext = CheckContext(), extra: dict[str, Checker] | None = None) -> dict:
+                    ctx: CheckContext = CheckContext(), extra: dict[str, Checker] | None = None,
+                    statistics: bool = True) -> dict:
     """Run the checkers ``names`` and the statistics (:data:`STATISTICS`) over the history
     ``open_history()`` yields.
 
@@ -130,20 +131,24 @@ def check_all_folds(open_history: Callable, names: Iterable[str], nodes=None,
     checkers/fault_report.py) never affect it. A checker whose result carries ``by_kind``
     (``kafka-txn``: one result per Jepsen anomaly kind) has those listed as checkers of their
     own (:func:`split_by_kind`), so that ``anomaly_counts`` names Jepsen's kinds.
+    ``statistics=False`` leaves the statistics out (``stats`` and ``faults`` are then None):
+    for a caller that wants the verdict alone (the simulator's judge), they are work thrown away.
     """
     names = list(names)
     if "membership" not in names and membership_wanted(ctx.config,      # KIP-853 runs
                                                        ctx.target.default_kraft_version):
         names.append("membership")
-    checkers = make_checkers([*names, *STATISTICS], ctx)
+    stat_names = STATISTICS if statistics else ()
+    checkers = make_checkers([*names, *stat_names], ctx)
     extra = dict(extra or {})
     clash = set(extra) & set(checkers)
     if clash:
         raise ValueError(f"extra folds named like checkers: {sorted(clash)}")
     results = run_checkers(open_history, {**checkers, **extra}, nodes)
-    stats = results.pop("stats")
-    faults = results.pop("faults")
-    faults.pop("valid", None)
+    stats = results.pop("stats", None) if statistics else None
+    faults = results.pop("faults", None) if statistics else None
+    if faults is not None:
+        faults.pop("valid", None)
     extras = {name: results.pop(name) for name in extra}
     results = split_by_kind(results)
     return {"valid": combine([r.get("valid") for r in results.values()]),

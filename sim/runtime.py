@@ -27,6 +27,7 @@ from .network import Network
 
 #: heap entry codes
 CORE, SYNC, REPLY, TIMEOUT, CLIENT, ACTION = range(6)
+_heappush, _heappop = heapq.heappush, heapq.heappop
 #: how many recent steps the trace keeps (printed when an invariant breaks)
 TRACE_LEN = 60
 
@@ -81,8 +82,8 @@ class Runtime:
 
     # -- scheduling ----------------------------------------------------------------------
     def push(self, t: float, code: int, node: int, life: int, a=None, b=None) -> None:
-        self._seq += 1
-        heapq.heappush(self.heap, (t, self._seq, code, node, life, a, b))
+        self._seq = seq = self._seq + 1
+        _heappush(self.heap, (t, seq, code, node, life, a, b))
 
     def at(self, t: float, fn: Callable[[], None]) -> None:
         """Run ``fn()`` at virtual time ``t`` (ms)."""
@@ -162,7 +163,7 @@ class Runtime:
     # -- the loop ------------------------------------------------------------------------
     def run_until(self, t: float) -> None:
         """Handle every event due by ``t`` (ms), in order."""
-        heap, nodes, pop = self.heap, self.nodes, heapq.heappop
+        heap, nodes, pop, pending, step = self.heap, self.nodes, _heappop, self.pending, self.step
         while heap and heap[0][0] <= t:
             entry = pop(heap)
             when, _, code, nid, life, a, b = entry
@@ -179,12 +180,12 @@ class Runtime:
             if code == CORE:
                 event = a
             elif code == REPLY:
-                p = self.pending.pop(a, None)
+                p = pending.pop(a, None)
                 if p is None:
                     continue                    # it timed out already
                 event = Replied(p[2], p[3], b, p[4])
             elif code == TIMEOUT:
-                p = self.pending.pop(a, None)
+                p = pending.pop(a, None)
                 if p is None:
                     continue
                 event = Replied(p[2], p[3], None, p[4])
@@ -193,7 +194,7 @@ class Runtime:
                 event = SyncDone(a, b)
             else:
                 continue
-            self.step(n, event)
+            step(n, event)
         if self.now < t:
             self.now = t
 

@@ -141,7 +141,7 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
             clients = AppendClients(rt, rec, random.Random(seed * 31 + 7), ids, CONCURRENCY)
             extra = lambda token, msg: False       # noqa: E731
         handlers = [monitor.on_reply, nemesis.admin.on_reply, extra, clients.on_reply]
-        rt.on_client = lambda token, msg: any(h(token, msg) for h in handlers)
+        rt.on_client = _first_taker(handlers)
         nemesis.schedule(list(plan.faults))
         for at, slot, f in plan.client_ops:
             rt.at(at, lambda slot=slot, f=f: clients.issue(slot, f))
@@ -184,6 +184,17 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
 
 def _plain(applied: list[dict]) -> list[dict]:
     return [dict(a) for a in applied]
+
+
+def _first_taker(handlers: list):
+    """``on_client(token, msg)``: offer a reply to each handler in turn until one takes it (a
+    plain loop: this runs for every client reply)."""
+    def on_client(token, msg) -> bool:
+        for h in handlers:
+            if h(token, msg):
+                return True
+        return False
+    return on_client
 
 
 def _check_fatal(rt: Runtime) -> None:

@@ -285,6 +285,11 @@ def test_synthetic_history_streamed_from_its_file_gives_the_reference_results(tm
     want = read_sidecar(run)["counts"]
     assert {k: streamed["anomaly_counts"][k] for k in want} == want
     assert streamed["valid"] is False and not math.isnan(streamed["stats"]["latency_ms"]["append"]["p99"])
+    # without the statistics (the simulator's judge): the same verdict and checkers' results
+    bare = check_all_folds(lambda: iter_history(path), names, None, CheckContext(run_dir=run), statistics=False)
+    assert bare["stats"] is None and bare["faults"] is None
+    assert text(bare["checkers"]) == text(streamed["checkers"]) and bare["valid"] is False
+    assert bare["anomaly_counts"] == streamed["anomaly_counts"]
 
 
 # -- the compact containers ---------------------------------------------------------------------------
