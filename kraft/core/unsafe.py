@@ -42,9 +42,11 @@ SWITCHES = {
     "page-cache-ack": "a broker counts partition records toward the high watermark once written "
                       "to the page cache, fsyncing only every log.flush.interval.ms (Kafka's real "
                       "default; a power loss loses acknowledged records)",
-    "recover-without-vote": "a restart restores quorum-state's epoch and leader but not its vote "
-                            "(votedId), so a voter restarted mid-election can vote twice in one epoch "
-                            "(kraft/storage/recovery.py)",
+    "recover-epoch-from-log": "a restart resumes in the epoch of its log's last record when "
+                              "quorum-state's is newer (the reverse of Kafka's QuorumState.initialize "
+                              "check), forgetting the vote and leader of an epoch the log holds no "
+                              "record of: the epoch goes back, and the node may vote twice in one epoch "
+                              "(kraft/storage/recovery.py)",
     "kv-apply-uncommitted": "the kv state machine applies each command as it is appended, not once it "
                             "commits, and a truncation does not undo it: a node keeps a deposed "
                             "leader's lost commands and skips those that replaced them (Raft 5.4.3)",
@@ -56,7 +58,7 @@ CLASSES = {
     "forget-vote": "elections", "no-read-index": "reads", "no-check-quorum": "elections",
     "no-pre-vote": "elections", "vote-after-failed-prevote": "elections", "vote-ignores-offset": "elections", "commit-minority": "commit",
     "ack-before-commit": "acknowledgement", "lease-read": "reads", "no-fetch-validation": "recovery", "hw-below-min-isr": "reads",
-    "truncate-to-hw": "recovery", "page-cache-ack": "acknowledgement", "recover-without-vote": "recovery",
+    "truncate-to-hw": "recovery", "page-cache-ack": "acknowledgement", "recover-epoch-from-log": "recovery",
     "kv-apply-uncommitted": "commit",
 }
 
@@ -92,7 +94,7 @@ class Unsafe:
     no_fetch_validation: bool = False
     truncate_to_hw: bool = False
     page_cache_ack: bool = False
-    recover_without_vote: bool = False
+    recover_epoch_from_log: bool = False
     kv_apply_uncommitted: bool = False
 
     @classmethod

@@ -19,6 +19,12 @@ starts empty and rebuilds it by replaying its own log as it learns the high
 watermark again (committed records are never truncated, KIP-595 Fetch).
 Data records that are not kv commands (e.g. the append workload's values)
 and LeaderChange control records apply as no-ops.
+
+The ``kv-apply-uncommitted`` unsafe switch (kraft/core/unsafe.py) plants a bug
+here: :meth:`KvStateMachine.apply_as_appended` makes the state machine apply
+each command as it is appended to the log, committed or not, and a truncation
+undoes nothing; a node then keeps a deposed leader's lost commands and skips the
+ones that replaced them at the same offsets (Raft §5.4.3 forbids exactly that).
 """
 from __future__ import annotations
 
@@ -118,6 +124,8 @@ class KvStateMachine:
         self.applied = 0
         self._data: dict[str, int | None] = {}
         self._expected: dict[int, ApplyResult | None] = {}
+        self._speculative = False
+        self._last: ApplyResult | None = None
 
     def get(self, key: str) -> int | None:
         """The value of ``key`` as of :attr:`applied` (None when never written)."""
@@ -149,6 +157,8 @@ class KvStateMachine:
         result = ApplyResult(record.offset, succeeded, previous)
         if record.offset in self._expected:
             self._expected[record.offset] = result
+        if self._speculative:
+            self._last = result
         return result
 
     def apply_committed(self, log: _Log, high_watermark: int) -> int:
@@ -165,7 +175,28 @@ class KvStateMachine:
 
     def expect(self, offset: int) -> None:
         """Keep the result of the command at ``offset`` for :meth:`take_result`."""
+        if offset < self.applied:         # applied as it was appended (kv-apply-uncommitted)
+            last = self._last
+            self._expected[offset] = last if last is not None and last.offset == offset else None
+            return
         self._expected.setdefault(offset, None)
+
+    # -- the kv-apply-uncommitted bug ----------------------------------------------------
+    def apply_as_appended(self, log) -> None:
+        """The ``kv-apply-uncommitted`` bug: from now on apply each record as ``log`` (a
+        :class:`kraft.core.record_log.RecordLog`) appends it, committed or not, and let a
+        truncation undo nothing. Records below :attr:`applied` that replace truncated ones are
+        never applied."""
+        self._speculative = True
+        log.listeners.append(self)
+
+    def on_append(self, record: Record) -> None:
+        """A record was appended to the log (listened to only under the bug)."""
+        if record.offset == self.applied:
+            self.apply(record)
+
+    def on_truncate(self, offset: int) -> None:
+        """The log was truncated at ``offset``: the bug undoes nothing."""
 
     def take_result(self, offset: int) -> ApplyResult | None:
         """The kept result at ``offset`` (None if not applied yet, or not a command); forgets it."""

@@ -15,7 +15,8 @@ recovery); quorum-state gives the epoch, the leader and the vote (a missing file
 leader, no vote); ``bootstrap.checkpoint`` gives kraft.version and the bootstrap voter set (no
 checkpoint: kraft.version 0 with the static ``controller.quorum.voters``; a checkpoint without
 voters: an observer until the log names it, KIP-853); ``meta.properties`` gives the directory
-id. The ``recover-without-vote`` unsafe switch drops the vote (kraft/core/unsafe.py).
+id. The ``recover-epoch-from-log`` unsafe switch resumes in the log's last epoch instead
+(kraft/core/unsafe.py).
 """
 from __future__ import annotations
 
@@ -77,8 +78,10 @@ def recover(disk: DiskContents, policy: Unsafe = SAFE) -> Recovered:
         if r.offset != i:
             raise ValueError(f"recovered record {i} has offset {r.offset}: the scan must stop at a gap")
     election = disk.election
-    if policy.recover_without_vote and election.voted_id >= 0:
-        election = ElectionState(election.epoch, election.leader_id)      # the bug: the vote is not read back
+    if policy.recover_epoch_from_log:
+        last_epoch = disk.records[-1].epoch if disk.records else 0
+        if last_epoch < election.epoch:
+            election = ElectionState(last_epoch)      # the bug: quorum-state's newer epoch and vote dropped
     history = bootstrap_history(disk.bootstrap, disk.static_voters)
     return Recovered(disk.records, disk.torn > 0, election, history, disk.directory_id)
 
