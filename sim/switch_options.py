@@ -6,7 +6,8 @@ Most switches show under the defaults (3 voters, kraft.version 0, the random fau
 ``early-high-watermark`` needs a new leader whose only follower catches up over several
 small Fetches while clients read (the catalogue's ``catchup`` schedule does the same with
 ``fetch_max_records=100``). The data-plane switches (:data:`NEEDS_BROKERS`) need our
-brokers: three of them.
+brokers: three of them. ``kv-cas-at-propose`` is a bug of the kv state machine: it needs
+the kv workload.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ PRESETS: dict[str, dict] = {
     "hw-below-min-isr": {"brokers": 3},
     "truncate-to-hw": {"brokers": 3},
     "page-cache-ack": {"brokers": 3},
+    "kv-cas-at-propose": {"workload": "kv"},
 }
 #: the switches of the brokers' data plane (kraft/replication/): they need ``--brokers``
 NEEDS_BROKERS = ("hw-below-min-isr", "truncate-to-hw", "page-cache-ack")

@@ -47,9 +47,10 @@ SWITCHES = {
                               "check), forgetting the vote and leader of an epoch the log holds no "
                               "record of: the epoch goes back, and the node may vote twice in one epoch "
                               "(kraft/storage/recovery.py)",
-    "kv-apply-uncommitted": "the kv state machine applies each command as it is appended, not once it "
-                            "commits, and a truncation does not undo it: a node keeps a deposed "
-                            "leader's lost commands and skips those that replaced them (Raft 5.4.3)",
+    "kv-cas-at-propose": "the leader decides a kv cas when it proposes it, from its state machine as "
+                         "applied then, not when the command applies in log order: a command still "
+                         "uncommitted ahead of it is missed, so a client is told a cas succeeded that "
+                         "changed nothing, or failed that took effect (kraft/state_machines/kv.py)",
 }
 
 #: What kind of safety mechanism each switch turns off.
@@ -59,7 +60,7 @@ CLASSES = {
     "no-pre-vote": "elections", "vote-after-failed-prevote": "elections", "vote-ignores-offset": "elections", "commit-minority": "commit",
     "ack-before-commit": "acknowledgement", "lease-read": "reads", "no-fetch-validation": "recovery", "hw-below-min-isr": "reads",
     "truncate-to-hw": "recovery", "page-cache-ack": "acknowledgement", "recover-epoch-from-log": "recovery",
-    "kv-apply-uncommitted": "commit",
+    "kv-cas-at-propose": "reads",
 }
 
 
@@ -95,7 +96,7 @@ class Unsafe:
     truncate_to_hw: bool = False
     page_cache_ack: bool = False
     recover_epoch_from_log: bool = False
-    kv_apply_uncommitted: bool = False
+    kv_cas_at_propose: bool = False
 
     @classmethod
     def of(cls, switches: Iterable[str] = ()) -> "Unsafe":
