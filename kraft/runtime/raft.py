@@ -31,7 +31,7 @@ from ..quorum.client_messages import ProposeRequest, ReadIndexRequest
 from ..quorum.messages import FetchRequest
 from ..rules.voter_set import VoterSet
 from ..storage.bootstrap import read_bootstrap
-from ..storage.log import Log
+from ..storage.log import Log, LogScan
 from ..storage.meta import Meta
 from ..storage.quorum_state import read_state, write_state
 from ..storage.recovery import DiskContents, recover, start_quorum
@@ -60,6 +60,14 @@ def quorum_config(cfg: NodeConfig, directory_id: str | None) -> QuorumConfig:
         election_backoff_max_ms=cfg.election_backoff_max_ms, retry_backoff_ms=cfg.retry_backoff_ms,
         pre_vote=cfg.pre_vote, check_quorum=cfg.check_quorum, bootstrap_servers=tuple(cfg.bootstrap_servers),
         unsafe=Unsafe.of(cfg.unsafe))
+
+
+def disk_contents(cfg: NodeConfig, meta: Meta, scan: LogScan) -> DiskContents:
+    """What a start finds in ``cfg.data_dir`` (kraft/storage/recovery.py): the log as ``scan``
+    read it, quorum-state, the bootstrap checkpoint, ``meta``'s directory id and the configured
+    voters. Raises OSError, QuorumStateError or MetaError (a malformed file)."""
+    return DiskContents(scan.records, scan.torn_bytes, read_state(cfg.data_dir), read_bootstrap(cfg.data_dir),
+                        meta.directory_id, VoterSet.from_static(cfg.voters))
 
 
 class RaftNode:
@@ -144,9 +152,7 @@ class RaftNode:
         Raises OSError, MetaError (a malformed bootstrap checkpoint) or QuorumStateError."""
         cfg = self.cfg
         scan = self.log.scan()
-        recovered = recover(DiskContents(scan.records, scan.torn_bytes, read_state(cfg.data_dir),
-                                         read_bootstrap(cfg.data_dir), self.meta.directory_id,
-                                         VoterSet.from_static(cfg.voters)), Unsafe.of(cfg.unsafe))
+        recovered = recover(disk_contents(cfg, self.meta, scan), Unsafe.of(cfg.unsafe))
         self.log.open(scan, cut_torn_tail=recovered.cut_torn_tail)
         if self.log.recovered_bytes:
             log.warning("recovery cut %d bytes of torn log tail", self.log.recovered_bytes)
