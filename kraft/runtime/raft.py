@@ -8,7 +8,8 @@ timers on the event loop, writes the disk log (kraft/storage/log.py, which share
 in memory with the core), fsyncs it and feeds ``SyncDone`` back, and writes
 quorum-state (kraft/storage/quorum_state.py) before anything that follows. The wire format
 (kraft/wire/quorum_codec.py) and the on-disk format (kraft/storage/) are the adapter's: the
-core sees neither.
+core sees neither. What a start recovers from the data dir is decided by
+kraft/storage/recovery.py, as in the simulator.
 
 Besides, every ``TICK_S`` :meth:`tick` writes the advisory ``high-watermark``
 checkpoint and, under ``no-fsync``, hands the log's buffer to the OS every second.
