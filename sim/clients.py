@@ -105,19 +105,22 @@ class AppendClients:
         self.busy.discard(slot)
         follow = token not in self.roaming
         self.roaming.discard(token)
-        code = msg.error_code
-        if code == errors.NONE:
-            if kind == "append":
-                self.acked += 1
-                self.last_hw = max(self.last_hw, msg.offset + 1)
-                self.rec.complete(inv, "ok", {"value": inv["value"], "offset": msg.offset, "epoch": msg.epoch})
-            else:
-                self.last_hw = max(self.last_hw, msg.high_watermark)
-                self.rec.complete(inv, "ok", dict(inv["value"], high_watermark=msg.high_watermark,
-                                                  records=[r.to_wire() for r in msg.records]))
-            return True
-        self._refused(slot, inv, kind, code, msg.leader_id, follow)
+        if msg.error_code == errors.NONE:
+            self._answered(inv, kind, msg)
+        else:
+            self._refused(slot, inv, kind, msg.error_code, msg.leader_id, follow)
         return True
+
+    def _answered(self, inv: dict, kind: str, msg) -> None:
+        """Record the ok answer ``msg`` to op ``inv`` of ``kind``."""
+        if kind == "append":
+            self.acked += 1
+            self.last_hw = max(self.last_hw, msg.offset + 1)
+            self.rec.complete(inv, "ok", {"value": inv["value"], "offset": msg.offset, "epoch": msg.epoch})
+        else:
+            self.last_hw = max(self.last_hw, msg.high_watermark)
+            self.rec.complete(inv, "ok", dict(inv["value"], high_watermark=msg.high_watermark,
+                                              records=[r.to_wire() for r in msg.records]))
 
     def _refused(self, slot: int, inv: dict, kind: str, code: int, leader_id: int, follow: bool = True) -> None:
         """Record an error answer: ``fail`` when nothing happened (NOT_LEADER_OR_FOLLOWER, or

@@ -6,7 +6,7 @@ by key and the quorum checkers; workloads/registry.py's ``kv``).
 
 The simulator's entry point for the workload is :class:`KvClients`: it takes the same
 arguments and answers the same calls as :class:`sim.clients.AppendClients` (``issue``,
-``on_reply``), with :data:`READ_FRACTION` the share of reads a schedule draws by default and
+``on_reply``; it records its own ok answers), with :data:`READ_FRACTION` the share of reads a schedule draws by default and
 no final reads (the kv workload makes none). Writes and cas go to the node a client believes
 leads; a read too, or with probability :data:`READ_ANY_NODE` to a random node (whose refusal
 does not change the belief). A cas whose compare failed is ``fail`` with error
@@ -15,7 +15,6 @@ or cas is ``info`` and the slot takes a fresh process.
 """
 from __future__ import annotations
 
-from kraft.core import errors
 from kraft.quorum.client_messages import KvGetRequest, KvWriteRequest
 from kraft.state_machines.kv import cas_command, put_command
 
@@ -66,23 +65,12 @@ class KvClients(AppendClients):
             inv = self.rec.invoke(self.process[slot], "cas", [key, [old, new]], f"n{node}")
             self._send(slot, inv, node, KvWriteRequest(cas_command(key, old, new)), "cas")
 
-    def on_reply(self, token, msg) -> bool:
-        """A node answered request ``token`` with ``msg``; False when it is not ours."""
-        entry = self.waiting.pop(token, None)
-        if entry is None:
-            return False
-        slot, inv, kind = entry
-        self.busy.discard(slot)
-        follow = token not in self.roaming
-        self.roaming.discard(token)
-        code = msg.error_code
-        if code != errors.NONE:
-            self._refused(slot, inv, kind, code, msg.leader_id, follow)
-        elif kind == "read":
+    def _answered(self, inv: dict, kind: str, msg) -> None:
+        """Record the ok answer ``msg`` to op ``inv`` of ``kind`` (a failed compare: ``fail``)."""
+        if kind == "read":
             self.rec.complete(inv, "ok", [inv["value"][0], msg.value], applied_offset=msg.applied_offset)
         elif kind == "cas" and not msg.succeeded:
             self.rec.complete(inv, "fail", inv["value"], error=CAS_MISMATCH)
         else:
             self.acked += 1
             self.rec.complete(inv, "ok", inv["value"], offset=msg.offset, epoch=msg.epoch)
-        return True
