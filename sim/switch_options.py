@@ -37,9 +37,13 @@ def preset(switches) -> dict:
 
 def options_for(switches, base, explicit: frozenset = frozenset()):
     """``base`` (a :class:`sim.api.SimOptions`) with the presets of ``switches`` applied to
-    the fields not in ``explicit`` (those the user set)."""
+    the fields not in ``explicit`` (those the user set); a preset ``workload`` (a quorum
+    workload's) does not apply where brokers run (they run the queue workload)."""
     changes = {k: v for k, v in preset(switches).items() if k not in explicit}
-    return dataclasses.replace(base, **changes)
+    out = dataclasses.replace(base, **changes)
+    if out.brokers and out.workload != base.workload:
+        out = dataclasses.replace(out, workload=base.workload)   # brokers run the queue workload: no quorum one
+    return out
 
 
 def all_switches() -> list[str]:

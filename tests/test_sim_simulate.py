@@ -159,3 +159,11 @@ def test_the_controller_lock_frees_when_its_leader_dies_with_a_write():
     (queue-lost). A write now gives up after 5 s."""
     r = run_schedule(SimOptions(brokers=3), 117, judge=judge_history)
     assert r.ok and r.verdict is True, (r.first, r.anomalies)
+
+
+def test_a_kv_switch_takes_the_kv_workload_unless_brokers_run():
+    assert options_for(("kv-cas-at-propose",), SimOptions()).workload == "kv"
+    with_brokers = options_for(("kv-cas-at-propose", "page-cache-ack"), SimOptions(), frozenset())
+    assert with_brokers.brokers == 3 and with_brokers.workload == "append" and with_brokers.check()
+    explicit = options_for(("kv-cas-at-propose",), SimOptions(workload="append"), frozenset({"workload"}))
+    assert explicit.workload == "append"
