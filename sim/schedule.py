@@ -17,10 +17,10 @@ from kraft.core.unsafe import Unsafe
 
 from .admin import leader_of
 from .clients import AppendClients
-from .kv_clients import KvClients
 from .data_plane import DataPlane
 from .faults import PlannedFault, draw_client_ops, draw_schedule
 from .invariants import InvariantBroken, QuorumInvariants, Violation
+from .kv_clients import KvClients
 from .monitor import Monitor
 from .nemesis import Nemesis
 from .quorum_nodes import quorum_nodes
