@@ -26,8 +26,10 @@ class SimOptions:
     of our brokers, the data plane), ``kraft_version`` (0 static voters, 1 KIP-853 with wipes
     and voter changes), ``unsafe`` (kraft.core.unsafe switch names), ``sim_seconds`` (virtual
     seconds of faults and clients per schedule; the heal and final reads come after),
-    ``client_rate`` (ops per virtual second), ``read_fraction`` (of them, reads) and
-    ``fetch_max_records`` (per Fetch response).
+    ``client_rate`` (ops per virtual second), ``read_fraction`` (of them, reads; the
+    workload's own share when left at the default), ``fetch_max_records`` (per Fetch response)
+    and ``workload`` (the quorum's clients, :data:`sim.schedule.QUORUM_WORKLOADS`: "append" or
+    "kv"; with brokers, the queue workload runs instead).
     :meth:`check` raises ValueError naming a bad field."""
 
     voters: int = 3
@@ -38,6 +40,7 @@ class SimOptions:
     client_rate: float = 40.0       # client ops per virtual second, in all
     read_fraction: float = 0.1      # the share of them that are linearizable reads
     fetch_max_records: int = 2000   # records per Fetch response (small: followers catch up slowly)
+    workload: str = "append"        # the quorum's clients: "append" or "kv" (brokers: the queue workload)
 
     def check(self) -> "SimOptions":
         if self.voters not in (1, 3, 5, 7):
@@ -57,6 +60,12 @@ class SimOptions:
             raise ValueError(f"read_fraction must be 0..1, got {self.read_fraction!r}")
         if not 1 <= self.fetch_max_records <= 100000:
             raise ValueError(f"fetch_max_records must be 1..100000, got {self.fetch_max_records!r}")
+        from .schedule import QUORUM_WORKLOADS
+        if self.workload not in QUORUM_WORKLOADS:
+            raise ValueError(f"workload must be one of {', '.join(QUORUM_WORKLOADS)}, got {self.workload!r}")
+        if self.brokers and self.workload != "append":
+            raise ValueError(f"workload {self.workload!r} runs on the quorum alone: brokers must be 0 "
+                             f"(they run the queue workload), got {self.brokers!r}")
         return self
 
 

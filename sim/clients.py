@@ -27,6 +27,13 @@ class AppendClients:
     """``concurrency`` client slots over quorum nodes ``node_ids``; ``rng`` (the clients'
     own stream) picks the nodes to try."""
 
+    #: the workload's name (workloads/registry.py), which the judge's checkers are looked up by
+    workload = "append"
+    #: the share of a schedule's client ops that are reads by default (SimOptions.read_fraction's)
+    read_fraction = 0.1
+    #: whether the schedule ends with the final reads of the log (:meth:`final_read`)
+    final_reads = True
+
     def __init__(self, rt: Runtime, rec: Recording, rng: random.Random, node_ids: list[int], concurrency: int):
         self.rt, self.rec, self.rng = rt, rec, rng
         self.ids = node_ids
@@ -35,6 +42,7 @@ class AppendClients:
         self.guess = {s: rng.choice(node_ids) for s in range(concurrency)}
         self.busy: set[int] = set()
         self.waiting: dict = {}               # token -> (slot, invoke op, kind)
+        self.roaming: set = set()             # tokens of requests sent to a random node: no leader hint followed
         self.next_value = 0
         self.last_hw = 0
         self.acked = 0
@@ -56,14 +64,17 @@ class AppendClients:
             msg = ReadRequest(value["from"])
         self._send(slot, inv, node, msg, f)
 
-    def _send(self, slot, inv: dict, node: int, msg, kind: str) -> None:
+    def _send(self, slot, inv: dict, node: int, msg, kind: str, follow: bool = True) -> None:
         token = self.rt.client_request(node, msg)
         if token is None:
             self.rec.complete(inv, "fail", inv["value"], error="connection")
-            self._other(slot, node)
+            if follow:
+                self._other(slot, node)
             return
         self.busy.add(slot)
         self.waiting[token] = (slot, inv, kind)
+        if not follow:
+            self.roaming.add(token)
         self.rt.at(self.rt.now + CLIENT_TIMEOUT_MS, lambda: self._timeout(token))
 
     def _other(self, slot: int, node: int) -> None:
@@ -75,6 +86,7 @@ class AppendClients:
         if entry is None:
             return
         slot, inv, _ = entry
+        self.roaming.discard(token)
         self.rec.complete(inv, "info", inv["value"], error="timeout")
         self._retire(slot)
 
@@ -91,30 +103,42 @@ class AppendClients:
             return False
         slot, inv, kind = entry
         self.busy.discard(slot)
-        code = msg.error_code
-        if code == errors.NONE:
-            if kind == "append":
-                self.acked += 1
-                self.last_hw = max(self.last_hw, msg.offset + 1)
-                self.rec.complete(inv, "ok", {"value": inv["value"], "offset": msg.offset, "epoch": msg.epoch})
-            else:
-                self.last_hw = max(self.last_hw, msg.high_watermark)
-                records = [[r.offset, r.epoch, r.type, r.payload] for r in msg.records]   # Record.to_wire, inlined
-                self.rec.complete(inv, "ok", dict(inv["value"], high_watermark=msg.high_watermark, records=records))
-            return True
+        follow = token not in self.roaming
+        self.roaming.discard(token)
+        if msg.error_code == errors.NONE:
+            self._answered(inv, kind, msg)
+        else:
+            self._refused(slot, inv, kind, msg.error_code, msg.leader_id, follow)
+        return True
+
+    def _answered(self, inv: dict, kind: str, msg) -> None:
+        """Record the ok answer ``msg`` to op ``inv`` of ``kind``."""
+        if kind == "append":
+            self.acked += 1
+            self.last_hw = max(self.last_hw, msg.offset + 1)
+            self.rec.complete(inv, "ok", {"value": inv["value"], "offset": msg.offset, "epoch": msg.epoch})
+        else:
+            self.last_hw = max(self.last_hw, msg.high_watermark)
+            self.rec.complete(inv, "ok", dict(inv["value"], high_watermark=msg.high_watermark,
+                                              records=[[r.offset, r.epoch, r.type, r.payload]   # Record.to_wire, inlined
+                                                        for r in msg.records]))
+
+    def _refused(self, slot: int, inv: dict, kind: str, code: int, leader_id: int, follow: bool = True) -> None:
+        """Record an error answer: ``fail`` when nothing happened (NOT_LEADER_OR_FOLLOWER, or
+        any read), then follow the leader hint (unless ``follow`` is False) or try another
+        node; else ``info``, and the slot takes a fresh process."""
         err = errors.name(code)
-        if code == errors.NOT_LEADER_OR_FOLLOWER or kind != "append":
+        if code == errors.NOT_LEADER_OR_FOLLOWER or kind == "read":
             self.rec.complete(inv, "fail", inv["value"], error=err)
-            if slot < 0:
+            if slot < 0 or not follow:
                 pass
-            elif 0 < msg.leader_id and msg.leader_id != int(inv["node"][1:]):
-                self.guess[slot] = msg.leader_id
+            elif 0 < leader_id and leader_id != int(inv["node"][1:]):
+                self.guess[slot] = leader_id
             else:
                 self._other(slot, int(inv["node"][1:]))
-            return True
+            return
         self.rec.complete(inv, "info", inv["value"], error=err)
         self._retire(slot)
-        return True
 
     # -- the final reads -------------------------------------------------------------------
     def final_read(self, node: int, linearizable: bool, process: int) -> None:

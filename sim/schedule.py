@@ -21,6 +21,7 @@ from .controller_nodes import ControllerNode
 from .data_plane import DataPlane
 from .faults import PlannedFault, draw_client_ops, draw_schedule
 from .invariants import InvariantBroken, QuorumInvariants, Violation
+from .kv_clients import KvClients
 from .monitor import Monitor
 from .nemesis import Nemesis
 from .quorum_nodes import QuorumNode, quorum_nodes
@@ -29,6 +30,10 @@ from .runtime import Runtime
 
 #: client slots (Jepsen processes)
 CONCURRENCY = 5
+#: the workloads of the quorum alone (no brokers): name -> clients class (their interface:
+#: sim/clients.py's AppendClients; ``read_fraction`` their default share of reads,
+#: ``final_reads`` whether the schedule ends with final reads of the log)
+QUORUM_WORKLOADS = {"append": AppendClients, "kv": KvClients}
 #: after the faults: how long to wait for a leader and catch-up, then for the final reads (ms)
 SETTLE_MS, FINAL_MS = 15000.0, 6000.0
 
@@ -89,6 +94,8 @@ def plan_for(opts, seed: int) -> Plan:
     reads = opts.read_fraction
     if opts.brokers and reads == 0.1:
         reads = 0.5                       # the queue workload's poll fraction
+    elif reads == 0.1:
+        reads = QUORUM_WORKLOADS[opts.workload].read_fraction    # the workload's own share
     ops = draw_client_ops(random.Random(seed + 0x5EED), end, opts.client_rate, CONCURRENCY, reads)
     return Plan(tuple(faults), tuple(ops), end)
 
@@ -126,7 +133,7 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
     rt.on_step = inv.after_step
     ids = list(range(1, opts.voters + 1))
     brokers = opts.brokers
-    workload = "queue" if brokers else "append"
+    workload = "queue" if brokers else opts.workload
     violation, nemesis = None, None
     try:
         quorum_nodes(rt, opts.voters, opts.kraft_version, policy, opts.fetch_max_records,
@@ -138,7 +145,7 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
             nemesis.brokers, clients = plane.ids, plane.clients
             extra = plane.on_reply
         else:
-            clients = AppendClients(rt, rec, random.Random(seed * 31 + 7), ids, CONCURRENCY)
+            clients = QUORUM_WORKLOADS[workload](rt, rec, random.Random(seed * 31 + 7), ids, CONCURRENCY)
             extra = lambda token, msg: False       # noqa: E731
         handlers = [monitor.on_reply, nemesis.admin.on_reply, extra, clients.on_reply]
         rt.on_client = _first_taker(handlers)
@@ -151,14 +158,15 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
         monitor.stop()
         _settle(rt, ids, plan.end_ms + SETTLE_MS)
         lead = leader_of(rt, ids)
-        reader = clients
+        reader = clients if not brokers and clients.final_reads else None
         if brokers:                 # the quorum's final log too (the membership and log checkers)
             reader = AppendClients(rt, rec, random.Random(seed * 31 + 8), ids, 1)
             handlers.append(reader.on_reply)
-        if lead is not None:
-            reader.final_read(lead, True, 10_000)
-        for k, i in enumerate(ids):
-            reader.final_read(i, False, 10_001 + k)
+        if reader is not None:
+            if lead is not None:
+                reader.final_read(lead, True, 10_000)
+            for k, i in enumerate(ids):
+                reader.final_read(i, False, 10_001 + k)
         rt.run_until(rt.now + FINAL_MS)
         if brokers:
             plane.final(plan.end_ms + SETTLE_MS + FINAL_MS)

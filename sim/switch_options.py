@@ -6,7 +6,8 @@ Most switches show under the defaults (3 voters, kraft.version 0, the random fau
 ``early-high-watermark`` needs a new leader whose only follower catches up over several
 small Fetches while clients read (the catalogue's ``catchup`` schedule does the same with
 ``fetch_max_records=100``). The data-plane switches (:data:`NEEDS_BROKERS`) need our
-brokers: three of them.
+brokers: three of them. ``kv-cas-at-propose`` is a bug of the kv state machine: it needs
+the kv workload.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ PRESETS: dict[str, dict] = {
     "hw-below-min-isr": {"brokers": 3},
     "truncate-to-hw": {"brokers": 3},
     "page-cache-ack": {"brokers": 3},
+    "kv-cas-at-propose": {"workload": "kv"},
 }
 #: the switches of the brokers' data plane (kraft/replication/): they need ``--brokers``
 NEEDS_BROKERS = ("hw-below-min-isr", "truncate-to-hw", "page-cache-ack")
@@ -35,9 +37,13 @@ def preset(switches) -> dict:
 
 def options_for(switches, base, explicit: frozenset = frozenset()):
     """``base`` (a :class:`sim.api.SimOptions`) with the presets of ``switches`` applied to
-    the fields not in ``explicit`` (those the user set)."""
+    the fields not in ``explicit`` (those the user set); a preset ``workload`` (a quorum
+    workload's) does not apply where brokers run (they run the queue workload)."""
     changes = {k: v for k, v in preset(switches).items() if k not in explicit}
-    return dataclasses.replace(base, **changes)
+    out = dataclasses.replace(base, **changes)
+    if out.brokers and out.workload != base.workload:
+        out = dataclasses.replace(out, workload=base.workload)   # brokers run the queue workload: no quorum one
+    return out
 
 
 def all_switches() -> list[str]:

@@ -137,6 +137,24 @@ def test_results_are_kept_only_for_expected_offsets():
     assert sm.take_result(2) is None                   # taken once
 
 
+def test_kv_cas_at_propose_answers_the_outcome_decided_before_the_commands_ahead_applied():
+    cmds = (put_command("a", 1), put_command("a", 5), cas_command("a", 1, 6))
+    for buggy in (False, True):
+        sm = KvStateMachine(decide_at_propose=buggy)
+        log = ListLog(records(*cmds))          # offsets 1..3, all appended before any commits
+        sm.expect(3, cmds[2])
+        sm.apply_committed(log, 4)
+        assert sm.get("a") == 5                # the state machine itself applies in log order
+        # decided at proposal (a was null then): the compare fails, and it really did fail;
+        # correct: the outcome of applying it after the put of 5
+        assert sm.take_result(3) == (ApplyResult(3, False, None) if buggy else ApplyResult(3, False, 5))
+    sm = KvStateMachine(decide_at_propose=True)
+    sm.apply_committed(ListLog(records(put_command("a", 1))), 2)
+    sm.expect(3, cmds[2])                      # proposed while "put a 5" at offset 2 is uncommitted
+    sm.apply_committed(ListLog(records(put_command("a", 1), put_command("a", 5), cmds[2])), 4)
+    assert sm.get("a") == 5 and sm.take_result(3) == ApplyResult(3, True, 1)    # told it succeeded: it did not
+
+
 def test_replay_of_the_log_on_disk_rebuilds_the_same_state(tmp_path):
     cmds = random_commands(random.Random(9), 200)
     log = Log(tmp_path / "log", segment_bytes=2048)   # several segments

@@ -386,8 +386,8 @@ def test_every_unsafe_switch_is_a_policy_field_the_cores_consult():
     from kraft.core import unsafe
     fields = {f.name for f in dataclasses.fields(unsafe.Unsafe)}
     assert fields == {n.replace("-", "_") for n in unsafe.SWITCHES}
-    root = Path(unsafe.__file__).parents[1]      # kraft/ (unsafe is kraft/core/unsafe.py)
-    source = "".join(p.read_text() for d in ("quorum", "replication") for p in (root / d).glob("*.py"))
+    root = Path(unsafe.__file__).parents[1]      # kraft/ (unsafe is kraft/core/unsafe.py; storage: recovery)
+    source = "".join(p.read_text() for d in ("quorum", "replication", "storage") for p in (root / d).glob("*.py"))
     assert {f for f in fields if f"policy.{f}" not in source} == set()
     assert unsafe.Unsafe.of(["lease-read"]).lease_read and unsafe.Unsafe.of(["lease-read"]).switches == {"lease-read"}
     with pytest.raises(ValueError, match="unknown unsafe switch"):

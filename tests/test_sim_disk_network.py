@@ -4,6 +4,7 @@ from __future__ import annotations
 import random
 
 from kraft.core.records import DATA, Record
+from kraft.rules.voter_set import VoterSet
 from sim.disk import LogFile, SimDisk
 from sim.network import LinkFault, Network
 
@@ -40,6 +41,29 @@ def test_torn_write_keeps_a_strict_prefix_of_the_newest_unsynced_write_only():
     f.sync(4)
     f.crash(random.Random(1))
     assert f.records == []
+
+
+def test_a_torn_record_stays_on_disk_until_recovery_cuts_it():
+    disk = SimDisk(None)
+    f = disk.log(None)
+    f.write(recs(0, 2))
+    f.sync(2)
+    f.synced()
+    f.write(recs(2, 3))
+    f.crash(random.Random(3))
+    kept = len(f.records)
+    assert f.torn == kept and 2 <= kept < 5                        # a record cut in two follows the kept ones
+    assert disk.contents(VoterSet()).torn > 0 and disk.contents(VoterSet()).records == f.records
+    disk.recovered(cut_torn_tail=False)                           # left there: what follows it is unreadable
+    f.write(recs(kept, 2))
+    assert f.readable() == f.records[:kept] and disk.contents(VoterSet()).records == f.records[:kept]
+    f.truncate(kept + 1)                                          # a cut after the torn record keeps it
+    assert f.torn == kept
+    disk.recovered(cut_torn_tail=True)
+    assert f.torn is None and len(f.records) == kept and disk.contents(VoterSet()).torn == 0
+    f.torn = kept                                                 # torn again: a cut before it removes it
+    f.truncate(kept - 1)
+    assert f.torn is None and len(f.records) == kept - 1
 
 
 def test_truncation_caps_fsyncs_in_flight():

@@ -25,6 +25,23 @@ def test_fifty_seeds_of_the_correct_build_find_nothing():
     assert all(o.verdict is True for o in outcomes)        # the checkers judged every history
 
 
+def test_kv_seeds_of_the_correct_build_find_nothing_and_the_kv_checkers_judge_them():
+    opts = SimOptions(workload="kv")
+    outcomes = list(simulate(opts, range(1, 9), workers=2, judge=judge_history))
+    assert [(o.seed, o.invariant, o.detail) for o in outcomes if not o.ok] == []
+    assert all(o.verdict is True for o in outcomes)
+    r = run_schedule(opts, 1, judge=judge_history, keep=True)
+    done = {(o["f"], o["type"]) for o in r.ops if o["process"] != "nemesis"}
+    assert {("read", "ok"), ("write", "ok"), ("cas", "ok"), ("cas", "fail")} <= done
+    assert not any(o.get("final") for o in r.ops)                 # the kv workload makes no final reads
+    read = next(o for o in r.ops if o["f"] == "read" and o["type"] == "ok")
+    assert read["value"][0].startswith("k") and "applied_offset" in read
+    with pytest.raises(ValueError, match="workload"):
+        SimOptions(workload="queue").check()
+    with pytest.raises(ValueError, match="brokers"):
+        SimOptions(workload="kv", brokers=3).check()
+
+
 def test_the_judge_is_what_the_caller_passes_to_the_workers_or_none():
     """No judge is registered anywhere: without one only the invariants judge (verdict None);
     the one passed reaches the forked workers as it does this process."""
@@ -53,6 +70,8 @@ def test_a_seed_replays_bit_for_bit():
     ("hw-below-min-isr", {"consumer-above-hw"}),
     ("no-fetch-validation", {"committed-agreement", "committed-lost"}),
     ("ack-before-commit", {"checker:inconsistent-offsets", "checker:lost-write", "checker:nonmonotonic-read"}),
+    ("recover-epoch-from-log", {"checker:epoch-regression", "election-safety"}),
+    ("kv-cas-at-propose", {"checker:linearizability"}),         # the kv workload: its preset
 ])
 def test_a_planted_switch_is_found(switch, expect):
     opts = options_for((switch,), SimOptions(unsafe=(switch,)))      # the data plane's get brokers
@@ -141,3 +160,11 @@ def test_the_controller_lock_frees_when_its_leader_dies_with_a_write():
     write in flight lives and dies with its node (a new active controller starts with none)."""
     r = run_schedule(SimOptions(brokers=3), 117, judge=judge_history)
     assert r.ok and r.verdict is True, (r.first, r.anomalies)
+
+
+def test_a_kv_switch_takes_the_kv_workload_unless_brokers_run():
+    assert options_for(("kv-cas-at-propose",), SimOptions()).workload == "kv"
+    with_brokers = options_for(("kv-cas-at-propose", "page-cache-ack"), SimOptions(), frozenset())
+    assert with_brokers.brokers == 3 and with_brokers.workload == "append" and with_brokers.check()
+    explicit = options_for(("kv-cas-at-propose",), SimOptions(workload="append"), frozenset({"workload"}))
+    assert explicit.workload == "append"

@@ -61,6 +61,13 @@ CATALOGUE: tuple[Bug, ...] = (
     Bug("page-cache-ack", ("page-cache-ack",), "acknowledgement", "queue-power", None,
         "the data plane's brokers acknowledge from the page cache (Kafka's default "
         "flush settings); a power loss of the replicas loses acknowledged records"),
+    Bug("recover-epoch-from-log", ("recover-epoch-from-log",), "recovery", "crash", None,
+        "the restart's recovery (kraft/storage/recovery.py) resumes in the log's last epoch: a node "
+        "restarted during or just after an election comes back in an older epoch "
+        "(epoch-regression) and may vote in it again"),
+    Bug("kv-cas-at-propose", ("kv-cas-at-propose",), "reads", "kv", None,
+        "the kv state machine decides a cas at proposal against its applied state: a write "
+        "still uncommitted ahead of it on the same key is missed (linearizability)"),
 )
 
 

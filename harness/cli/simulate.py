@@ -18,6 +18,7 @@ from harness.config.values import number, positive_int, seed_value, unsafe_switc
 from harness.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_VALID
 from harness.simulation.judge import judge_history
 from sim.api import SeedOutcome, SimOptions, simulate
+from sim.schedule import QUORUM_WORKLOADS
 from sim.switch_options import options_for
 
 #: lines of a failing seed's event trace printed
@@ -29,6 +30,8 @@ def option_flags(opts: SimOptions) -> str:
     out = f"--voters {opts.voters} --sim-seconds {opts.sim_seconds:g}"
     if opts.brokers:
         out += f" --brokers {opts.brokers}"
+    if opts.workload != SimOptions().workload:
+        out += f" --workload {opts.workload}"
     if opts.kraft_version:
         out += f" --kraft-version {opts.kraft_version}"
     if opts.unsafe:
@@ -56,7 +59,8 @@ def digest(outcomes: list[SeedOutcome]) -> str:
 def cmd_simulate(args: argparse.Namespace) -> int:
     """Run the seeds, print the summary (and the first failing seed); see the module doc."""
     try:
-        explicit = {k: getattr(args, k) for k in ("brokers", "client_rate", "read_fraction", "fetch_max_records")
+        explicit = {k: getattr(args, k) for k in ("brokers", "client_rate", "read_fraction", "fetch_max_records",
+                                                  "workload")
                     if getattr(args, k) is not None}
         base = SimOptions(voters=args.voters, kraft_version=args.kraft_version, unsafe=tuple(args.unsafe or ()),
                           sim_seconds=args.sim_seconds, **explicit)
@@ -142,7 +146,8 @@ def _shrink(opts: SimOptions, seed: int, args) -> None:
 
 def _write_out(out: Path, opts: SimOptions, outcomes: list[SeedOutcome], wall: float) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    doc = {"options": {"voters": opts.voters, "brokers": opts.brokers, "kraft_version": opts.kraft_version,
+    doc = {"options": {"voters": opts.voters, "brokers": opts.brokers, "workload": opts.workload,
+                       "kraft_version": opts.kraft_version,
                        "unsafe": list(opts.unsafe), "sim_seconds": opts.sim_seconds},
            "wall_s": wall, "digest": digest(outcomes),
            "outcomes": [{"seed": o.seed, "ok": o.ok, "invariant": o.invariant, "detail": o.detail,
@@ -175,6 +180,9 @@ def add_parser(sub) -> None:
     s.add_argument("--brokers", type=positive_int("--brokers", 0), default=None,
                    help="our brokers beside the quorum, with the queue workload (default 0; the data "
                         "plane's --unsafe switches choose 3)")
+    s.add_argument("--workload", choices=tuple(QUORUM_WORKLOADS), default=None,
+                   help="the quorum's clients: append (unique appends, log reads) or kv (read/write/cas "
+                        "registers, linearizability by key); default append (--brokers: the queue workload)")
     s.add_argument("--kraft-version", type=int, choices=(0, 1), default=0,
                    help="0: static voters; 1: KIP-853, with wipes and voter changes (default 0)")
     s.add_argument("--unsafe", type=unsafe_switches, default=None, help="kraft.core.unsafe switches, comma-separated")

@@ -158,6 +158,9 @@ SCHEDULES: dict[str, Schedule] = {
     # slow link, catching up over several small Fetches: the new leader's majority is the laggard
     "catchup": Schedule(("catchup",), mode="serial", interval=1.0, duration=8.0, nodes=3,
                         time_limit=90.0, fetch_max_records=100),
+    # the kv workload's registers under partitions and kills: concurrent writes and cas on few
+    # keys, so a command often waits behind another uncommitted one on the same key
+    "kv": Schedule(("partition", "kill"), interval=3.0, duration=2.0, workload="kv", nodes=3, time_limit=40.0),
     # -- Apache Kafka (--db kafka; the Kafka bug catalogue, harness/catalogue/kafka_bugs.py) --
     # `make run DB=kafka`: 5 controllers, 3 brokers, partitions, kills and pauses one at a time
     "kafka-default": Schedule(("partition:isolate-leader+leader-minority+random-halves+bridge",

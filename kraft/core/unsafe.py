@@ -42,6 +42,15 @@ SWITCHES = {
     "page-cache-ack": "a broker counts partition records toward the high watermark once written "
                       "to the page cache, fsyncing only every log.flush.interval.ms (Kafka's real "
                       "default; a power loss loses acknowledged records)",
+    "recover-epoch-from-log": "a restart resumes in the epoch of its log's last record when "
+                              "quorum-state's is newer (the reverse of Kafka's QuorumState.initialize "
+                              "check), forgetting the vote and leader of an epoch the log holds no "
+                              "record of: the epoch goes back, and the node may vote twice in one epoch "
+                              "(kraft/storage/recovery.py)",
+    "kv-cas-at-propose": "the leader decides a kv cas when it proposes it, from its state machine as "
+                         "applied then, not when the command applies in log order: a command still "
+                         "uncommitted ahead of it is missed, so a client is told a cas succeeded that "
+                         "changed nothing, or failed that took effect (kraft/state_machines/kv.py)",
 }
 
 #: What kind of safety mechanism each switch turns off.
@@ -50,7 +59,8 @@ CLASSES = {
     "forget-vote": "elections", "no-read-index": "reads", "no-check-quorum": "elections",
     "no-pre-vote": "elections", "vote-after-failed-prevote": "elections", "vote-ignores-offset": "elections", "commit-minority": "commit",
     "ack-before-commit": "acknowledgement", "lease-read": "reads", "no-fetch-validation": "recovery", "hw-below-min-isr": "reads",
-    "truncate-to-hw": "recovery", "page-cache-ack": "acknowledgement",
+    "truncate-to-hw": "recovery", "page-cache-ack": "acknowledgement", "recover-epoch-from-log": "recovery",
+    "kv-cas-at-propose": "reads",
 }
 
 
@@ -85,6 +95,8 @@ class Unsafe:
     no_fetch_validation: bool = False
     truncate_to_hw: bool = False
     page_cache_ack: bool = False
+    recover_epoch_from_log: bool = False
+    kv_cas_at_propose: bool = False
 
     @classmethod
     def of(cls, switches: Iterable[str] = ()) -> "Unsafe":

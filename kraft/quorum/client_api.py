@@ -57,7 +57,7 @@ def write(s: QuorumState, token, kind: str, rtype: str, payloads: list, timeout_
         append(s, Record(lg.end_offset, e.epoch, rtype, p))
     last = lg.end_offset - 1
     if kind == KV:
-        s.kv.expect(last)
+        s.kv.expect(last, payloads[-1])
     seq = expire_in(s, s.cfg.request_timeout_ms if timeout_ms is None else timeout_ms, "a", last)
     w = s.pending[last] = PendingWrite(token, kind, first, last, seq)
     schedule_flush(s)

@@ -78,12 +78,14 @@ class QuorumCore:
                                  key=ReplicaKey(config.node_id, config.directory_id), log=log_,
                                  history=history, rng=rng, wall_clock=wall_clock or (lambda: int(clock())),
                                  now=clock(), durable=DurableEnd(log_.end_offset))
+        self.state.kv.decide_at_propose = self.state.policy.kv_cas_at_propose
 
     def reconfigure(self, config: QuorumConfig) -> None:
         """Take new settings (same node id) from the next step on."""
         s = self.state
         self.cfg = s.cfg = config
         s.policy = config.unsafe
+        s.kv.decide_at_propose = s.policy.kv_cas_at_propose
 
     # -- views -------------------------------------------------------------------------
     @property

@@ -8,7 +8,8 @@ timers on the event loop, writes the disk log (kraft/storage/log.py, which share
 in memory with the core), fsyncs it and feeds ``SyncDone`` back, and writes
 quorum-state (kraft/storage/quorum_state.py) before anything that follows. The wire format
 (kraft/wire/quorum_codec.py) and the on-disk format (kraft/storage/) are the adapter's: the
-core sees neither.
+core sees neither. What a start recovers from the data dir is decided by
+kraft/storage/recovery.py, as in the simulator.
 
 Besides, every ``TICK_S`` :meth:`tick` writes the advisory ``high-watermark``
 checkpoint and, under ``no-fsync``, hands the log's buffer to the OS every second.
@@ -29,10 +30,12 @@ from ..core.unsafe import Unsafe
 from ..quorum import FatalError, QuorumConfig, QuorumCore
 from ..quorum.client_messages import ProposeRequest, ReadIndexRequest
 from ..quorum.messages import FetchRequest
-from ..storage.bootstrap import load_history
-from ..storage.log import Log
+from ..rules.voter_set import VoterSet
+from ..storage.bootstrap import read_bootstrap
+from ..storage.log import Log, LogScan
 from ..storage.meta import Meta
 from ..storage.quorum_state import read_state, write_state
+from ..storage.recovery import DiskContents, recover, start_quorum
 from ..wire import api
 from ..wire.client import ClientError, KraftClient
 from ..wire.quorum_codec import decode_request, decode_response, encode_request, encode_response
@@ -60,6 +63,14 @@ def quorum_config(cfg: NodeConfig, directory_id: str | None) -> QuorumConfig:
         unsafe=Unsafe.of(cfg.unsafe))
 
 
+def disk_contents(cfg: NodeConfig, meta: Meta, scan: LogScan) -> DiskContents:
+    """What a start finds in ``cfg.data_dir`` (kraft/storage/recovery.py): the log as ``scan``
+    read it, quorum-state, the bootstrap checkpoint, ``meta``'s directory id and the configured
+    voters. Raises OSError, QuorumStateError or MetaError (a malformed file)."""
+    return DiskContents(scan.records, scan.torn_bytes, read_state(cfg.data_dir), read_bootstrap(cfg.data_dir),
+                        meta.directory_id, VoterSet.from_static(cfg.voters))
+
+
 class RaftNode:
     """One KRaft replica. Create, then ``await start()``; ``await close()`` at the end.
 
@@ -75,14 +86,13 @@ class RaftNode:
         self.listen = (cfg.listen_host, cfg.listen_port)
         self.log = Log(cfg.data_dir / "log", segment_bytes=cfg.segment_bytes, fsync="no-fsync" not in cfg.unsafe,
                        index=RecordLog())
-        self.core = QuorumCore(quorum_config(cfg, meta.directory_id), self.log.index,
-                               load_history(cfg.data_dir, cfg.voters), clock=lambda: time.monotonic() * 1000.0,
-                               rng=random.Random(cfg.seed), wall_clock=lambda: int(time.time() * 1000))
+        #: The QuorumCore, built by :meth:`start` from what the data dir holds (None before).
+        self.core: QuorumCore | None = None
+        self.driver: AsyncDriver | None = None
         self.peers = AddressBook(lambda: self.core.voters)
         #: Called with every :class:`kraft.core.events.StateChanged` (tests, tools).
         self.state_listeners: list = []
         self.stopping = False
-        self.driver = AsyncDriver(self.core, self._send, self._carry_out)
         self._fetch_client: tuple[tuple, KraftClient] | None = None
         self._last_hw_checkpoint = (-1, 0.0)
         self._last_buffer_write = 0.0
@@ -96,7 +106,8 @@ class RaftNode:
     @cfg.setter
     def cfg(self, cfg: NodeConfig) -> None:
         self._cfg = cfg
-        self.core.reconfigure(quorum_config(cfg, self.meta.directory_id))
+        if self.core is not None:
+            self.core.reconfigure(quorum_config(cfg, self.meta.directory_id))
 
     election = property(lambda self: self.core.state.election, doc="The ElectionState (quorum-state).")
     kind = property(lambda self: self.core.state.kind, doc="The StateKind.")
@@ -115,7 +126,7 @@ class RaftNode:
     @property
     def fatal(self) -> FatalError | None:
         """The FatalError that stopped the core, or None."""
-        return self.driver.fatal
+        return self.driver.fatal if self.driver is not None else None
 
     def leader_epoch_committed(self) -> bool:
         """True iff this node leads and its epoch's first record is committed (KIP-595)."""
@@ -137,23 +148,34 @@ class RaftNode:
 
     # -- start-up and shutdown ------------------------------------------------------------------
     async def start(self) -> None:
-        """Open the log (cutting a torn tail), read quorum-state, start the core."""
-        self.log.open()
+        """Read the data dir, recover from it (kraft/storage/recovery.py: the torn tail cut,
+        quorum-state, the bootstrap voters, the directory id), build the core and start it.
+        Raises OSError, MetaError (a malformed bootstrap checkpoint) or QuorumStateError."""
+        cfg = self.cfg
+        scan = self.log.scan()
+        recovered = recover(disk_contents(cfg, self.meta, scan), Unsafe.of(cfg.unsafe))
+        self.log.open(scan, cut_torn_tail=recovered.cut_torn_tail)
         if self.log.recovered_bytes:
             log.warning("recovery cut %d bytes of torn log tail", self.log.recovered_bytes)
-        election = read_state(self.cfg.data_dir)
+        election = recovered.election
         log.info("starting node %d directory %s epoch %d leader %d voted %d log end offset %d",
-                 self.id, self.meta.directory_id, election.epoch, election.leader_id, election.voted_id,
+                 self.id, recovered.directory_id, election.epoch, election.leader_id, election.voted_id,
                  self.log.end_offset)
-        self.driver.run(self.core.start(election))
+        self.core, effects = start_quorum(recovered, quorum_config(cfg, recovered.directory_id),
+                                          clock=lambda: time.monotonic() * 1000.0, rng=random.Random(cfg.seed),
+                                          wall_clock=lambda: int(time.time() * 1000), log=self.log.index)
+        self.driver = AsyncDriver(self.core, self._send, self._carry_out)
+        self.driver.run(effects)
         self.driver.drain()
 
     async def close(self) -> None:
         """Answer pending requests, cancel timers and tasks, flush and close the log."""
-        self.stopping = self.core.state.stopping = True
-        if self.fatal is None:
-            self.driver.call(self.core.fail_pending, "node shutting down")
-        self.driver.close()
+        self.stopping = True
+        if self.driver is not None:
+            self.core.state.stopping = True
+            if self.fatal is None:
+                self.driver.call(self.core.fail_pending, "node shutting down")
+            self.driver.close()
         if self._fetch_client is not None:
             await self._fetch_client[1].close()
         try:

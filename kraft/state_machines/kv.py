@@ -19,6 +19,11 @@ starts empty and rebuilds it by replaying its own log as it learns the high
 watermark again (committed records are never truncated, KIP-595 Fetch).
 Data records that are not kv commands (e.g. the append workload's values)
 and LeaderChange control records apply as no-ops.
+
+The ``kv-cas-at-propose`` unsafe switch (kraft/core/unsafe.py) plants a bug here:
+with :attr:`KvStateMachine.decide_at_propose` the leader's write outcomes are
+decided when :meth:`KvStateMachine.expect` registers them, against the state as
+applied then, and the outcome of applying the command in log order is ignored.
 """
 from __future__ import annotations
 
@@ -114,10 +119,13 @@ class KvStateMachine:
     pending writes), so memory stays bounded.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, decide_at_propose: bool = False) -> None:
         self.applied = 0
         self._data: dict[str, int | None] = {}
         self._expected: dict[int, ApplyResult | None] = {}
+        #: the ``kv-cas-at-propose`` bug: outcomes decided by :meth:`expect`, at proposal
+        self.decide_at_propose = decide_at_propose
+        self._decided: set[int] = set()
 
     def get(self, key: str) -> int | None:
         """The value of ``key`` as of :attr:`applied` (None when never written)."""
@@ -141,15 +149,17 @@ class KvStateMachine:
         cmd = parse_command(record.payload) if record.type == DATA else None
         if cmd is None:
             return None
-        key = cmd["Key"]
-        previous = self._data.get(key)
-        succeeded = cmd["Kv"] == PUT or previous == cmd["Expected"]
-        if succeeded:
-            self._data[key] = cmd["Value"]
-        result = ApplyResult(record.offset, succeeded, previous)
-        if record.offset in self._expected:
+        result = self._outcome(cmd, record.offset)
+        if result.succeeded:
+            self._data[cmd["Key"]] = cmd["Value"]
+        if record.offset in self._expected and record.offset not in self._decided:
             self._expected[record.offset] = result
         return result
+
+    def _outcome(self, cmd: dict, offset: int) -> ApplyResult:
+        """What command ``cmd`` (parsed) at ``offset`` does to the state as it is now."""
+        previous = self._data.get(cmd["Key"])
+        return ApplyResult(offset, cmd["Kv"] == PUT or previous == cmd["Expected"], previous)
 
     def apply_committed(self, log: _Log, high_watermark: int) -> int:
         """Apply every record of ``log`` in [applied, high_watermark); returns how many.
@@ -163,10 +173,19 @@ class KvStateMachine:
             self.apply(r)
         return len(records)
 
-    def expect(self, offset: int) -> None:
-        """Keep the result of the command at ``offset`` for :meth:`take_result`."""
+    def expect(self, offset: int, payload: object = None) -> None:
+        """Keep the result of the command at ``offset`` (whose record payload is ``payload``)
+        for :meth:`take_result`. With :attr:`decide_at_propose` (the bug) the result is decided
+        now, from the state as applied so far, and applying the record will not change it."""
+        if self.decide_at_propose:
+            cmd = parse_command(payload)
+            if cmd is not None:
+                self._expected[offset] = self._outcome(cmd, offset)
+                self._decided.add(offset)
+                return
         self._expected.setdefault(offset, None)
 
     def take_result(self, offset: int) -> ApplyResult | None:
         """The kept result at ``offset`` (None if not applied yet, or not a command); forgets it."""
+        self._decided.discard(offset)
         return self._expected.pop(offset, None)

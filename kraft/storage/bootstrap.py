@@ -82,12 +82,18 @@ def format_node(data_dir: Path, cluster_id: str, node_id: int, *, initial_contro
     return meta
 
 
+def bootstrap_history(bootstrap: tuple[int, VoterSet | None] | None, static_voters: VoterSet) -> VoterHistory:
+    """The voter-set history before the log is read, from a bootstrap checkpoint's
+    ``(kraft_version, voters or None)`` (:func:`read_bootstrap`; voters None: empty, an
+    observer) or, with no checkpoint (None), kraft.version 0 with ``static_voters``."""
+    if bootstrap is None:
+        return VoterHistory(static_voters, 0)
+    version, voters = bootstrap
+    return VoterHistory(voters if voters is not None else VoterSet(), version)
+
+
 def load_history(data_dir: Path, static_voters) -> VoterHistory:
     """The voter-set history a node starts from (before its log is loaded): the bootstrap
     checkpoint's version and voters (none: empty), or kraft.version 0 with ``static_voters``
     (config ``Voter`` objects). Raises MetaError on a malformed checkpoint."""
-    boot = read_bootstrap(data_dir)
-    if boot is None:
-        return VoterHistory(VoterSet.from_static(static_voters), 0)
-    version, voters = boot
-    return VoterHistory(voters if voters is not None else VoterSet(), version)
+    return bootstrap_history(read_bootstrap(data_dir), VoterSet.from_static(static_voters))

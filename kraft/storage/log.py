@@ -83,34 +83,36 @@ class Log:
         return self.index.read(start, end, max_records)
 
     # -- opening and recovery ------------------------------------------------
-    def open(self) -> None:
-        """Load every segment into the (empty) index, truncating a torn or corrupt tail (and
-        any later segments).
+    def scan(self) -> "LogScan":
+        """Read the segment files without changing them (:func:`scan_log`). Raises OSError."""
+        return scan_log(self.dir)
+
+    def open(self, scan: "LogScan | None" = None, cut_torn_tail: bool = True) -> None:
+        """Load the valid records of ``scan`` (default: a fresh :meth:`scan`) into the (empty)
+        index and open the last valid segment for appends. With ``cut_torn_tail`` (what
+        kraft/storage/recovery.py decides) a torn or corrupt tail is truncated and any later
+        segment deleted, durably; without, the files are left as they are and new records
+        follow the tail.
 
         Sets :attr:`recovered_bytes` to the number of bytes cut. Raises OSError.
         """
         make_dirs(self.dir)
-        segs = list_segments(self.dir)
-        expected = 0
-        for i, (base, path) in enumerate(segs):
-            data = path.read_bytes()
-            if base != expected:
-                self._drop(segs[i:], f"segment {path.name} does not start at offset {expected}")
-                break
-            found, valid = rec.scan(data, expected)
-            for r, p in found:
-                self.index.append(r)
-                self._pos.append((len(self._segments), p))
-            self._segments.append((base, path))
-            expected += len(found)
-            if valid < len(data):
-                self.recovered_bytes += len(data) - valid
-                log.warning("truncating torn tail of %s at byte %d (%d bytes cut)", path.name, valid, len(data) - valid)
+        if scan is None:
+            scan = self.scan()
+        for r, p in zip(scan.records, scan.positions):
+            self.index.append(r)
+            self._pos.append(p)
+        self._segments = list(scan.segments)
+        if cut_torn_tail:
+            if scan.torn_segment is not None:
+                path = scan.segments[scan.torn_segment][1]
+                cut = path.stat().st_size - scan.valid_bytes
+                self.recovered_bytes += cut
+                log.warning("truncating torn tail of %s at byte %d (%d bytes cut)", path.name, scan.valid_bytes, cut)
                 with open(path, "r+b") as f:
-                    f.truncate(valid)
+                    f.truncate(scan.valid_bytes)
                     os.fsync(f.fileno())
-                self._drop(segs[i + 1:], "after a torn tail")
-                break
+            self._drop(scan.dropped, scan.why_dropped)
         if not self._segments:
             self._new_segment(0)
         else:
@@ -249,3 +251,51 @@ class Log:
         self._open_active()
         self.flushed_end = min(self.flushed_end, offset)
         return removed
+
+
+class LogScan:
+    """What :func:`scan_log` read: ``records`` (the valid ones, offsets 0.. in order) and
+    their ``positions`` ((segment index, byte position)), ``segments`` (the segments they are
+    in, as (base offset, path)), ``torn_segment`` (index in ``segments`` of the one with a
+    torn or corrupt tail, or None) and its ``valid_bytes``, ``dropped`` (segments after the
+    tail or out of place, unreadable) and why, and ``torn_bytes`` (every byte after the last
+    valid record)."""
+
+    __slots__ = ("records", "positions", "segments", "torn_segment", "valid_bytes", "dropped", "why_dropped",
+                 "torn_bytes")
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self.positions: list[tuple[int, int]] = []
+        self.segments: list[tuple[int, Path]] = []
+        self.torn_segment: int | None = None
+        self.valid_bytes = 0
+        self.dropped: list[tuple[int, Path]] = []
+        self.why_dropped = ""
+        self.torn_bytes = 0
+
+
+def scan_log(log_dir: Path) -> LogScan:
+    """Read the segments in ``log_dir`` up to the first invalid byte (a torn or corrupt
+    record, or a segment that does not start where the previous one ended), without changing
+    anything. Raises OSError."""
+    out = LogScan()
+    segs = list_segments(Path(log_dir))
+    for i, (base, path) in enumerate(segs):
+        data = path.read_bytes()
+        expected = len(out.records)
+        if base != expected:
+            out.dropped, out.why_dropped = segs[i:], f"segment {path.name} does not start at offset {expected}"
+            break
+        found, valid = rec.scan(data, expected)
+        for r, p in found:
+            out.records.append(r)
+            out.positions.append((len(out.segments), p))
+        out.segments.append((base, path))
+        if valid < len(data):
+            out.torn_segment, out.valid_bytes = len(out.segments) - 1, valid
+            out.torn_bytes += len(data) - valid
+            out.dropped, out.why_dropped = segs[i + 1:], "after a torn tail"
+            break
+    out.torn_bytes += sum(p.stat().st_size for _, p in out.dropped)
+    return out

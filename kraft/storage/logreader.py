@@ -13,7 +13,7 @@ from pathlib import Path
 from ..core import records as rec
 from .meta import Meta, MetaError, read_meta
 from .quorum_state import ElectionState, QuorumStateError, read_state
-from .segments import list_segments
+from .log import scan_log
 
 HW_CHECKPOINT = "high-watermark"
 
@@ -44,19 +44,7 @@ def read_data_dir(data_dir: Path | str) -> DataDir:
     d = Path(data_dir)
     if not d.is_dir():
         raise FileNotFoundError(f"no data dir at {d}")
-    out: list[rec.Record] = []
-    torn = 0
-    segs = list_segments(d / "log")
-    for i, (base, path) in enumerate(segs):
-        data = path.read_bytes()
-        if base != len(out):
-            torn += sum(p.stat().st_size for _, p in segs[i:])
-            break
-        found, valid = rec.scan(data, len(out))
-        out.extend(r for r, _ in found)
-        if valid < len(data):
-            torn += len(data) - valid + sum(p.stat().st_size for _, p in segs[i + 1:])
-            break
+    scan = scan_log(d / "log")
     try:
         meta = read_meta(d)
     except MetaError:
@@ -70,4 +58,4 @@ def read_data_dir(data_dir: Path | str) -> DataDir:
         hw = int((d / HW_CHECKPOINT).read_text().strip())
     except (OSError, ValueError):
         pass
-    return DataDir(out, meta, election, hw, torn)
+    return DataDir(scan.records, meta, election, hw, scan.torn_bytes)
