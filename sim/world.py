@@ -10,6 +10,12 @@ from .network import LinkFault
 from .runtime import Runtime
 
 
+def companion_slot(k: int) -> str:
+    """The fault window (history ``value.slot``) of the ``k``-th voter change that overlaps a
+    membership fault's own (the checkers pair each start with its stop by slot)."""
+    return f"admin-{k + 2}"
+
+
 class World:
     """The simulated cluster as the fault hooks see it: quorum nodes ``ids`` of ``rt``, voter
     changes through ``admin``, at ``kraft_version``. ``down``: nodes stopped by a fault (to
@@ -104,12 +110,14 @@ class World:
         others = [i for i in self.ids if i != node and i not in self.admin.removed and i not in self.admin.busy]
         extra = sorted(self.rng.sample(others, min(len(others), self.admin_clients - 1)))
         self.companions[node] = extra
-        for n in [node] + extra:
-            self.admin.remove(n)
+        self.admin.remove(node)
+        for k, n in enumerate(extra):
+            self.admin.remove(n, slot=companion_slot(k))
 
     def add_back_voter(self, node: int) -> None:
-        for n in [node] + self.companions.pop(node, []):
-            self.admin.add_back(n)
+        self.admin.add_back(node)
+        for k, n in enumerate(self.companions.pop(node, [])):
+            self.admin.add_back(n, slot=companion_slot(k))
 
     def replace_voter(self, node: int) -> None:
         self.admin.replace(node)
