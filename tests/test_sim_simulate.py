@@ -13,7 +13,7 @@ from harness.simulation.judge import judge_history
 from sim.api import SimOptions, shrink_and_export, simulate
 from sim.schedule import plan_for, run_schedule
 from sim.shrink import shrink_seed
-from sim.switch_options import options_for
+from sim.swarm import DIMENSIONS
 
 
 def test_fifty_seeds_of_the_correct_build_find_nothing():
@@ -55,7 +55,7 @@ def test_a_seed_replays_bit_for_bit():
     ("ack-before-commit", {"checker:inconsistent-offsets", "checker:lost-write", "checker:nonmonotonic-read"}),
 ])
 def test_a_planted_switch_is_found(switch, expect):
-    opts = options_for((switch,), SimOptions(unsafe=(switch,)))      # the data plane's get brokers
+    opts = SimOptions(unsafe=(switch,), swarm=DIMENSIONS)      # as `simulate --unsafe X`: each seed draws
     found = next((o for o in simulate(opts, range(1, 41), judge=judge_history) if not o.ok), None)
     assert found is not None, f"{switch} not found in 40 seeds"
     assert found.invariant in expect, (found.invariant, found.detail)
