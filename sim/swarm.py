@@ -118,13 +118,14 @@ def configure(opts, seed: int):
         if dim in free:
             changes[dim] = d[dim]
     kv = changes.get("kraft_version", opts.kraft_version)
+    workload = opts.workload
     if "workload" in free:
         workload = d["workload"]
         if "brokers" not in free and (WORKLOADS[workload].brokers > 0) != (opts.brokers > 0):
             workload = workload_of(opts.brokers)
         changes["workload"] = workload
-        if "brokers" in free:
-            changes["brokers"] = WORKLOADS[workload].brokers
+    if "brokers" in free:
+        changes["brokers"] = WORKLOADS[workload or workload_of(0)].brokers
     if "families" in free:
         changes["families"] = _families(d["families"], kv, d["family_fallback"])
     return dataclasses.replace(opts, **changes)
