@@ -31,7 +31,8 @@ class SimOptions:
     ``fetch_max_records`` (per Fetch response); ``workload`` (a :data:`sim.swarm.WORKLOADS`
     name; None: the one that runs on ``brokers``), ``families`` (the fault families a schedule
     draws from; None: all the simulator plays), ``admin_clients`` (voter changes requested at
-    once, 1..3); ``swarm`` (the :data:`sim.swarm.DIMENSIONS` each seed draws for itself,
+    once, 1..3), ``fault_max_ms`` (how long a fault lasts at most; a few last up to twice
+    that); ``swarm`` (the :data:`sim.swarm.DIMENSIONS` each seed draws for itself,
     :func:`sim.swarm.configure`; empty: the fields as given).
     :meth:`check` raises ValueError naming a bad field."""
 
@@ -46,6 +47,7 @@ class SimOptions:
     workload: str | None = None
     families: tuple[str, ...] | None = None
     admin_clients: int = 1
+    fault_max_ms: float = 5000.0
     swarm: tuple[str, ...] = ()
 
     @property
@@ -92,6 +94,8 @@ class SimOptions:
                                  f"{', '.join(SIMULATED)}")
         if not 1 <= self.admin_clients <= 3:
             raise ValueError(f"admin_clients must be 1..3, got {self.admin_clients!r}")
+        if not 500.0 <= self.fault_max_ms <= 60000.0:
+            raise ValueError(f"fault_max_ms must be 500..60000 ms, got {self.fault_max_ms!r}")
         bad = sorted(set(self.swarm) - set(DIMENSIONS))
         if bad:
             raise ValueError(f"swarm: no dimension {', '.join(bad)}: choose from {', '.join(DIMENSIONS)}")

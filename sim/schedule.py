@@ -86,7 +86,7 @@ def plan_for(opts, seed: int) -> Plan:
     opts = opts.for_seed(seed)
     rng = random.Random(seed)
     end = opts.sim_seconds * 1000.0
-    faults = draw_schedule(rng, end, opts.kraft_version, families=opts.families)
+    faults = draw_schedule(rng, end, opts.kraft_version, max_duration_ms=opts.fault_max_ms, families=opts.families)
     reads = opts.read_fraction
     if opts.brokers and reads == 0.1:
         reads = 0.5                       # the queue workload's poll fraction

@@ -5,7 +5,7 @@ its export as a scenario.
 
 Swarm testing by default (sim/swarm.py): each seed draws its own configuration (voters,
 kraft.version, workload and brokers, fault families, client rate, read fraction, Fetch size,
-admin clients) from the seed alone; a dimension given on the command line is pinned, and
+admin clients, fault lengths) from the seed alone; a dimension given on the command line is pinned, and
 ``--no-swarm`` pins every one at its default. A failing seed prints the configuration it drew
 and the commands that repeat it (the same flags; every dimension pinned).
 
@@ -32,7 +32,7 @@ TRACE_TAIL = 25
 #: each pinned dimension's flag (its ``args`` attribute; None when not given)
 PINS = {"voters": "voters", "kraft_version": "kraft_version", "workload": "workload", "brokers": "brokers",
         "families": "faults", "read_fraction": "read_fraction", "client_rate": "client_rate",
-        "fetch_max_records": "fetch_max_records", "admin_clients": "admin_clients"}
+        "fetch_max_records": "fetch_max_records", "admin_clients": "admin_clients", "fault_max_ms": "fault_max_ms"}
 
 
 def option_flags(opts: SimOptions) -> str:
@@ -223,6 +223,9 @@ def add_parser(sub) -> None:
                    help="records per Fetch response (default: drawn; --no-swarm: 2000)")
     s.add_argument("--admin-clients", type=positive_int("--admin-clients"), default=None,
                    help="voter changes requested at once, 1..3 (default: drawn; --no-swarm: 1)")
+    s.add_argument("--fault-max-ms", type=number("--fault-max-ms"), default=None,
+                   help="how long a fault lasts at most, ms; a few last up to twice that (default: drawn; "
+                        "--no-swarm: 5000)")
     s.add_argument("--workers", type=positive_int("--workers"), default=2, help="worker processes (default 2)")
     s.add_argument("--time-limit", type=number("--time-limit"), default=None,
                    help="stop starting seeds after this many wall seconds")
