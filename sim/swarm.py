@@ -24,7 +24,7 @@ whether or not it is pinned, so that pinning one leaves the others' draws as the
 
 :func:`configure` turns options whose ``swarm`` names some dimensions into the concrete options
 of one seed. Weights (:data:`CHOICES`) lean towards the choices that show more bugs per seed
-(measured: README "Simulation").
+(measured: README "Swarm testing").
 """
 from __future__ import annotations
 
@@ -86,9 +86,11 @@ def _choose(rng: random.Random, choices) -> object:
 
 
 def draw(seed: int) -> dict:
-    """Every dimension's value for ``seed`` (a pure function of it): ``{dimension: value}``, with
-    ``families`` a tuple in faults/registry.py ``SIMULATED`` order (those of the drawn
-    kraft.version only) and ``brokers`` beside ``workload``."""
+    """Every dimension's draw for ``seed`` (a pure function of it): ``{dimension: value}`` but
+    ``brokers`` (they follow the workload, :func:`configure`); ``families`` the tuple of those
+    whose coin came up, in faults/registry.py ``SIMULATED`` order, whatever the kraft.version
+    (:func:`configure` keeps those it can play), and ``family_fallback`` in [0, 1), which picks
+    the one family played when none of those can be."""
     rng = random.Random(f"swarm/{seed}")
     out: dict = {}
     out["voters"] = _choose(rng, CHOICES["voters"])
