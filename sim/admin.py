@@ -140,8 +140,9 @@ class Admin(AwaitsReplies):
                   and (v.id == lead or ((lead, v.id) not in rt.net.cut and (v.id, lead) not in rt.net.cut))]
         return len(intact) >= len(rest) // 2 + 1
 
-    def remove(self, node: int) -> None:
-        """Remove voter ``node`` (whatever its directory id in the leader's voter set)."""
+    def remove(self, node: int, slot: str | None = None) -> None:
+        """Remove voter ``node`` (whatever its directory id in the leader's voter set); ``slot``
+        names the change's fault window when others overlap it (its add-back gives the same)."""
         def make(lead):
             voters = self.rt.nodes[lead].core.voters
             key = self._voter_key(lead, node)
@@ -151,7 +152,7 @@ class Admin(AwaitsReplies):
                 return SKIP
             return RemoveVoterRequest(key)
         self.removed.add(node)
-        self._ask(make, "remove", node)
+        self._ask(make, "remove", node, slot=slot)
 
     def add_back(self, node: int, slot: str | None = None) -> None:
         """Add ``node`` as a voter with its current directory id (if it is not one already), once

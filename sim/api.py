@@ -15,9 +15,11 @@ import time
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from faults.registry import SIMULATED
 from kraft.core.unsafe import SWITCHES
 
 from .judging import Judge
+from .swarm import DIMENSIONS, WORKLOADS, configure, workload_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,10 +28,13 @@ class SimOptions:
     of our brokers, the data plane), ``kraft_version`` (0 static voters, 1 KIP-853 with wipes
     and voter changes), ``unsafe`` (kraft.core.unsafe switch names), ``sim_seconds`` (virtual
     seconds of faults and clients per schedule; the heal and final reads come after),
-    ``client_rate`` (ops per virtual second), ``read_fraction`` (of them, reads; the
-    workload's own share when left at the default), ``fetch_max_records`` (per Fetch response)
-    and ``workload`` (the quorum's clients, :data:`sim.schedule.QUORUM_WORKLOADS`: "append" or
-    "kv"; with brokers, the queue workload runs instead).
+    ``client_rate`` (ops per virtual second), ``read_fraction`` (of them, reads) and
+    ``fetch_max_records`` (per Fetch response); ``workload`` (a :data:`sim.swarm.WORKLOADS`
+    name; None: the one that runs on ``brokers``), ``families`` (the fault families a schedule
+    draws from; None: all the simulator plays), ``admin_clients`` (voter changes requested at
+    once, 1..3), ``fault_max_ms`` (how long a fault lasts at most; a few last up to twice
+    that); ``swarm`` (the :data:`sim.swarm.DIMENSIONS` each seed draws for itself,
+    :func:`sim.swarm.configure`; empty: the fields as given).
     :meth:`check` raises ValueError naming a bad field."""
 
     voters: int = 3
@@ -40,7 +45,20 @@ class SimOptions:
     client_rate: float = 40.0       # client ops per virtual second, in all
     read_fraction: float = 0.1      # the share of them that are linearizable reads
     fetch_max_records: int = 2000   # records per Fetch response (small: followers catch up slowly)
-    workload: str = "append"        # the quorum's clients: "append" or "kv" (brokers: the queue workload)
+    workload: str | None = None
+    families: tuple[str, ...] | None = None
+    admin_clients: int = 1
+    fault_max_ms: float = 5000.0
+    swarm: tuple[str, ...] = ()
+
+    @property
+    def workload_name(self) -> str:
+        """The workload: ``workload``, else the one that runs on ``brokers``."""
+        return self.workload or workload_of(self.brokers)
+
+    def for_seed(self, seed: int) -> "SimOptions":
+        """The concrete options seed ``seed`` runs (:func:`sim.swarm.configure`)."""
+        return configure(self, seed)
 
     def check(self) -> "SimOptions":
         if self.voters not in (1, 3, 5, 7):
@@ -60,13 +78,28 @@ class SimOptions:
             raise ValueError(f"read_fraction must be 0..1, got {self.read_fraction!r}")
         if not 1 <= self.fetch_max_records <= 100000:
             raise ValueError(f"fetch_max_records must be 1..100000, got {self.fetch_max_records!r}")
-        from .schedule import QUORUM_WORKLOADS
-        if self.workload not in QUORUM_WORKLOADS:
-            raise ValueError(f"workload must be one of {', '.join(QUORUM_WORKLOADS)}, got {self.workload!r}")
-        if self.brokers and self.workload != "append":
-            raise ValueError(f"workload {self.workload!r} runs on the quorum alone: brokers must be 0 "
-                             f"(they run the queue workload), got {self.brokers!r}")
+        self._check_swarm()
         return self
+
+    def _check_swarm(self) -> None:
+        if self.workload is not None and self.workload not in WORKLOADS:
+            raise ValueError(f"workload must be one of {', '.join(WORKLOADS)}, got {self.workload!r}")
+        if (self.workload is not None and "brokers" not in self.swarm
+                and (WORKLOADS[self.workload].brokers > 0) != (self.brokers > 0)):
+            raise ValueError(f"workload {self.workload} runs on {WORKLOADS[self.workload].brokers or 'no'} "
+                             f"broker(s), not on brokers={self.brokers}")
+        if self.families is not None:
+            bad = sorted(set(self.families) - set(SIMULATED))
+            if bad:
+                raise ValueError(f"families: the simulator plays no {', '.join(bad)}: choose from "
+                                 f"{', '.join(SIMULATED)}")
+        if not 1 <= self.admin_clients <= 3:
+            raise ValueError(f"admin_clients must be 1..3, got {self.admin_clients!r}")
+        if not 500.0 <= self.fault_max_ms <= 60000.0:
+            raise ValueError(f"fault_max_ms must be 500..60000 ms, got {self.fault_max_ms!r}")
+        bad = sorted(set(self.swarm) - set(DIMENSIONS))
+        if bad:
+            raise ValueError(f"swarm: no dimension {', '.join(bad)}: choose from {', '.join(DIMENSIONS)}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +109,8 @@ class SeedOutcome:
     ``detail`` (one line: what, at which virtual time), ``events`` (core steps),
     ``sim_seconds`` (virtual time reached), ``wall_s``; ``trace`` (the last steps before the
     violation, as lines; empty when ok), ``verdict`` (the judge's: True, False, "unknown" or
-    None when not judged)."""
+    None when not judged), ``options`` (the concrete :class:`SimOptions` the seed ran, its swarm
+    draw made; a function of the options and the seed, so not in :meth:`key`)."""
 
     seed: int
     ok: bool
@@ -87,6 +121,7 @@ class SeedOutcome:
     wall_s: float
     trace: tuple[str, ...] = ()
     verdict: object = None
+    options: SimOptions | None = None
 
     def key(self) -> tuple:
         """What must replay bit for bit (everything but the wall time)."""
@@ -96,12 +131,14 @@ class SeedOutcome:
 
 def run_seed(opts: SimOptions, seed: int, judge: Judge | None = None) -> SeedOutcome:
     """Run one seed in this process, its history judged by ``judge`` (None: the invariants
-    alone). A simulator error is this seed's failure (invariant ``sim-error``), not raised.
-    Python's cyclic garbage collector is paused for the schedule and run once after it: a
-    schedule's objects live until its end, then die together as one graph full of cycles
-    (the runtime and its callbacks), which the collector would otherwise scan again and
-    again as they age (about a tenth of a schedule's CPU time)."""
+    alone); options that swarm (``opts.swarm``) run the configuration the seed draws. A
+    simulator error is this seed's failure (invariant ``sim-error``), not raised. Python's
+    cyclic garbage collector is paused for the schedule and run once after it: a schedule's
+    objects live until its end, then die together as one graph full of cycles (the runtime
+    and its callbacks), which the collector would otherwise scan again and again as they age
+    (about a tenth of a schedule's CPU time)."""
     from .schedule import run_schedule
+    opts = opts.for_seed(seed)
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -110,14 +147,14 @@ def run_seed(opts: SimOptions, seed: int, judge: Judge | None = None) -> SeedOut
         import traceback
         where = traceback.extract_tb(e.__traceback__)[-1]
         return SeedOutcome(seed, False, "sim-error", f"{type(e).__name__}: {e} ({where.filename}:{where.lineno})",
-                           0, 0.0, 0.0, tuple(traceback.format_exc().splitlines()))
+                           0, 0.0, 0.0, tuple(traceback.format_exc().splitlines()), options=opts)
     finally:
         if was_enabled:
             gc.enable()
             gc.collect()
     name, detail = r.first
     return SeedOutcome(seed, r.ok, name, detail, r.events, r.sim_ms / 1000.0, r.wall_s,
-                       tuple(r.trace) if not r.ok else (), r.verdict)
+                       tuple(r.trace) if not r.ok else (), r.verdict, opts)
 
 
 def _work(args) -> SeedOutcome:
@@ -179,5 +216,6 @@ def shrink_and_export(opts: SimOptions, seed: int, out_dir: Path, judge: Judge |
     when the seed does not fail."""
     from .export import write_scenario
     from .shrink import shrink_seed
-    result = shrink_seed(opts.check(), seed, judge=judge)
+    opts = opts.check().for_seed(seed)
+    result = shrink_seed(opts, seed, judge=judge)
     return write_scenario(opts, seed, result, Path(out_dir))

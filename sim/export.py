@@ -21,6 +21,7 @@ import tomli_w
 from faults.registry import fault_spec
 
 from .shrink import ShrinkResult
+from .swarm import command_flags
 
 #: how long the replay waits for the first leader (s)
 LEADER_TIMEOUT_S = 60
@@ -92,10 +93,8 @@ def write_scenario(opts, seed: int, shrunk: ShrinkResult, out_dir: Path, subnet:
     doc = {"run": run, "step": first_leader + steps}
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"sim-seed-{seed}.toml"
-    flags = f" --kraft-version {opts.kraft_version}" if opts.kraft_version else ""
-    flags += f" --unsafe {','.join(opts.unsafe)}" if opts.unsafe else ""
     o = shrunk.original
-    comment = [f"kraft-chaos simulate --seed {seed} --voters {opts.voters}{flags} --shrink: "
+    comment = [f"kraft-chaos simulate --seed {seed} {command_flags(opts)} --shrink: "
                f"{len(o.faults)} fault(s) -> {len(shrunk.plan.faults)}, {len(o.client_ops)} client op(s) -> "
                f"{len(shrunk.plan.client_ops)}, in {shrunk.runs} simulated run(s)",
                f"violated in the simulator: {shrunk.target}: {shrunk.result.first[1]}"]

@@ -40,10 +40,12 @@ class PlannedFault:
         return f"{self.family}/{self.kind} at {self.at_ms / 1000:.3f}s for {self.duration_ms / 1000:.3f}s {p}".strip()
 
 
-def families_for(kraft_version: int) -> list[str]:
+def families_for(kraft_version: int, only: tuple[str, ...] | None = None) -> list[str]:
     """The families a schedule draws from, in the draw's order (faults/registry.py's
-    ``SIMULATED``; those ``kraft_v1_only`` at kraft.version 1 alone)."""
-    return [f for f in registry.SIMULATED if kraft_version == 1 or not registry.FAULTS[f].sim.kraft_v1_only]
+    ``SIMULATED``; those ``kraft_v1_only`` at kraft.version 1 alone; of ``only`` alone, unless
+    None)."""
+    return [f for f in registry.SIMULATED if (kraft_version == 1 or not registry.FAULTS[f].sim.kraft_v1_only)
+            and (only is None or f in only)]
 
 
 def _params(family: str, kind: str, rng: random.Random) -> dict:
@@ -53,11 +55,14 @@ def _params(family: str, kind: str, rng: random.Random) -> dict:
 
 
 def draw_schedule(rng: random.Random, sim_ms: float, kraft_version: int, mean_gap_ms: float = 2500.0,
-                  max_duration_ms: float = 5000.0) -> list[PlannedFault]:
+                  max_duration_ms: float = 5000.0, families: tuple[str, ...] | None = None) -> list[PlannedFault]:
     """Faults from ``FIRST_FAULT_MS`` to ``sim_ms - 1000``, about one per ``mean_gap_ms``, each
     lasting 0.3..``max_duration_ms`` (a share :data:`LONG_FAULTS` up to twice that); at most one
-    active fault per family at a time."""
-    fams = families_for(kraft_version)
+    active fault per family at a time; of ``families`` alone (None: all, :func:`families_for`;
+    none of them playable: no faults)."""
+    fams = families_for(kraft_version, families)
+    if not fams:
+        return []
     hooks = {f: registry.FAULTS[f].sim for f in fams}
     weights = [hooks[f].weight for f in fams]
     busy: dict[str, float] = {}

@@ -25,14 +25,15 @@ current_leader = leader_of
 
 
 class Nemesis:
-    """Applies faults to quorum nodes ``ids`` of ``rt``; records into ``rec``."""
+    """Applies faults to quorum nodes ``ids`` of ``rt``; records into ``rec``; ``admin_clients``:
+    the voter changes a membership fault requests at once (:class:`sim.world.World`)."""
 
     def __init__(self, rt: Runtime, rec: Recording, ids: list[int], kraft_version: int,
-                 brokers: list[int] | None = None):
+                 brokers: list[int] | None = None, admin_clients: int = 1):
         self.rt, self.rec, self.ids, self.kv = rt, rec, ids, kraft_version
         self.brokers = list(brokers or [])
         self.admin = Admin(rt, rec, ids)
-        self.world = World(rt, self.admin, ids, kraft_version)
+        self.world = World(rt, self.admin, ids, kraft_version, admin_clients)
         self.applied: list[dict] = []
 
     def schedule(self, specs: list[PlannedFault]) -> None:

@@ -87,15 +87,17 @@ class RunResult:
 
 
 def plan_for(opts, seed: int) -> Plan:
-    """The schedule seed ``seed`` draws for options ``opts`` (a :class:`sim.api.SimOptions`)."""
+    """The schedule seed ``seed`` draws for options ``opts`` (a :class:`sim.api.SimOptions`; its
+    swarm draw made first)."""
+    opts = opts.for_seed(seed)
     rng = random.Random(seed)
     end = opts.sim_seconds * 1000.0
-    faults = draw_schedule(rng, end, opts.kraft_version)
+    faults = draw_schedule(rng, end, opts.kraft_version, max_duration_ms=opts.fault_max_ms, families=opts.families)
     reads = opts.read_fraction
     if opts.brokers and reads == 0.1:
         reads = 0.5                       # the queue workload's poll fraction
     elif reads == 0.1:
-        reads = QUORUM_WORKLOADS[opts.workload].read_fraction    # the workload's own share
+        reads = QUORUM_WORKLOADS[opts.workload_name].read_fraction    # the workload's own share
     ops = draw_client_ops(random.Random(seed + 0x5EED), end, opts.client_rate, CONCURRENCY, reads)
     return Plan(tuple(faults), tuple(ops), end)
 
@@ -125,6 +127,7 @@ def run_schedule(opts, seed: int, plan: Plan | None = None, judge=None, keep: bo
 
 def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
     t0 = time.perf_counter()
+    opts = opts.for_seed(seed)
     plan = plan or plan_for(opts, seed)
     policy = Unsafe.of(opts.unsafe)
     rt = Runtime(seed)
@@ -133,12 +136,12 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
     rt.on_step = inv.after_step
     ids = list(range(1, opts.voters + 1))
     brokers = opts.brokers
-    workload = "queue" if brokers else opts.workload
+    workload = opts.workload_name
     violation, nemesis = None, None
     try:
         quorum_nodes(rt, opts.voters, opts.kraft_version, policy, opts.fetch_max_records,
                      ControllerNode if brokers else QuorumNode)
-        nemesis = Nemesis(rt, rec, ids, opts.kraft_version)
+        nemesis = Nemesis(rt, rec, ids, opts.kraft_version, admin_clients=opts.admin_clients)
         monitor = Monitor(rt, rec, ids)
         if brokers:
             plane = DataPlane(rt, rec, random.Random(seed * 31 + 7), ids, brokers, policy, inv, CONCURRENCY)

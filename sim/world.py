@@ -3,20 +3,34 @@ nodes, network and wall clocks, and the voter changes of :mod:`sim.admin`. It ke
 nodes a fault stopped or paused, so that their stops and the final heal undo just those."""
 from __future__ import annotations
 
+import random
+
 from .admin import Admin, leader_of
 from .network import LinkFault
 from .runtime import Runtime
 
 
+def companion_slot(k: int) -> str:
+    """The fault window (history ``value.slot``) of the ``k``-th voter change that overlaps a
+    membership fault's own (the checkers pair each start with its stop by slot)."""
+    return f"admin-{k + 2}"
+
+
 class World:
     """The simulated cluster as the fault hooks see it: quorum nodes ``ids`` of ``rt``, voter
     changes through ``admin``, at ``kraft_version``. ``down``: nodes stopped by a fault (to
-    restart), ``paused``: nodes paused by one."""
+    restart), ``paused``: nodes paused by one. ``admin_clients``: how many operators request
+    voter changes at once: a voter removal comes with ``admin_clients - 1`` removals of other
+    voters (drawn from the world's own stream, ``rng``), all requested in the same instant and
+    each retried on its own, and they are added back together."""
 
-    def __init__(self, rt: Runtime, admin: Admin, ids: list[int], kraft_version: int):
+    def __init__(self, rt: Runtime, admin: Admin, ids: list[int], kraft_version: int, admin_clients: int = 1):
         self.rt, self.admin, self.ids, self.kraft_version = rt, admin, ids, kraft_version
         self.down: set[int] = set()
         self.paused: set[int] = set()
+        self.admin_clients = admin_clients
+        self.rng = random.Random(rt.seed * 7 + 5)
+        self.companions: dict[int, list[int]] = {}
 
     def name(self, node: int) -> str:
         return f"n{node}"
@@ -93,10 +107,17 @@ class World:
         return bool(self.admin.in_flight or self.admin.removed)
 
     def remove_voter(self, node: int) -> None:
+        others = [i for i in self.ids if i != node and i not in self.admin.removed and i not in self.admin.busy]
+        extra = sorted(self.rng.sample(others, min(len(others), self.admin_clients - 1)))
+        self.companions[node] = extra
         self.admin.remove(node)
+        for k, n in enumerate(extra):
+            self.admin.remove(n, slot=companion_slot(k))
 
     def add_back_voter(self, node: int) -> None:
         self.admin.add_back(node)
+        for k, n in enumerate(self.companions.pop(node, [])):
+            self.admin.add_back(n, slot=companion_slot(k))
 
     def replace_voter(self, node: int) -> None:
         self.admin.replace(node)

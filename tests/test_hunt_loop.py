@@ -27,6 +27,7 @@ from harness.hunt.loop import MAX_ERRORS_IN_A_ROW, Hunt
 from harness.hunt.options import HuntOptions
 from harness.run.runner import Interrupted
 from harness.simulation.judge import judge_history
+from sim.swarm import DIMENSIONS
 
 #: what a stand-in run takes besides its time limit (virtual s)
 FAKE_OVERHEAD_S = 20.0
@@ -186,7 +187,9 @@ def fake_sim(clock: Clock, bad: dict | None = None, per_seed_s: float = 0.5, rai
 
 
 def hunt(tmp_path, clock, run, sim=None, **opts) -> Hunt:
-    o = HuntOptions(**{"seed": 11, "store": str(tmp_path / "store"), **opts})
+    """A hunt of the fixed simulator configurations (``--no-swarm``: four, so the rounds
+    interleave them) unless told ``swarm=True``."""
+    o = HuntOptions(**{"seed": 11, "store": str(tmp_path / "store"), "swarm": False, **opts})
     return Hunt(o, tmp_path / "report", run=run, sim_api=sim, echo=lambda m: None, clock=clock)
 
 
@@ -261,7 +264,7 @@ def test_without_stop_it_goes_on_and_shrinks_only_the_first_failure_with_half_of
     assert all(c.ended <= h.budget.deadline for c in run.calls)
 
 
-CONFIGS = [(c.brokers, c.kraft_version) for c in portfolio.SIM_CONFIGS]
+CONFIGS = [(c.brokers, c.kraft_version) for c in portfolio.FIXED_CONFIGS]
 
 
 def test_simulation_seeds_first_in_rounds_within_their_share_then_real_runs(tmp_path):
@@ -297,7 +300,7 @@ def test_simulation_seeds_first_in_rounds_within_their_share_then_real_runs(tmp_
     assert sum(r["seeds"] for r in sims) == share / 0.5
     assert all(r["seed"] == "11..70" and r["events"] == 60 * 900 and r["sim_seconds"] == 60 * 30.0 for r in sims)
     assert [r["started_s"] for r in sims] == [0.0, 5.0, 10.0, 15.0]         # of their first batch
-    assert sims[2]["repeat"] == ("kraft-chaos simulate --seeds 60 --first-seed 11 --voters 3 --brokers 3 "
+    assert sims[2]["repeat"] == ("kraft-chaos simulate --seeds 60 --first-seed 11 --no-swarm --voters 3 --brokers 3 "
                                  "--kraft-version 0 --unsafe no-check-quorum")
 
 
@@ -365,6 +368,23 @@ def test_a_simulated_failure_is_exported_replayed_on_a_real_cluster_and_the_hunt
     assert run.calls[0].scenario == load(path)["steps"] and run.calls[0].seed == 14 and run.calls[0].nodes == 3
     assert [r["phase"] for r in doc["rows"][5:]] == ["real"] * (len(doc["rows"]) - 5)
     assert doc["exit_code"] == 1
+
+
+def test_by_default_the_simulation_is_swarm_testing_one_configuration_each_seed_draws(tmp_path):
+    clock = Clock()
+    sim = fake_sim(clock, bad={(0, 0): {17}})      # the stand-in keys by the options as given (swarm: defaults)
+    doc = hunt(tmp_path, clock, FakeCluster(clock, fails=kill_fails), sim=sim, swarm=True).run()
+    sims = [r for r in doc["rows"] if r["phase"] == "sim"]
+    assert [(r["schedule"], r["kraft_version"], r["verdict"]) for r in sims] == [("swarm", "drawn", "invalid")]
+    assert all(c.opts.swarm == DIMENSIONS for c in sim.calls)           # every dimension drawn by each seed
+    ff = doc["first_failure"]
+    assert ff["repeat"] == "kraft-chaos simulate --seed 17" and "simulation swarm" in ff["what"]
+    args = build_parser().parse_args(shlex.split(ff["repeat"])[1:])
+    assert args.seed == 17 and not args.no_swarm and args.voters is None and args.kraft_version is None
+    ((opts, seed, _path, _),) = sim.exported
+    assert opts.swarm == DIMENSIONS and seed == 17
+    assert "--no-swarm" in HuntOptions(seed=1, swarm=False).repeat_command()
+    assert "--no-swarm" not in HuntOptions(seed=1).repeat_command()
 
 
 def test_a_simulated_failure_with_stop_at_first_ends_the_hunt(tmp_path):
@@ -467,7 +487,7 @@ def test_a_batch_that_ran_no_seed_is_skipped_and_a_violation_stands_if_the_simul
     from harness.hunt.sim_phase import run_batch
     clock = Clock()
     sim = fake_sim(clock)
-    cfg = portfolio.SIM_CONFIGS[0]
+    cfg = portfolio.FIXED_CONFIGS[0]
     row, first = run_batch(sim, cfg, (), 1, 50, deadline=clock.t - 1, stop_at_first=False, elapsed=lambda: 0.0,
                            echo=lambda m: None)
     assert (row["verdict"], row["seeds"], first) == ("skipped", 0, None) and "no seed ran" in row["reason"]
@@ -481,7 +501,7 @@ def test_a_batch_that_ran_no_seed_is_skipped_and_a_violation_stands_if_the_simul
                            echo=lambda m: None)
     assert row["verdict"] == "invalid" and row["error"] == "RuntimeError: worker died"
     assert first == {"seed": 1, "invariant": "hw-monotonic", "detail": "n2's high watermark went from 9 to 7",
-                     "elapsed_s": 3.0}
+                     "elapsed_s": 3.0, "configuration": "quorum kv0"}
 
 
 def test_merged_rows_sum_their_batches_over_one_contiguous_range():
@@ -496,8 +516,8 @@ def test_merged_rows_sum_their_batches_over_one_contiguous_range():
     assert (row["seeds"], row["seed"], row["batches"], row["verdict"]) == (50, "11..60", 2, "invalid")
     assert row["anomalies"] == {"at-most-one-leader": 25} and row["failing_seeds"] == list(range(15, 15 + LISTED_SEEDS))
     assert row["detail"] == a["detail"] and row["started_s"] == 1.0 and row["events"] == 50 * 900
-    assert row["repeat"] == ("kraft-chaos simulate --seeds 50 --first-seed 11 --voters 3 --brokers 3 --kraft-version 1 "
-                             "--unsafe page-cache-ack")
+    assert row["repeat"] == ("kraft-chaos simulate --seeds 50 --first-seed 11 --no-swarm --voters 3 --brokers 3 "
+                             "--kraft-version 1 --unsafe page-cache-ack")
     ok = {**b, "anomalies": {}, "failing_seeds": [], "detail": None, "verdict": "valid"}
     late = {**ok, "seeds": 0, "verdict": "skipped", "reason": "no seed ran"}
     assert merge_rows(cfg, (), 11, [ok, late])["verdict"] == "valid"          # a last batch cut by the share
@@ -517,7 +537,7 @@ def test_ctrl_c_in_the_simulation_keeps_one_row_per_configuration(tmp_path, at, 
     rows = doc["rows"]
     broken = [r for r in rows if r["verdict"] == "interrupted"]
     assert [(r["schedule"], r["kraft_version"]) for r in rows] == [(c.label(), c.kraft_version) for c in
-                                                                   portfolio.SIM_CONFIGS][:len(rows)]
+                                                                   portfolio.FIXED_CONFIGS][:len(rows)]
     assert len(broken) == 1 and (broken[0]["kraft_version"], broken[0]["seeds"]) == (at[1], seeds)
     assert broken[0]["seed"] == f"11..{10 + seeds}" and broken[0]["n"] == 1 + CONFIGS.index(at[:2])
     assert [r["n"] for r in rows] == list(range(1, len(rows) + 1))
@@ -551,7 +571,7 @@ def test_a_warm_batch_runs_its_first_seed_in_this_process_and_the_rest_in_worker
     from harness.hunt.sim_phase import SIM_WORKERS, run_batch
     clock = Clock()
     sim = fake_sim(clock, bad={(0, 0): {1}})
-    cfg = portfolio.SIM_CONFIGS[0]
+    cfg = portfolio.FIXED_CONFIGS[0]
     row, first = run_batch(sim, cfg, (), 1, 5, clock.t + 100, False, lambda: 0.0, lambda m: None, warm=True)
     assert [(c.workers, c.seeds) for c in sim.calls] == [(1, range(1, 2)), (SIM_WORKERS, range(2, 6))]
     assert (row["seeds"], row["seed"], first["seed"]) == (5, "1..5", 1)

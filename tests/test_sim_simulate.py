@@ -13,7 +13,7 @@ from harness.simulation.judge import judge_history
 from sim.api import SimOptions, shrink_and_export, simulate
 from sim.schedule import plan_for, run_schedule
 from sim.shrink import shrink_seed
-from sim.switch_options import options_for
+from sim.swarm import DIMENSIONS
 
 
 def test_fifty_seeds_of_the_correct_build_find_nothing():
@@ -64,19 +64,19 @@ def test_a_seed_replays_bit_for_bit():
     assert first == again
 
 
-@pytest.mark.parametrize("switch, expect", [
-    ("commit-minority", {"committed-lost", "committed-agreement"}),
-    ("page-cache-ack", {"acked-produce-lost", "checker:queue-lost"}),
-    ("hw-below-min-isr", {"consumer-above-hw"}),
-    ("no-fetch-validation", {"committed-agreement", "committed-lost"}),
-    ("ack-before-commit", {"checker:inconsistent-offsets", "checker:lost-write", "checker:nonmonotonic-read"}),
-    ("recover-epoch-from-log", {"checker:epoch-regression", "election-safety"}),
-    ("kv-cas-at-propose", {"checker:linearizability"}),         # the kv workload: its preset
+@pytest.mark.parametrize("switch, expect, seeds", [
+    ("commit-minority", {"committed-lost", "committed-agreement"}, 40),
+    ("page-cache-ack", {"acked-produce-lost", "checker:queue-lost"}, 40),
+    ("hw-below-min-isr", {"consumer-above-hw"}, 150),          # only the queue's seeds can show it
+    ("no-fetch-validation", {"committed-agreement", "committed-lost"}, 40),
+    ("ack-before-commit", {"checker:inconsistent-offsets", "checker:lost-write", "checker:nonmonotonic-read"}, 40),
+    ("recover-epoch-from-log", {"checker:epoch-regression", "election-safety"}, 60),
+    ("kv-cas-at-propose", {"checker:linearizability"}, 60),    # only the kv workload's seeds can show it
 ])
-def test_a_planted_switch_is_found(switch, expect):
-    opts = options_for((switch,), SimOptions(unsafe=(switch,)))      # the data plane's get brokers
-    found = next((o for o in simulate(opts, range(1, 41), judge=judge_history) if not o.ok), None)
-    assert found is not None, f"{switch} not found in 40 seeds"
+def test_a_planted_switch_is_found(switch, expect, seeds):
+    opts = SimOptions(unsafe=(switch,), swarm=DIMENSIONS)      # as `simulate --unsafe X`: each seed draws
+    found = next((o for o in simulate(opts, range(1, seeds + 1), judge=judge_history) if not o.ok), None)
+    assert found is not None, f"{switch} not found in {seeds} seeds"
     assert found.invariant in expect, (found.invariant, found.detail)
     assert found.trace                              # the steps that led to it
 
@@ -160,11 +160,3 @@ def test_the_controller_lock_frees_when_its_leader_dies_with_a_write():
     write in flight lives and dies with its node (a new active controller starts with none)."""
     r = run_schedule(SimOptions(brokers=3), 117, judge=judge_history)
     assert r.ok and r.verdict is True, (r.first, r.anomalies)
-
-
-def test_a_kv_switch_takes_the_kv_workload_unless_brokers_run():
-    assert options_for(("kv-cas-at-propose",), SimOptions()).workload == "kv"
-    with_brokers = options_for(("kv-cas-at-propose", "page-cache-ack"), SimOptions(), frozenset())
-    assert with_brokers.brokers == 3 and with_brokers.workload == "append" and with_brokers.check()
-    explicit = options_for(("kv-cas-at-propose",), SimOptions(workload="append"), frozenset({"workload"}))
-    assert explicit.workload == "append"

@@ -47,7 +47,7 @@ def options_from(args: argparse.Namespace) -> HuntOptions:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2 ** 31)
     return HuntOptions(seed=seed, db=args.db, minutes=args.minutes, workloads=_workloads(args.workload),
                        unsafe=tuple(args.unsafe), kafka_version=args.kafka_version, stop_at_first=args.stop_at_first,
-                       sim=not args.no_sim, junit=args.junit, cluster=args.cluster, hosts=args.hosts,
+                       sim=not args.no_sim, swarm=not args.no_swarm, junit=args.junit, cluster=args.cluster, hosts=args.hosts,
                        subnet=args.subnet, lock=args.lock, store=args.store, shrink_runs=args.shrink_runs)
 
 
@@ -97,6 +97,9 @@ def add_parser(sub) -> None:
     h.add_argument("--stop-at-first", action="store_true",
                    help="stop after the first failure (shrunk into a scenario); default: go on")
     h.add_argument("--no-sim", action="store_true", help="no simulation phase: real runs only")
+    h.add_argument("--no-swarm", action="store_true",
+                   help="the simulation phase runs four fixed configurations (the quorum alone and with "
+                        "brokers, at kraft.version 0 and 1) instead of swarm testing (each seed draws its own)")
     h.add_argument("--shrink-runs", type=positive_int("--shrink-runs", 0), default=SHRINK_MAX_RUNS,
                    help=f"most replays spent shrinking the first failed real run, within the budget; 0: its "
                         f"faults written as they happened (default {SHRINK_MAX_RUNS})")

@@ -3,6 +3,12 @@ the named invariants after every step and by our checkers (the real runs' judge,
 harness/simulation/judge.py, passed to the simulator), with shrinking of a failing seed and
 its export as a scenario.
 
+Swarm testing by default (sim/swarm.py): each seed draws its own configuration (voters,
+kraft.version, workload and brokers, fault families, client rate, read fraction, Fetch size,
+admin clients, fault lengths) from the seed alone; a dimension given on the command line is pinned, and
+``--no-swarm`` pins every one at its default. A failing seed prints the configuration it drew
+and the commands that repeat it (the same flags; every dimension pinned).
+
 Exit 0 when no seed failed, 1 when one did, 3 for bad input.
 """
 from __future__ import annotations
@@ -14,38 +20,41 @@ import sys
 import time
 from pathlib import Path
 
+from faults.registry import SIMULATED
 from harness.config.values import number, positive_int, seed_value, unsafe_switches
 from harness.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_VALID
 from harness.simulation.judge import judge_history
 from sim.api import SeedOutcome, SimOptions, simulate
-from sim.schedule import QUORUM_WORKLOADS
-from sim.switch_options import options_for
+from sim.swarm import DIMENSIONS, WORKLOADS, command_flags, describe
 
 #: lines of a failing seed's event trace printed
 TRACE_TAIL = 25
+#: each pinned dimension's flag (its ``args`` attribute; None when not given)
+PINS = {"voters": "voters", "kraft_version": "kraft_version", "workload": "workload", "brokers": "brokers",
+        "families": "faults", "read_fraction": "read_fraction", "client_rate": "client_rate",
+        "fetch_max_records": "fetch_max_records", "admin_clients": "admin_clients", "fault_max_ms": "fault_max_ms"}
 
 
 def option_flags(opts: SimOptions) -> str:
-    """The command-line flags that give ``opts`` (all but the seeds)."""
-    out = f"--voters {opts.voters} --sim-seconds {opts.sim_seconds:g}"
-    if opts.brokers:
-        out += f" --brokers {opts.brokers}"
-    if opts.workload != SimOptions().workload:
-        out += f" --workload {opts.workload}"
-    if opts.kraft_version:
-        out += f" --kraft-version {opts.kraft_version}"
-    if opts.unsafe:
-        out += f" --unsafe {','.join(opts.unsafe)}"
-    defaults = SimOptions()
-    for name in ("client_rate", "read_fraction", "fetch_max_records"):
-        if getattr(opts, name) != getattr(defaults, name):
-            out += f" --{name.replace('_', '-')} {getattr(opts, name):g}"
-    return out
+    """The command-line flags that give ``opts`` (all but the seeds; sim/swarm.py ``command_flags``)."""
+    return command_flags(opts)
 
 
 def repeat_command(opts: SimOptions, seed: int) -> str:
     """The command line that repeats seed ``seed`` under ``opts``."""
     return f"kraft-chaos simulate --seed {seed} {option_flags(opts)}"
+
+
+def options_from(args: argparse.Namespace) -> SimOptions:
+    """The options the flags give: each dimension given on the command line pinned, the others
+    drawn by each seed (swarm testing, sim/swarm.py) or, with ``--no-swarm``, at their defaults.
+    Raises ValueError naming a bad one."""
+    given = {dim: getattr(args, flag) for dim, flag in PINS.items() if getattr(args, flag) is not None}
+    if "families" in given:
+        given["families"] = None if given["families"] == ("all",) else tuple(
+            f for f in given["families"] if f != "none")
+    swarm = () if args.no_swarm else tuple(d for d in DIMENSIONS if d not in given)
+    return SimOptions(unsafe=tuple(args.unsafe or ()), sim_seconds=args.sim_seconds, swarm=swarm, **given).check()
 
 
 def digest(outcomes: list[SeedOutcome]) -> str:
@@ -59,18 +68,14 @@ def digest(outcomes: list[SeedOutcome]) -> str:
 def cmd_simulate(args: argparse.Namespace) -> int:
     """Run the seeds, print the summary (and the first failing seed); see the module doc."""
     try:
-        explicit = {k: getattr(args, k) for k in ("brokers", "client_rate", "read_fraction", "fetch_max_records",
-                                                  "workload")
-                    if getattr(args, k) is not None}
-        base = SimOptions(voters=args.voters, kraft_version=args.kraft_version, unsafe=tuple(args.unsafe or ()),
-                          sim_seconds=args.sim_seconds, **explicit)
-        opts = options_for(base.unsafe, base, frozenset(explicit)).check()
+        opts = options_from(args)
     except ValueError as e:
         print(f"kraft-chaos simulate: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     seeds = [args.seed] if args.seed is not None else list(range(args.first_seed, args.first_seed + args.seeds))
     deadline = time.monotonic() + args.time_limit if args.time_limit else None
-    print(f"simulating {len(seeds)} seed(s) on {args.workers} worker(s): {option_flags(opts)}", flush=True)
+    drawn = f"; each seed draws its {', '.join(opts.swarm)}" if opts.swarm else ""
+    print(f"simulating {len(seeds)} seed(s) on {args.workers} worker(s): {option_flags(opts)}{drawn}", flush=True)
     t0 = time.perf_counter()
     outcomes: list[SeedOutcome] = []
     first_fail_wall = None
@@ -110,9 +115,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     print("  trace (the faults, then the last steps):" if checker else f"  trace (last {TRACE_TAIL} steps):")
     for line in (f.trace if checker else f.trace[-TRACE_TAIL:]):
         print(f"    {line}")
+    concrete = f.options or opts.for_seed(f.seed)
+    if opts.swarm:
+        print(f"  its configuration (drawn): {describe(concrete)}")
     print(f"repeat with: {repeat_command(opts, f.seed)}")
+    if opts.swarm:
+        print(f"  or, its configuration pinned: {repeat_command(concrete, f.seed)}")
     if args.shrink or args.export_scenario:
-        _shrink(opts, f.seed, args)
+        _shrink(concrete, f.seed, args)
     return EXIT_INVALID
 
 
@@ -146,24 +156,36 @@ def _shrink(opts: SimOptions, seed: int, args) -> None:
 
 def _write_out(out: Path, opts: SimOptions, outcomes: list[SeedOutcome], wall: float) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    doc = {"options": {"voters": opts.voters, "brokers": opts.brokers, "workload": opts.workload,
-                       "kraft_version": opts.kraft_version,
-                       "unsafe": list(opts.unsafe), "sim_seconds": opts.sim_seconds},
+    doc = {"options": {"flags": option_flags(opts), "swarm": list(opts.swarm), "unsafe": list(opts.unsafe),
+                       "sim_seconds": opts.sim_seconds},
            "wall_s": wall, "digest": digest(outcomes),
            "outcomes": [{"seed": o.seed, "ok": o.ok, "invariant": o.invariant, "detail": o.detail,
-                         "events": o.events, "sim_seconds": o.sim_seconds, "wall_s": o.wall_s}
+                         "events": o.events, "sim_seconds": o.sim_seconds, "wall_s": o.wall_s,
+                         "configuration": option_flags(o.options) if o.options is not None else None}
                         for o in sorted(outcomes, key=lambda o: o.seed)]}
     (out / "summary.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
     from sim.schedule import run_schedule
     for o in outcomes:
         if not o.ok:
-            r = run_schedule(opts, o.seed, judge=judge_history, keep=True)
+            r = run_schedule(opts.for_seed(o.seed), o.seed, judge=judge_history, keep=True)
             from sim.recording import Recording
             rec = Recording(lambda: 0.0)
             rec.ops = r.ops
             rec.write(out / f"seed-{o.seed}" / "history.jsonl")
             (out / f"seed-{o.seed}" / "trace.txt").write_text("\n".join(r.trace) + "\n", encoding="utf-8")
     print(f"  written: {out / 'summary.json'}")
+
+
+def fault_families(text: str) -> tuple[str, ...]:
+    """``--faults``: comma-separated simulated fault families, ``all`` or ``none``."""
+    names = tuple(dict.fromkeys(f.strip() for f in text.split(",") if f.strip()))
+    if names in (("all",), ("none",)):
+        return names
+    bad = [f for f in names if f not in SIMULATED]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"no simulated fault family {', '.join(bad) or repr(text)}: choose from "
+                                         f"{', '.join(SIMULATED)}, all or none")
+    return names
 
 
 def add_parser(sub) -> None:
@@ -176,22 +198,34 @@ def add_parser(sub) -> None:
     s.add_argument("--first-seed", type=seed_value, default=1, help="the first of --seeds (default 1)")
     s.add_argument("--sim-seconds", type=number("--sim-seconds"), default=30.0,
                    help="virtual seconds of faults and clients per schedule (default 30)")
-    s.add_argument("--voters", type=positive_int("--voters"), default=3, help="quorum voters: 3 or 5 (default 3)")
+    s.add_argument("--no-swarm", action="store_true",
+                   help="every seed the same configuration: the dimensions not given below at their "
+                        "defaults (without it, each seed draws those: swarm testing)")
+    s.add_argument("--voters", type=positive_int("--voters"), default=None,
+                   help="quorum voters: 3 or 5 (default: drawn by each seed; --no-swarm: 3)")
     s.add_argument("--brokers", type=positive_int("--brokers", 0), default=None,
-                   help="our brokers beside the quorum, with the queue workload (default 0; the data "
-                        "plane's --unsafe switches choose 3)")
-    s.add_argument("--workload", choices=tuple(QUORUM_WORKLOADS), default=None,
-                   help="the quorum's clients: append (unique appends, log reads) or kv (read/write/cas "
-                        "registers, linearizability by key); default append (--brokers: the queue workload)")
-    s.add_argument("--kraft-version", type=int, choices=(0, 1), default=0,
-                   help="0: static voters; 1: KIP-853, with wipes and voter changes (default 0)")
+                   help="our brokers beside the quorum, with the queue workload (default: as the workload "
+                        "needs; --no-swarm: 0)")
+    s.add_argument("--kraft-version", type=int, choices=(0, 1), default=None,
+                   help="0: static voters; 1: KIP-853, with wipes and voter changes (default: drawn; "
+                        "--no-swarm: 0)")
+    s.add_argument("--workload", choices=tuple(WORKLOADS), default=None,
+                   help="the clients' workload (default: drawn; --no-swarm: the one --brokers runs)")
+    s.add_argument("--faults", type=fault_families, default=None, metavar="FAMILIES",
+                   help=f"the fault families on, comma-separated, or all or none: {', '.join(SIMULATED)} "
+                        f"(default: drawn; --no-swarm: all)")
     s.add_argument("--unsafe", type=unsafe_switches, default=None, help="kraft.core.unsafe switches, comma-separated")
     s.add_argument("--client-rate", type=number("--client-rate"), default=None,
-                   help="client ops per virtual second (default 40; --unsafe may choose another)")
+                   help="client ops per virtual second (default: drawn; --no-swarm: 40)")
     s.add_argument("--read-fraction", type=number("--read-fraction", 0.0, strict=False), default=None,
-                   help="the share of client ops that are reads (default 0.1)")
+                   help="the share of client ops that are reads (default: drawn; --no-swarm: 0.1)")
     s.add_argument("--fetch-max-records", type=positive_int("--fetch-max-records"), default=None,
-                   help="records per Fetch response (default 2000)")
+                   help="records per Fetch response (default: drawn; --no-swarm: 2000)")
+    s.add_argument("--admin-clients", type=positive_int("--admin-clients"), default=None,
+                   help="voter changes requested at once, 1..3 (default: drawn; --no-swarm: 1)")
+    s.add_argument("--fault-max-ms", type=number("--fault-max-ms"), default=None,
+                   help="how long a fault lasts at most, ms; a few last up to twice that (default: drawn; "
+                        "--no-swarm: 5000)")
     s.add_argument("--workers", type=positive_int("--workers"), default=2, help="worker processes (default 2)")
     s.add_argument("--time-limit", type=number("--time-limit"), default=None,
                    help="stop starting seeds after this many wall seconds")

@@ -4,7 +4,8 @@ first failure shrunk to a scenario; the report written as it goes.
 1. **Simulation** (harness/hunt/sim_phase.py, judged by our checkers), on the target the
    simulator models, unless ``--no-sim``: within ``SIM_SHARE`` of the budget, rounds of
    growing size (portfolio ``sim_targets``) round-robin over the simulator configurations
-   (``SIM_CONFIGS``), each round a batch per configuration that continues its seeds, under the
+   (``sim_configs``: swarm testing, one configuration each seed draws; ``--no-swarm``: four
+   fixed ones), each round a batch per configuration that continues its seeds, under the
    lock (it loads both cores); a configuration is one row, merged from its batches.
 2. **Replay**: when the simulator found a failure and the hunt goes on, its exported scenario
    runs once on a real cluster.
@@ -104,7 +105,8 @@ class Hunt:
         self.stopped = False
         self._noted: set[str] = set()
         # the simulation phase: each configuration's batches, its row, the first failure's scenario
-        self._batches: dict[portfolio.SimConfig, list[dict]] = {cfg: [] for cfg in portfolio.SIM_CONFIGS}
+        self.sim_configs = portfolio.sim_configs(opts.swarm)
+        self._batches: dict[portfolio.SimConfig, list[dict]] = {cfg: [] for cfg in self.sim_configs}
         self._sim_rows: dict[portfolio.SimConfig, dict] = {}
         self._scenario: Path | None = None
 
@@ -157,7 +159,8 @@ class Hunt:
     def sim_phase(self) -> Path | None:
         """The simulator's seeds; returns the scenario its first failure was exported to, or None.
 
-        Round ``k`` brings each configuration still in (:data:`portfolio.SIM_CONFIGS` order) up
+        Round ``k`` brings each configuration still in (:attr:`sim_configs` order: swarm, or the
+        fixed ones with ``--no-swarm``) up
         to ``portfolio.sim_targets()[k]`` seeds with one batch that continues its seed range:
         a bug only a later configuration shows is found seconds into the hunt, not after the
         earlier ones' seeds. Each batch takes the lock; its deadline is its equal part of what
@@ -166,7 +169,7 @@ class Hunt:
         configuration leaves when its seeds are done or the simulator raised; the phase ends
         with the share, when every configuration has left, or at the first failure under
         ``--stop-at-first``. A configuration's row is added after its first batch (round 1
-        runs them in order, so the rows are in :data:`portfolio.SIM_CONFIGS` order) and
+        runs them in order, so the rows are in :attr:`sim_configs` order) and
         updated in place after each later one; the first failure is shrunk as soon as it
         comes (:meth:`sim_failure`)."""
         if self.opts.db != SIM_TARGET:
@@ -181,7 +184,7 @@ class Hunt:
         if status != "ran":
             self.echo(f"simulation: {status}: {why}")
             return None
-        configs = portfolio.SIM_CONFIGS
+        configs = self.sim_configs
         end = self.budget.start + portfolio.SIM_SHARE * self.budget.seconds
         targets = portfolio.sim_targets()
         left: list[portfolio.SimConfig] = list(configs)        # the configurations still in
@@ -228,7 +231,7 @@ class Hunt:
                         self.stopped = True
                         return self._sim_end(None)
             self.echo(f"simulation round {k + 1} of {len(targets)} done at {self.budget.elapsed():.0f} s: "
-                      + ", ".join(f"{c.label()} kv{c.kraft_version} {done(c)}" for c in configs) + " seeds")
+                      + ", ".join(f"{c.tag()} {done(c)}" for c in configs) + " seeds")
             if not left:
                 break
         return self._sim_end(None)
@@ -261,11 +264,11 @@ class Hunt:
     def _sim_end(self, why: str | None) -> Path | None:
         """End the phase: a configuration that never ran is a note (``why`` :data:`NO_LOCK`) or
         a skipped row (:data:`NO_TIME`; not under ``--stop-at-first``'s end); echo the rows."""
-        for cfg in portfolio.SIM_CONFIGS:
+        for cfg in self.sim_configs:
             if cfg in self._sim_rows or self.stopped:
                 continue
             if why == NO_LOCK:
-                self._note(f"simulation {cfg.label()} kv{cfg.kraft_version}: not run, the lock was not free before "
+                self._note(f"simulation {cfg.tag()}: not run, the lock was not free before "
                            f"the simulation's share of the budget ended")
             else:
                 self._sim_row(cfg)
@@ -279,7 +282,9 @@ class Hunt:
         """Record the simulator's first failure and export its shrunk scenario; returns its path."""
         ff = {"row": row["n"], "phase": "sim", "elapsed_s": first["elapsed_s"], "detect_s": None,
               "lock_wait_s": round(self.budget.waited_s, 1),
-              "what": f"simulation {cfg.label()}, kraft.version {cfg.kraft_version}, seed {first['seed']}: "
+              "what": f"simulation {cfg.label()}, "
+                      f"{first.get('configuration') if cfg.swarm else f'kraft.version {cfg.kraft_version}'}, "
+                      f"seed {first['seed']}: "
                       f"{first['invariant']}: {first['detail']}",
               "repeat": sim_command(cfg, self.opts.unsafe, first["seed"], 1), "scenario": None}
         self.doc["first_failure"] = ff

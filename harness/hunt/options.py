@@ -18,7 +18,8 @@ class HuntOptions:
     """A hunt: target ``db``, budget ``minutes``, ``workloads`` (empty: every workload the
     target runs), ``unsafe`` switches (a target whose runs take them, ``TargetSpec.own_fields``),
     ``kafka_version`` (likewise; None: the run's default), ``stop_at_first``, ``seed`` (the
-    rotation's and every run's), ``sim`` (False: no simulation phase, ``--no-sim``),
+    rotation's and every run's), ``sim`` (False: no simulation phase, ``--no-sim``), ``swarm``
+    (False: the simulation phase's fixed configurations, ``--no-swarm``; portfolio ``sim_configs``),
     ``junit`` (an extra path for the JUnit XML), ``cluster``, ``hosts``, ``subnet`` (None: the
     run's default), ``lock`` (a file to ``flock`` per real run and per simulation batch; None:
     no lock; ``kraft-chaos hunt`` gives :data:`harness.config.values.DEFAULT_LOCK` unless told) and
@@ -34,6 +35,7 @@ class HuntOptions:
     kafka_version: str | None = None
     stop_at_first: bool = False
     sim: bool = True
+    swarm: bool = True
     junit: str | None = None
     cluster: str = RunConfig.cluster
     hosts: str | None = None
@@ -85,6 +87,8 @@ class HuntOptions:
             args.append("--stop-at-first")
         if not self.sim:
             args.append("--no-sim")
+        if not self.swarm:
+            args.append("--no-swarm")
         if self.shrink_runs != SHRINK_MAX_RUNS:
             args += ["--shrink-runs", str(self.shrink_runs)]
         if self.cluster != RunConfig.cluster:

@@ -3,12 +3,13 @@ spends its budget on, in which order, and how long each real run may be.
 
 Pure (no I/O, no clock): the same ``--seed``, target and workloads give the same rotation.
 
-**Simulation** (our quorum only): :data:`SIM_CONFIGS`, quorum-only and with brokers, each at
-kraft.version 0 and 1, up to :data:`SIM_SEEDS` seeds each, within :data:`SIM_SHARE` of the
+**Simulation** (our quorum only): :data:`SIM_CONFIGS`, swarm testing (each seed draws its own
+configuration), or with ``--no-swarm`` :data:`FIXED_CONFIGS`, quorum-only and with brokers, each
+at kraft.version 0 and 1; up to :data:`SIM_SEEDS` seeds each, within :data:`SIM_SHARE` of the
 budget, interleaved in rounds of growing size (:data:`SIM_ROUNDS`, :func:`sim_targets`): round
-``k`` brings every configuration, in :data:`SIM_CONFIGS` order, up to ``sim_targets()[k]``
-seeds, so that a bug only a later configuration shows is found within seconds while each
-configuration still gets its seeds.
+``k`` brings every configuration, in order, up to ``sim_targets()[k]`` seeds, so that a bug
+only a later configuration shows is found within seconds while each configuration still gets
+its seeds.
 
 **Real runs**: :func:`rotation` cycles through :func:`hunt_schedules` (the target's default
 schedule first, then the schedules its bug catalogues name, in an order drawn from the seed),
@@ -49,18 +50,41 @@ KV1_FAULTS = ("membership", "wipe")
 
 @dataclasses.dataclass(frozen=True)
 class SimConfig:
-    """One simulator configuration: ``brokers`` (0: the quorum only) and ``kraft_version``."""
+    """One simulator configuration: ``brokers`` (0: the quorum only) and ``kraft_version``;
+    both None: swarm testing, each seed draws its whole configuration (sim/swarm.py)."""
 
-    brokers: int
-    kraft_version: int
+    brokers: int | None
+    kraft_version: int | None
+
+    @property
+    def swarm(self) -> bool:
+        """Whether each seed draws its configuration."""
+        return self.brokers is None
 
     def label(self) -> str:
-        """``quorum`` or ``quorum+3 brokers``."""
+        """``swarm``, ``quorum`` or ``quorum+3 brokers``."""
+        if self.swarm:
+            return "swarm"
         return "quorum" + (f"+{self.brokers} brokers" if self.brokers else "")
 
+    def tag(self) -> str:
+        """The label with its kraft.version (``quorum kv1``), or ``swarm``."""
+        return self.label() if self.swarm else f"{self.label()} kv{self.kraft_version}"
 
-#: what the simulation phase runs, in order
-SIM_CONFIGS = (SimConfig(0, 0), SimConfig(0, 1), SimConfig(3, 0), SimConfig(3, 1))
+
+#: swarm testing: every seed draws its own configuration (the hunt's default)
+SWARM = SimConfig(None, None)
+#: fixed configurations (``--no-swarm``), in order: the quorum alone and with brokers, each at
+#: kraft.version 0 and 1
+FIXED_CONFIGS = (SimConfig(0, 0), SimConfig(0, 1), SimConfig(3, 0), SimConfig(3, 1))
+#: what the simulation phase runs by default, in order
+SIM_CONFIGS = (SWARM,)
+
+
+def sim_configs(swarm: bool) -> tuple[SimConfig, ...]:
+    """The configurations the simulation phase runs: :data:`SIM_CONFIGS` (swarm), else
+    :data:`FIXED_CONFIGS`."""
+    return SIM_CONFIGS if swarm else FIXED_CONFIGS
 #: seeds each configuration gets in each round of the simulation phase (sum: :data:`SIM_SEEDS`).
 #: The first round is small so that the last configuration starts a few seconds into the hunt
 #: (30 seeds of the others first, ~0.2 s each on two cores); the rounds then grow ~2.5x so that a

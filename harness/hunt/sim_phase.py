@@ -2,7 +2,7 @@
 sim/README.md: ``SimOptions``, ``SeedOutcome``, ``simulate``, ``shrink_and_export``), judged by
 our checkers (the judge the hunt passes in, harness/simulation/judge.py), in batches
 (:func:`run_batch`) that the hunt interleaves round by round over the simulator configurations
-(harness/hunt/portfolio.py ``SIM_CONFIGS``, ``sim_targets``; harness/hunt/loop.py
+(harness/hunt/portfolio.py ``sim_configs``: swarm testing by default, ``sim_targets``; harness/hunt/loop.py
 ``Hunt.sim_phase``), each configuration one row of the report, merged from its batches
 (:func:`merge_rows`).
 
@@ -23,11 +23,11 @@ from typing import Callable, Iterator, Sequence
 from harness.hunt.portfolio import SimConfig
 from sim.api import SimOptions
 from sim.judging import Judge
-from sim.switch_options import options_for
+from sim.swarm import DIMENSIONS, describe
 
 #: the target (``--db``) the simulator models
 SIM_TARGET = "kraft"
-#: quorum voters of every simulated cluster
+#: quorum voters of every fixed simulated cluster (``--no-swarm``)
 SIM_VOTERS = 3
 #: simulator worker processes
 SIM_WORKERS = 2
@@ -38,25 +38,29 @@ NO_SEED_RAN = "no seed ran before the simulation's share of the budget ended"
 
 
 def sim_options(cfg: SimConfig, unsafe: tuple[str, ...]) -> SimOptions:
-    """The ``SimOptions`` of ``cfg`` with the hunt's ``unsafe`` switches and, but for ``brokers``
-    (the configuration's), the options ``kraft-chaos simulate`` gives those switches
-    (``sim.switch_options``): so that :func:`sim_command` repeats a seed exactly."""
-    opts = SimOptions(voters=SIM_VOTERS, brokers=cfg.brokers, kraft_version=cfg.kraft_version, unsafe=tuple(unsafe))
-    return options_for(opts.unsafe, opts, frozenset({"brokers"}))
+    """The ``SimOptions`` of ``cfg`` with the hunt's ``unsafe`` switches: every dimension drawn
+    by each seed (swarm), or the fixed configuration's voters, brokers and kraft.version with
+    the rest at their defaults, as :func:`sim_command` runs them."""
+    if cfg.swarm:
+        return SimOptions(unsafe=tuple(unsafe), swarm=DIMENSIONS)
+    return SimOptions(voters=SIM_VOTERS, brokers=cfg.brokers, kraft_version=cfg.kraft_version, unsafe=tuple(unsafe))
 
 
 def sim_command(cfg: SimConfig, unsafe: tuple[str, ...], seed: int, seeds: int) -> str:
     """The ``kraft-chaos simulate`` command that runs ``seeds`` seeds of ``cfg`` from ``seed``."""
     which = ["--seed", str(seed)] if seeds == 1 else ["--seeds", str(seeds), "--first-seed", str(seed)]
-    args = ["kraft-chaos", "simulate", *which, "--voters", str(SIM_VOTERS),
-            "--brokers", str(cfg.brokers), "--kraft-version", str(cfg.kraft_version)]
+    args = ["kraft-chaos", "simulate", *which]
+    if not cfg.swarm:
+        args += ["--no-swarm", "--voters", str(SIM_VOTERS), "--brokers", str(cfg.brokers),
+                 "--kraft-version", str(cfg.kraft_version)]
     if unsafe:
         args += ["--unsafe", ",".join(unsafe)]
     return shlex.join(args)
 
 
 def _blank_row(cfg: SimConfig, unsafe: tuple[str, ...], seed: int, seeds: int, started_s: float | None) -> dict:
-    return {"phase": "sim", "schedule": cfg.label(), "workload": "sim", "kraft_version": cfg.kraft_version,
+    return {"phase": "sim", "schedule": cfg.label(), "workload": "sim",
+            "kraft_version": "drawn" if cfg.swarm else cfg.kraft_version,
             "seed": seed, "verdict": "valid", "anomalies": {}, "seeds": 0, "failing_seeds": [], "detail": None,
             "events": 0, "sim_seconds": 0.0, "started_s": started_s, "wall_s": 0.0, "store": None,
             "error": None, "error_kind": None, "repeat": sim_command(cfg, unsafe, seed, seeds)}
@@ -104,8 +108,8 @@ def run_batch(api: ModuleType, cfg: SimConfig, unsafe: tuple[str, ...], seed: in
     batch's. Returns ``(row, first failure)``: the batch's row (module docstring; ``verdict``
     ``valid``, ``invalid`` (also when the simulator raised after a violation), ``error`` when it
     raised otherwise, or ``skipped`` when no seed ran) and
-    ``{"seed", "invariant", "detail", "elapsed_s"}`` of its first failing seed (``elapsed()``
-    when it came), or None. ``stop_at_first``: no seed is awaited after the first failure.
+    ``{"seed", "invariant", "detail", "elapsed_s", "configuration"}`` of its first failing seed
+    (``elapsed()`` when it came; the configuration it ran, as one line), or None. ``stop_at_first``: no seed is awaited after the first failure.
     Otherwise ``on_failure(row so far, first failure)`` is called as soon as it comes, before
     the batch goes on (its seeds in flight finish meanwhile; no further one starts until it
     returns). Raises ``KeyboardInterrupt`` with the row so far attached as ``row``."""
@@ -126,9 +130,11 @@ def run_batch(api: ModuleType, cfg: SimConfig, unsafe: tuple[str, ...], seed: in
             if len(row["failing_seeds"]) < LISTED_SEEDS:
                 row["failing_seeds"].append(o.seed)
             if first is None:
-                first = {"seed": o.seed, "invariant": kind, "detail": o.detail, "elapsed_s": round(elapsed(), 1)}
+                drawn = describe(o.options) if getattr(o, "options", None) is not None else cfg.tag()
+                first = {"seed": o.seed, "invariant": kind, "detail": o.detail, "elapsed_s": round(elapsed(), 1),
+                         "configuration": drawn}
                 row["detail"] = f"seed {o.seed}: {kind}: {o.detail}"
-                echo(f"simulation {cfg.label()} kv{cfg.kraft_version}: seed {o.seed} violates {kind}: {o.detail}")
+                echo(f"simulation {cfg.tag()}: seed {o.seed} ({drawn}) violates {kind}: {o.detail}")
                 if stop_at_first:
                     break
                 if on_failure is not None:
