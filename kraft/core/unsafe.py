@@ -39,6 +39,11 @@ SWITCHES = {
     "truncate-to-hw": "a broker becoming a follower truncates its partition log to its own high "
                       "watermark checkpoint instead of asking the leader (OffsetForLeaderEpoch), so "
                       "acknowledged records are lost or replicas diverge (Kafka 0.8; KIP-101)",
+    "reset-election-timer": "a voter restarts its election timer at every higher epoch it learns of, "
+                            "even while Unattached, Prospective or Candidate (fixed in dceac3b, as "
+                            "Kafka's QuorumState keeps the remaining time): without Pre-Vote a "
+                            "laggard standing again and again keeps every up-to-date voter from "
+                            "standing, and the quorum stays leaderless (a livelock)",
     "page-cache-ack": "a broker counts partition records toward the high watermark once written "
                       "to the page cache, fsyncing only every log.flush.interval.ms (Kafka's real "
                       "default; a power loss loses acknowledged records)",
@@ -50,7 +55,7 @@ CLASSES = {
     "forget-vote": "elections", "no-read-index": "reads", "no-check-quorum": "elections",
     "no-pre-vote": "elections", "vote-after-failed-prevote": "elections", "vote-ignores-offset": "elections", "commit-minority": "commit",
     "ack-before-commit": "acknowledgement", "lease-read": "reads", "no-fetch-validation": "recovery", "hw-below-min-isr": "reads",
-    "truncate-to-hw": "recovery", "page-cache-ack": "acknowledgement",
+    "truncate-to-hw": "recovery", "page-cache-ack": "acknowledgement", "reset-election-timer": "elections",
 }
 
 
@@ -85,6 +90,7 @@ class Unsafe:
     no_fetch_validation: bool = False
     truncate_to_hw: bool = False
     page_cache_ack: bool = False
+    reset_election_timer: bool = False
 
     @classmethod
     def of(cls, switches: Iterable[str] = ()) -> "Unsafe":
