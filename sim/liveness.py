@@ -8,9 +8,10 @@ Checked at the end of every schedule, after the nemesis's final heal (virtual ti
 - **a leader within the bound**: a live, unpaused voter leads and has committed the first
   record of its epoch (``QuorumCore.leader_epoch_committed``) no later than
   :func:`bound_ms` after the heal: :data:`BOUND_TIMEOUTS` election timeouts;
-- **every client op completes**: by the end of the final reads no client op is left
-  without a completion, and the final linearizable read of the whole log, sent to that
-  leader, was answered ``ok``.
+- **every client op completes**: by the end of the final reads no client op (the
+  quorum monitor's samples aside) is left without a completion. Whether the final reads are
+  ``ok`` is not asked: a leader may legitimately step down just after the heal (its
+  check-quorum window still counting the partition), and its final read then fails.
 
 Only the healed end is judged: during the faults anything may stall. A schedule that breaks
 either fails as the invariant ``liveness`` (:class:`sim.invariants.Violation`).
@@ -69,9 +70,8 @@ class LivenessWatch:
 
     def check_ops(self, ops: list[dict]) -> None:
         """Raise :class:`InvariantBroken` (``liveness``) if a client op of ``ops`` (the history)
-        has no completion, or the final linearizable read was not answered ``ok``."""
+        has no completion."""
         open_ops: dict = {}
-        final_ok = None
         for op in ops:
             p = op["process"]
             if p == NEMESIS or op["f"] == MONITOR_F:
@@ -80,16 +80,10 @@ class LivenessWatch:
                 open_ops[p] = op
                 continue
             open_ops.pop(p, None)
-            value = op.get("value")
-            if op["f"] == "read" and isinstance(value, dict) and value.get("final") and value.get("linearizable"):
-                final_ok = op["type"] == "ok" if final_ok is None else final_ok
         if open_ops:
             first = min(open_ops.values(), key=lambda o: o["index"])
             self._broken(self.rt.now, f"{len(open_ops)} client op(s) never completed, the first "
                                       f"{first['f']} invoked at {first['time'] / 1e9:.3f} s by process {first['process']}")
-        if final_ok is False:
-            self._broken(self.rt.now, "the final linearizable read, sent to the leader after the heal, "
-                                      "was not answered ok")
 
     def _broken(self, at_ms: float, detail: str) -> None:
         raise InvariantBroken(Violation("liveness", at_ms, detail))
