@@ -19,9 +19,10 @@ committed (an ``ok`` append, kv write or cas).
   leader seen: measured, never judged on its own (its span is judged as a window).
 
 Only the history up to the runner's ``heal`` op is judged: after it come the workload's final
-phase and no clients. Anomaly: ``{"from_ns", "to_ns", "stuck_s", "after_op": the op of the
-last progress before (None: none), "until_op": the op that ended it (None: the window did),
-"able": [the nodes of an able majority at its start]}``.
+phase and no clients. Anomaly: ``{"from_ns", "to_ns", "stuck_s", "op": the first monitor
+sample completed once the bound had passed (when the span became an anomaly; None: no sample
+then), "after_op": the op of the last progress before (None: none), "until_op": the op that
+ended it (None: the stretch did), "able": [the nodes of an able majority at its start]}``.
 """
 from __future__ import annotations
 
@@ -84,6 +85,7 @@ class Liveness(Checker):
         self.faults = FaultWindowFold()
         self.voters: set[str] = set()
         self.progress: list[tuple[int, int, str]] = []    # (ns, op index, "leader" | "write")
+        self.samples: list[tuple[int, int]] = []          # (ns, op index) of monitor completions
         self.first_ns: int | None = None
         self.last_ns = 0
         self.heal_ns: int | None = None
@@ -106,6 +108,8 @@ class Liveness(Checker):
         if f == MONITOR_F:
             if isinstance(node, str):
                 self.voters.add(node)
+            if op["type"] != "invoke":
+                self.samples.append((t, op["index"]))
             if op["type"] == "ok" and _leads(op.get("value"), node):
                 self.progress.append((t, op["index"], "leader"))
         elif op["type"] == "ok" and f in WRITE_FS:
@@ -126,6 +130,9 @@ class Liveness(Checker):
         anomalies = []
         for a, b, _group in able:
             anomalies.extend(_stuck(a, b, progress, bound, lambda t: able_majority(voters, windows, t, t)))
+        for x in anomalies:
+            i = bisect.bisect_left(self.samples, (x["from_ns"] + bound, -1))
+            x["op"] = self.samples[i][1] if i < len(self.samples) else None
         final = _final_heal(windows, start, end)
         out.update(_recovery(final, progress))
         out["able_s"] = round(sum(b - a for a, b, _ in able) / 1e9, 3)

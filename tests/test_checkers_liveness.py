@@ -37,6 +37,9 @@ def test_a_frozen_history_stuck_with_an_able_majority_is_invalid():
     a = r["anomalies"][0]
     assert 20 < a["stuck_s"] < 21 and a["to_ns"] > 25 * S - 1
     assert a["until_op"] is not None and a["after_op"] is not None
+    ops = list(iter_history(HISTORIES / "liveness-stuck.jsonl"))
+    assert ops[a["op"]]["f"] == "describe-quorum"          # the first sample past the bound
+    assert a["from_ns"] + 10 * S <= ops[a["op"]]["time"] < a["from_ns"] + 11 * S
     assert len(a["able"]) >= 2
     assert r["longest_stuck_s"] == a["stuck_s"]
     assert 17 < r["heal_to_leader_s"] < 18      # the final heal (8 s) to the first leader seen
