@@ -6,7 +6,9 @@ Most switches show under the defaults (3 voters, kraft.version 0, the random fau
 ``early-high-watermark`` needs a new leader whose only follower catches up over several
 small Fetches while clients read (the catalogue's ``catchup`` schedule does the same with
 ``fetch_max_records=100``). The data-plane switches (:data:`NEEDS_BROKERS`) need our
-brokers: three of them.
+brokers: three of them. ``reset-election-timer`` (the election-timer livelock) shows only
+in elections without Pre-Vote: it brings the ``no-pre-vote`` switch along (its preset's
+``unsafe`` is added to the switches asked for).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ PRESETS: dict[str, dict] = {
     "hw-below-min-isr": {"brokers": 3},
     "truncate-to-hw": {"brokers": 3},
     "page-cache-ack": {"brokers": 3},
+    "reset-election-timer": {"unsafe": ("no-pre-vote",)},
 }
 #: the switches of the brokers' data plane (kraft/replication/): they need ``--brokers``
 NEEDS_BROKERS = ("hw-below-min-isr", "truncate-to-hw", "page-cache-ack")
@@ -37,6 +40,8 @@ def options_for(switches, base, explicit: frozenset = frozenset()):
     """``base`` (a :class:`sim.api.SimOptions`) with the presets of ``switches`` applied to
     the fields not in ``explicit`` (those the user set)."""
     changes = {k: v for k, v in preset(switches).items() if k not in explicit}
+    if "unsafe" in changes:                   # switches a preset brings along join the others
+        changes["unsafe"] = tuple(dict.fromkeys((*base.unsafe, *changes["unsafe"])))
     return dataclasses.replace(base, **changes)
 
 

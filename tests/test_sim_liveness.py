@@ -46,3 +46,10 @@ def test_an_op_left_without_completion_breaks_liveness():
     watch.led_at = 38_500.0
     with pytest.raises(InvariantBroken):
         watch.check_leader()
+
+
+def test_simulating_the_switch_brings_no_pre_vote_along():
+    from sim.switch_options import options_for
+    opts = options_for(("reset-election-timer",), SimOptions(unsafe=("forget-vote", "reset-election-timer")))
+    assert opts.unsafe == ("forget-vote", "reset-election-timer", "no-pre-vote")
+    assert options_for(("no-pre-vote",), SimOptions(unsafe=("no-pre-vote",))).unsafe == ("no-pre-vote",)
