@@ -22,7 +22,8 @@ Three modes (``--nemesis-mode``):
   then a fault window of ``duration_s`` in which every name runs on its own timeline as in
   ``overlap`` (so faults overlap), each fault lasting about a third of the window and ending
   in it; then calm again, and so on (:class:`InWindow`). A fault that waits for a leader
-  (below) may still run past its window's end.
+  (below), or a targeted one that plays longer than asked (``lag`` kills for half as long
+  again after its cut), may still run past its window's end.
 
 In both modes a family's fault is played by :func:`nemesis.windows.family_window`: a fault
 that needs a leader (a voter change, a wipe at kraft.version 1, a leader-aimed kind) waits
