@@ -21,9 +21,11 @@ Three modes (``--nemesis-mode``):
 - ``windows``: Jepsen's alternation of faults and healing: ``interval_s`` of calm,
   then a fault window of ``duration_s`` in which every name runs on its own timeline as in
   ``overlap`` (so faults overlap), each fault lasting about a third of the window and ending
-  in it; then calm again, and so on (:class:`InWindow`). A fault that waits for a leader
-  (below), or a targeted one that plays longer than asked (``lag`` kills for half as long
-  again after its cut), may still run past its window's end.
+  in it; then calm again, and so on (:class:`InWindow`). What has not started by its
+  window's end (a fault still waiting for a leader, below, or for the moment a targeted
+  fault aims at) is dropped (:class:`WindowGuard`), so the calm stays calm; a fault that
+  started runs to its stop (a targeted one's later steps too: ``lag`` is given room for its
+  kills, half as long again as its cut).
 
 In both modes a family's fault is played by :func:`nemesis.windows.family_window`: a fault
 that needs a leader (a voter change, a wipe at kraft.version 1, a leader-aimed kind) waits
@@ -43,6 +45,9 @@ from nemesis.targeted import TARGETED, targeted_fault
 from nemesis.windows import family_window
 
 MODES = ("serial", "overlap", "windows")
+#: how much longer than asked a targeted fault may play, its later steps included (``lag``:
+#: its cut, then kills half as long): the windows mode leaves it that much room
+TARGETED_SPAN = 1.5
 
 
 def fault_names() -> tuple[str, ...]:
@@ -217,7 +222,43 @@ class InWindow(Generator):
     def op(self, ctx: Context) -> dict | Wait | None:
         if self._at is None:
             self._at = self.start_at(ctx.time)
+            period = self.calm_s + self.window_s
+            self.end = (self._at - self.calm_s) // period * period + self.calm_s + self.window_s
         return Wait(self._at) if ctx.time < self._at else None
+
+    #: the end (s) of the window the fault was placed in, once :meth:`op` was first asked
+    end: float = float("inf")
+
+
+class WindowGuard(Generator):
+    """Runs ``gen`` (one fault's generator) within the window ``gate`` (an :class:`InWindow`
+    already passed) chose: once the window has ended, it ends as soon as none of the faults
+    ``gen`` started is open (so nothing starts after the window; what started is stopped),
+    and a wait of ``gen`` with nothing open lasts at most to the window's end."""
+
+    def __init__(self, gate: InWindow, gen: Generator):
+        self.gate, self.gen = gate, gen
+        self.open: set[tuple[str, object]] = set()
+
+    def op(self, ctx: Context) -> dict | Wait | None:
+        end = self.gate.end
+        if not self.open and ctx.time >= end:
+            return None
+        a = self.gen.op(ctx)
+        if isinstance(a, Wait):
+            return a if self.open else Wait(min(a.until, end))
+        if isinstance(a, dict):
+            phase, _, family = str(a.get("f", "")).partition("-")
+            value = a.get("value") if isinstance(a.get("value"), dict) else {}
+            key = (family, value.get("slot"))
+            if phase == "start":
+                self.open.add(key)
+            elif phase == "stop":
+                self.open.discard(key)
+        return a
+
+    def update(self, ctx: Context, invoke: dict, completion: dict) -> None:
+        self.gen.update(ctx, invoke, completion)
 
 
 def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "serial",
@@ -262,11 +303,13 @@ def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "ser
 
     def windowed(name: str, slot: str | None, own: random.Random) -> Generator:
         # calm interval_s, then a window of duration_s: faults of about a third of it, apart
-        # by up to a sixth, each ending in the window
+        # by up to a sixth, each ending in the window (a targeted fault's later steps too)
         length = min(overlap_duration(own, duration_s / 3), duration_s)
-        gate = InWindow(interval_s, duration_s, length, own.uniform(0, duration_s / 3))
+        span = min(length * TARGETED_SPAN, duration_s) if name in TARGETED else length
+        length = span / TARGETED_SPAN if name in TARGETED else length
+        gate = InWindow(interval_s, duration_s, span, own.uniform(0, duration_s / 3))
         return Seq([Sleep(own.uniform(0, duration_s / 6)), gate,
-                    fault_generator(name, own, length, n_nodes, slot, **waits)])
+                    WindowGuard(gate, fault_generator(name, own, length, n_nodes, slot, **waits))])
     # two timelines of one family (e.g. partition and partition:isolate-leader) each get a slot
     seen: dict[str, int] = {}
     slots = []

@@ -222,3 +222,18 @@ def test_windows_mode_alternates_calm_and_windows_of_overlapping_faults():
     # faults overlap within a window, and the calm between windows holds none
     assert any(sum(1 for w in wins if w[1] <= t < w[2]) >= 2 for t, _ in ops)
     assert not any(w[1] <= 14 + 21 * k - 1 < w[2] for w in wins for k in range(1, 14))
+
+
+def test_windows_mode_drops_what_could_not_start_in_its_window():
+    from types import SimpleNamespace
+
+    def view(t):        # a leader in the calm only: faults that wait for one never get it in time
+        return SimpleNamespace(leader="n1" if t % 21 < 14 else None, nodes={}, log_end={},
+                               high_watermark=0, epoch=int(t // 21), elections=int(t // 21), lagging=None)
+    names = ["partition", "kill", "pause", "crash", "flap", "elect", "lag"]
+    ops = drive(nemesis_generator(names, random.Random(1), "windows", 14, 7, n_nodes=5), 130, view=view)
+    starts = [(t, op) for t, op in ops if op["f"].startswith("start-")]
+    assert len(starts) >= 12
+    assert all(14 <= t % 21 < 21 for t, _ in starts)         # nothing starts in the calm
+    assert not any(op["value"]["kind"] in ("leader", "isolate-leader") for _, op in starts)
+    assert len(windows(ops)) == len(starts)                  # and whatever started stopped
