@@ -18,6 +18,7 @@ from .election_safety import ElectionSafety
 from .fault_report import FaultReport
 from .fold import CheckContext, Checker, ListChecker, run_checkers
 from .inconsistent_offsets import InconsistentOffsets
+from .liveness import Liveness
 from .log_safety import combine
 from .lost_write import LostWrite
 from .membership import Membership, wanted as membership_wanted
@@ -75,6 +76,7 @@ FACTORIES: dict[str, Callable[[CheckContext], Checker]] = {
     "stats": lambda ctx: Stats(),
     "faults": lambda ctx: FaultReport(),
     "membership": lambda ctx: Membership(),
+    "liveness": lambda ctx: Liveness(ctx),
     # the queue workload's (Jepsen's Kafka queue checker), by (partition, offset)
     "queue-lost": lambda ctx: QueueLost(),
     "queue-duplicate": lambda ctx: QueueDuplicate(),

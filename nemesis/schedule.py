@@ -6,7 +6,7 @@
 
 - ``lag``, ``catchup``, ``elect``, ``batch``: see :mod:`nemesis.targeted`.
 
-Two modes (``--nemesis-mode``):
+Three modes (``--nemesis-mode``):
 
 - ``serial``: Jepsen's classic: wait ``interval_s``, start a fault, wait
   ``duration_s``, stop it; the names cycle through a seeded permutation,
@@ -17,7 +17,15 @@ Two modes (``--nemesis-mode``):
   calm for a uniform ``[0, 2 * interval_s)``, then a fault lasting a uniform
   ``[duration_s / 2, 3 * duration_s / 2)``, or one time in four a long one,
   uniform ``[2 * duration_s, 3 * duration_s)`` (bugs of timers, such as a
-  leader that never resigns, show only in long faults), again and again.
+  leader that never resigns, show only in long faults), again and again;
+- ``windows``: Jepsen's alternation of faults and healing: ``interval_s`` of calm,
+  then a fault window of ``duration_s`` in which every name runs on its own timeline as in
+  ``overlap`` (so faults overlap), each fault lasting about a third of the window and ending
+  in it; then calm again, and so on (:class:`InWindow`). What has not started by its
+  window's end (a fault still waiting for a leader, below, or for the moment a targeted
+  fault aims at) is dropped (:class:`WindowGuard`), so the calm stays calm; a fault that
+  started runs to its stop (a targeted one's later steps too: ``lag`` is given room for its
+  kills, half as long again as its cut).
 
 In both modes a family's fault is played by :func:`nemesis.windows.family_window`: a fault
 that needs a leader (a voter change, a wipe at kraft.version 1, a leader-aimed kind) waits
@@ -31,12 +39,15 @@ import random
 from typing import Iterable, Iterator
 
 from faults.registry import families, spec_of
-from generator import Any, Cycle, Generator, Seq, Sleep
+from generator import Any, Context, Cycle, Generator, Seq, Sleep, Wait
 from nemesis.faults import Fault, check_kind, kinds_for
 from nemesis.targeted import TARGETED, targeted_fault
 from nemesis.windows import family_window
 
-MODES = ("serial", "overlap")
+MODES = ("serial", "overlap", "windows")
+#: how much longer than asked a targeted fault may play, its later steps included (``lag``:
+#: its cut, then kills half as long): the windows mode leaves it that much room
+TARGETED_SPAN = 1.5
 
 
 def fault_names() -> tuple[str, ...]:
@@ -184,6 +195,72 @@ def overlap_duration(rng: random.Random, mean_s: float) -> float:
     return rng.uniform(mean_s / 2, 1.5 * mean_s)
 
 
+class InWindow(Generator):
+    """Waits until a fault of ``length_s`` fits in a fault window: the windows last
+    ``window_s`` and follow ``calm_s`` of calm each (the first window starts at ``calm_s``,
+    on the generator clock; period ``calm_s + window_s``). Now, when now plus ``length_s``
+    ends inside the current window; else at the next window's start plus ``offset_s``
+    (clipped so that the fault still ends in it). ``length_s`` is at most ``window_s``."""
+
+    def __init__(self, calm_s: float, window_s: float, length_s: float, offset_s: float = 0.0):
+        self.calm_s, self.window_s = calm_s, window_s
+        self.length_s = min(length_s, window_s)
+        self.offset_s = min(offset_s, window_s - self.length_s)
+        self._at: float | None = None
+
+    def start_at(self, now: float) -> float:
+        """When a fault asked for at ``now`` (s) may start (s)."""
+        period = self.calm_s + self.window_s
+        k = now // period
+        start = k * period + self.calm_s          # this period's window
+        if start <= now and now + self.length_s <= start + self.window_s:
+            return now
+        if now >= start:
+            start += period                       # the next one
+        return start + self.offset_s
+
+    def op(self, ctx: Context) -> dict | Wait | None:
+        if self._at is None:
+            self._at = self.start_at(ctx.time)
+            period = self.calm_s + self.window_s
+            self.end = (self._at - self.calm_s) // period * period + self.calm_s + self.window_s
+        return Wait(self._at) if ctx.time < self._at else None
+
+    #: the end (s) of the window the fault was placed in, once :meth:`op` was first asked
+    end: float = float("inf")
+
+
+class WindowGuard(Generator):
+    """Runs ``gen`` (one fault's generator) within the window ``gate`` (an :class:`InWindow`
+    already passed) chose: once the window has ended, it ends as soon as none of the faults
+    ``gen`` started is open (so nothing starts after the window; what started is stopped),
+    and a wait of ``gen`` with nothing open lasts at most to the window's end."""
+
+    def __init__(self, gate: InWindow, gen: Generator):
+        self.gate, self.gen = gate, gen
+        self.open: set[tuple[str, object]] = set()
+
+    def op(self, ctx: Context) -> dict | Wait | None:
+        end = self.gate.end
+        if not self.open and ctx.time >= end:
+            return None
+        a = self.gen.op(ctx)
+        if isinstance(a, Wait):
+            return a if self.open else Wait(min(a.until, end))
+        if isinstance(a, dict):
+            phase, _, family = str(a.get("f", "")).partition("-")
+            value = a.get("value") if isinstance(a.get("value"), dict) else {}
+            key = (family, value.get("slot"))
+            if phase == "start":
+                self.open.add(key)
+            elif phase == "stop":
+                self.open.discard(key)
+        return a
+
+    def update(self, ctx: Context, invoke: dict, completion: dict) -> None:
+        self.gen.update(ctx, invoke, completion)
+
+
 def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "serial",
                       interval_s: float = 10.0, duration_s: float = 10.0, n_nodes: int = 5,
                       voter_changes: bool = False, aim_at_leader: bool = True) -> Generator:
@@ -210,7 +287,7 @@ def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "ser
                 return Seq([Sleep(interval_s), fault_generator(fault.name, rng, duration_s, n_nodes)])
             return Seq([Sleep(interval_s), family_window(fault, duration_s, **waits)])
         return Cycle(serial)
-    if mode != "overlap":
+    if mode not in ("overlap", "windows"):
         raise ValueError(f"unknown nemesis mode {mode!r}: choose from {', '.join(MODES)}")
     for name in names:
         if not name_kinds(name, n_nodes):
@@ -218,9 +295,21 @@ def nemesis_generator(names: Iterable[str], rng: random.Random, mode: str = "ser
 
     def timeline(name: str, slot: str | None) -> Generator:
         own = random.Random(rng.getrandbits(64))
+        if mode == "windows":
+            return Cycle(lambda: windowed(name, slot, own))
         return Cycle(lambda: Seq([Sleep(own.uniform(0, 2 * interval_s)),
                                   fault_generator(name, own, overlap_duration(own, duration_s), n_nodes,
                                                   slot, **waits)]))
+
+    def windowed(name: str, slot: str | None, own: random.Random) -> Generator:
+        # calm interval_s, then a window of duration_s: faults of about a third of it, apart
+        # by up to a sixth, each ending in the window (a targeted fault's later steps too)
+        length = min(overlap_duration(own, duration_s / 3), duration_s)
+        span = min(length * TARGETED_SPAN, duration_s) if name in TARGETED else length
+        length = span / TARGETED_SPAN if name in TARGETED else length
+        gate = InWindow(interval_s, duration_s, span, own.uniform(0, duration_s / 3))
+        return Seq([Sleep(own.uniform(0, duration_s / 6)), gate,
+                    WindowGuard(gate, fault_generator(name, own, length, n_nodes, slot, **waits))])
     # two timelines of one family (e.g. partition and partition:isolate-leader) each get a slot
     seen: dict[str, int] = {}
     slots = []

@@ -38,6 +38,8 @@ NAMES = {
     "node-fatal": "a node stopped on its own invariant check (FatalError)",
     "acked-produce-lost": "no acknowledged acks=-1 record lost",
     "consumer-above-hw": "consumers never read above the high watermark",
+    "liveness": "after the final heal, a committed leader within the bound and every client op "
+                "completed (sim/liveness.py)",
 }
 
 

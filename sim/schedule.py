@@ -22,9 +22,10 @@ from .data_plane import DataPlane
 from .faults import PlannedFault, draw_client_ops, draw_schedule
 from .invariants import InvariantBroken, QuorumInvariants, Violation
 from .kv_clients import KvClients
+from .liveness import LivenessWatch
 from .monitor import Monitor
 from .nemesis import Nemesis
-from .quorum_nodes import QuorumNode, quorum_nodes
+from .quorum_nodes import TIMEOUTS, QuorumNode, quorum_nodes
 from .recording import Recording
 from .runtime import Runtime
 
@@ -159,7 +160,9 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
         _check_fatal(rt)
         nemesis.heal_all()
         monitor.stop()
-        _settle(rt, ids, plan.end_ms + SETTLE_MS)
+        live = LivenessWatch(rt, ids, rt.now, TIMEOUTS["election_timeout_ms"])
+        _settle(rt, ids, plan.end_ms + SETTLE_MS, live)
+        live.check_leader()
         lead = leader_of(rt, ids)
         reader = clients if not brokers and clients.final_reads else None
         if brokers:                 # the quorum's final log too (the membership and log checkers)
@@ -176,6 +179,7 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
         _check_fatal(rt)
         if lead is not None and rt.up(lead):
             inv.final_leader(lead, rt.nodes[lead].core)
+        live.check_ops(rec.ops)
     except InvariantBroken as e:
         violation = e.violation
     nodes = {f"n{i}": ([tuple(r.to_wire()) for r in rt.nodes[i].disk.log(None).records],
@@ -214,11 +218,12 @@ def _check_fatal(rt: Runtime) -> None:
             raise InvariantBroken(Violation("node-fatal", rt.now, f"{n.name} stopped: {n.fatal}"))
 
 
-def _settle(rt: Runtime, ids: list[int], until: float) -> None:
+def _settle(rt: Runtime, ids: list[int], until: float, live: LivenessWatch) -> None:
     """Run until a leader has committed in its epoch and every live voter reached its log end,
-    or ``until``."""
+    or ``until``; ``live`` looks for the leader after every slice."""
     while rt.now < until:
         rt.run_until(rt.now + 250)
+        live.poll()
         lead = leader_of(rt, ids)
         if lead is None:
             continue

@@ -46,3 +46,38 @@ async def leaderless_with_a_campaigning_laggard(tmp_path) -> tuple[int, int]:
 def test_an_up_to_date_voter_stands_although_a_laggard_keeps_raising_the_epoch(tmp_path):
     b_id, elected_id = asyncio.run(leaderless_with_a_campaigning_laggard(tmp_path))
     assert elected_id == b_id
+
+
+def _unattached_core(unsafe=()):
+    """A 3-voter core (node 1, no Pre-Vote) just started: Unattached with an election timer."""
+    import random
+
+    from kraft.core.record_log import RecordLog
+    from kraft.core.states import ElectionState
+    from kraft.core.unsafe import Unsafe
+    from kraft.quorum import QuorumConfig, QuorumCore
+    from kraft.rules.voter_set import VoterHistory, VoterNode, VoterSet
+
+    now = [0.0]
+    voters = VoterSet(tuple(VoterNode(i, None, f"n{i}", 9093) for i in (1, 2, 3)))
+    cfg = QuorumConfig(1, None, pre_vote=False, unsafe=Unsafe.of(unsafe))
+    core = QuorumCore(cfg, RecordLog([]), VoterHistory(voters, 0), clock=lambda: now[0],
+                      rng=random.Random(7), wall_clock=lambda: int(now[0]))
+    core.start(ElectionState())
+    return core, now
+
+
+def test_a_higher_epoch_keeps_an_unattached_voters_timer_and_the_switch_restarts_it():
+    from kraft.quorum.timer_keys import TimerKey
+
+    for unsafe, kept in (((), True), (("reset-election-timer",), False)):
+        core, now = _unattached_core(unsafe)
+        s = core.state
+        first = s.deadline(TimerKey.ELECTION)
+        assert first is not None and first >= 1000.0
+        now[0] = 900.0                       # a laggard's Vote of a higher epoch arrives
+        core.call(core.become_unattached, s.election.epoch + 1)
+        again = s.deadline(TimerKey.ELECTION)
+        assert (again == first) is kept, (unsafe, first, again)
+        if not kept:
+            assert again >= 900.0 + 1000.0   # restarted: the voter waits a whole timeout again

@@ -195,3 +195,45 @@ def test_overlap_gives_a_family_named_twice_a_slot_per_timeline():
     for _, op in ops:
         phase, fault = parse_op(op)
         (c.start if phase == "start" else c.stop)(fault)
+
+
+def test_in_window_starts_a_fault_only_where_it_ends_in_its_window():
+    from nemesis.schedule import InWindow
+    gate = InWindow(calm_s=14, window_s=7, length_s=3, offset_s=1)
+    assert gate.start_at(0) == 15            # calm: the next window's start plus the offset
+    assert gate.start_at(15) == 15           # in a window, with room: now
+    assert gate.start_at(19.5) == 36         # too late to end by 21: the next window (35) + 1
+    assert gate.start_at(21) == 36
+    late = InWindow(14, 7, 3, offset_s=6)    # an offset is clipped so that the fault still fits
+    assert late.start_at(0) == 14 + 4
+    assert InWindow(14, 7, 30).length_s == 7
+
+
+def test_windows_mode_alternates_calm_and_windows_of_overlapping_faults():
+    names = ["kill:one+minority", "partition:random-halves+isolate-one", "pause:one", "packet"]
+    ops = drive(nemesis_generator(names, random.Random(3), "windows", 14, 7, n_nodes=5), 300)
+    wins = windows(ops)
+    assert {fam for fam, _, _ in wins} == {"kill", "partition", "pause", "packet"}
+    for fam, t1, t2 in wins:                 # every fault within one window [14 + 21k, 21 + 21k]
+        k = (t1 - 14) // 21
+        assert 14 + 21 * k <= t1 < t2 <= 21 + 21 * k + 1e-9, (fam, t1, t2)
+    used = {int((t1 - 14) // 21) for _f, t1, _t2 in wins}
+    assert len(used) >= 12                   # nearly every one of the 14 windows in 300 s
+    # faults overlap within a window, and the calm between windows holds none
+    assert any(sum(1 for w in wins if w[1] <= t < w[2]) >= 2 for t, _ in ops)
+    assert not any(w[1] <= 14 + 21 * k - 1 < w[2] for w in wins for k in range(1, 14))
+
+
+def test_windows_mode_drops_what_could_not_start_in_its_window():
+    from types import SimpleNamespace
+
+    def view(t):        # a leader in the calm only: faults that wait for one never get it in time
+        return SimpleNamespace(leader="n1" if t % 21 < 14 else None, nodes={}, log_end={},
+                               high_watermark=0, epoch=int(t // 21), elections=int(t // 21), lagging=None)
+    names = ["partition", "kill", "pause", "crash", "flap", "elect", "lag"]
+    ops = drive(nemesis_generator(names, random.Random(1), "windows", 14, 7, n_nodes=5), 130, view=view)
+    starts = [(t, op) for t, op in ops if op["f"].startswith("start-")]
+    assert len(starts) >= 12
+    assert all(14 <= t % 21 < 21 for t, _ in starts)         # nothing starts in the calm
+    assert not any(op["value"]["kind"] in ("leader", "isolate-leader") for _, op in starts)
+    assert len(windows(ops)) == len(starts)                  # and whatever started stopped

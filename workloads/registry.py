@@ -154,12 +154,12 @@ WORKLOAD_SPECS: dict[str, WorkloadSpec] = {
         "append", "unique appends and log reads; the log-safety checkers",
         AppendWorkload,
         ("lost-write", "phantom", "duplicate", "inconsistent-offsets", *QUORUM_CHECKERS,
-         "nonmonotonic-read"),
+         "nonmonotonic-read", "liveness"),
         final=append_final_phase, final_log=True),
     "kv": WorkloadSpec(
         "kv", "read/write/cas on 5 keys; linearizability by key",
         KvWorkload,
-        ("linearizability", *QUORUM_CHECKERS)),
+        ("linearizability", *QUORUM_CHECKERS, "liveness")),
     "metadata": WorkloadSpec(
         "metadata", "Kafka topic creations (and deletions) via the brokers; the controllers' "
         "metadata logs read from their data dirs; the log-safety checkers",

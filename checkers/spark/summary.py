@@ -13,7 +13,7 @@ SPARK_CHECKERS = (*log_safety.CHECKERS, "linearizability", *NEMESIS_AND_MONITOR_
 #: Checker names, as in results.json, and their summary columns: the Spark ones, then those
 #: run on the driver by their Python fold checkers (analyze.python_checkers).
 CHECKERS = (*SPARK_CHECKERS, "queue-lost", "queue-duplicate", "queue-inconsistent-offsets",
-            "queue-reordered", "queue-nonmonotonic-poll", "queue-phantom", "membership")
+            "queue-reordered", "queue-nonmonotonic-poll", "queue-phantom", "membership", "liveness")
 ANOMALY_COLUMNS = [name.replace("-", "_") for name in CHECKERS]
 
 RUN_COLUMNS = ["run", "test", "date", "workload", "synthetic", "verdict", "ops", "client_ops", "ok",

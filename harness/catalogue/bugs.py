@@ -44,6 +44,12 @@ CATALOGUE: tuple[Bug, ...] = (
         "KIP-996's rejected alternative: a node back from a partition loses its Pre-Vote, then "
         "bumps the epoch with standard votes; with a wiped voter it loses data "
         "(`kraft-chaos scenario disk-loss-timeline`, variant b)"),
+    Bug("reset-election-timer", ("reset-election-timer", "no-pre-vote"), "elections", "rejoin", None,
+        "the election-timer livelock (fixed in dceac3b): needs elections without Pre-Vote to "
+        "show, so it runs with no-pre-vote; a follower back from a partition, behind, stands "
+        "again and again and every bump of the epoch restarts the others' timers, so no one "
+        "who could win ever stands: the liveness checker finds the leaderless windows (the "
+        "simulator's liveness invariant too); no-pre-vote alone only disrupts (disruptive-election)"),
     Bug("vote-ignores-offset", ("vote-ignores-offset",), "elections", "lag", None),
     Bug("commit-minority", ("commit-minority",), "commit", "isolate", None),
     Bug("ack-before-commit", ("ack-before-commit",), "acknowledgement", "isolate", None),

@@ -18,6 +18,7 @@ from harness.config.values import (db_name, hosts_file, ipv4_subnet, kafka_prop,
 from harness.exits import EXIT_BAD_INPUT, EXIT_CLUSTER, EXIT_HARNESS, EXIT_INTERRUPTED, verdict_exit
 from harness.reports.summary import format_results
 from harness.run import runner
+from nemesis.schedule import MODES
 from targets.errors import TargetError
 from targets.kraft_db import DBError
 from targets.registry import DEFAULT_TARGET, target_spec
@@ -38,11 +39,13 @@ def add_parser(sub) -> None:
                         "nodes die so it campaigns), elect (kill a node just after it votes or is "
                         f"elected), batch (kill the leader with a batch in flight), or none (default {','.join(D.nemesis)}); a family may name its "
                         "kinds, e.g. partition:isolate-leader+bridge")
-    r.add_argument("--nemesis-mode", choices=["serial", "overlap"], default=D.mode,
+    r.add_argument("--nemesis-mode", choices=list(MODES), default=D.mode,
                    help="serial: one fault at a time, every --nemesis-interval s for "
                         "--nemesis-duration s (the old schedule: serial 10/10); overlap: every "
                         f"fault on its own timeline at once, with those as mean calm and mean "
-                        f"duration (default {D.mode})")
+                        f"duration (the harsh schedule); windows: --nemesis-interval s of calm, "
+                        f"then a window of --nemesis-duration s in which every fault runs on its "
+                        f"own timeline, again and again (Jepsen's alternation; default {D.mode})")
     r.add_argument("--workload", type=workload_name, default=None,
                    help="append (unique appends, log reads; the log-safety checkers), kv "
                         "(read/write/cas on 5 keys; linearizability by key) or metadata (--db kafka: "
@@ -88,9 +91,11 @@ def add_parser(sub) -> None:
     r.add_argument("--base-image", default=None, help="base image for nodes (default: offline Debian)")
     r.add_argument("--subnet", type=ipv4_subnet, default="10.77.0.0/24", help="cluster subnet (default 10.77.0.0/24)")
     r.add_argument("--nemesis-interval", type=number("--nemesis-interval", strict=False),
-                   default=D.interval, help=f"seconds of calm before each fault (default {D.interval:g})")
+                   default=D.interval, help=f"seconds of calm before each fault (windows mode: between fault "
+                                             f"windows) (default {D.interval:g})")
     r.add_argument("--nemesis-duration", type=number("--nemesis-duration"), default=D.duration,
-                   help=f"seconds each fault lasts (default {D.duration:g})")
+                   help=f"seconds each fault lasts (windows mode: each fault window) "
+                        f"(default {D.duration:g})")
     r.add_argument("--unsafe", type=unsafe_switches, default=[], help="comma-separated kraft.core.unsafe switches")
     r.add_argument("--fetch-max-records", type=positive_int("--fetch-max-records"), default=None,
                    help="kraft target: records per Fetch response (default 2000); small values make "

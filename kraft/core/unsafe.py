@@ -39,6 +39,11 @@ SWITCHES = {
     "truncate-to-hw": "a broker becoming a follower truncates its partition log to its own high "
                       "watermark checkpoint instead of asking the leader (OffsetForLeaderEpoch), so "
                       "acknowledged records are lost or replicas diverge (Kafka 0.8; KIP-101)",
+    "reset-election-timer": "a voter restarts its election timer at every higher epoch it learns of, "
+                            "even while Unattached, Prospective or Candidate (fixed in dceac3b, as "
+                            "Kafka's QuorumState keeps the remaining time): without Pre-Vote a "
+                            "laggard standing again and again keeps every up-to-date voter from "
+                            "standing, and the quorum stays leaderless (a livelock)",
     "page-cache-ack": "a broker counts partition records toward the high watermark once written "
                       "to the page cache, fsyncing only every log.flush.interval.ms (Kafka's real "
                       "default; a power loss loses acknowledged records)",
@@ -60,7 +65,7 @@ CLASSES = {
     "no-pre-vote": "elections", "vote-after-failed-prevote": "elections", "vote-ignores-offset": "elections", "commit-minority": "commit",
     "ack-before-commit": "acknowledgement", "lease-read": "reads", "no-fetch-validation": "recovery", "hw-below-min-isr": "reads",
     "truncate-to-hw": "recovery", "page-cache-ack": "acknowledgement", "recover-epoch-from-log": "recovery",
-    "kv-cas-at-propose": "reads",
+    "kv-cas-at-propose": "reads", "reset-election-timer": "elections",
 }
 
 
@@ -71,6 +76,12 @@ def parse(text: str) -> frozenset[str]:
     if bad:
         raise ValueError(f"unknown unsafe switch {', '.join(bad)}: choose from {', '.join(sorted(SWITCHES))}")
     return names
+
+
+#: switches that bring others along: the bug they plant shows only with those off too.
+#: ``reset-election-timer`` is the livelock as it was found, in elections without Pre-Vote
+#: (with Pre-Vote, a laggard's failed Pre-Votes bump no epoch, so nobody's timer restarts).
+IMPLIES: dict[str, tuple[str, ...]] = {"reset-election-timer": ("no-pre-vote",)}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -97,6 +108,7 @@ class Unsafe:
     page_cache_ack: bool = False
     recover_epoch_from_log: bool = False
     kv_cas_at_propose: bool = False
+    reset_election_timer: bool = False
 
     @classmethod
     def of(cls, switches: Iterable[str] = ()) -> "Unsafe":
@@ -106,6 +118,7 @@ class Unsafe:
         bad = sorted(names - SWITCHES.keys())
         if bad:
             raise ValueError(f"unknown unsafe switch {', '.join(bad)}: choose from {', '.join(sorted(SWITCHES))}")
+        names |= {i for n in names for i in IMPLIES.get(n, ())}
         return cls(**{n.replace("-", "_"): True for n in names})
 
     @property

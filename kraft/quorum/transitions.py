@@ -68,9 +68,10 @@ def become_unattached(s: QuorumState, epoch: int, voted_id: int = -1, voted_dir:
     remaining time, as Kafka's ``QuorumState.transitionToUnattached`` does;
     otherwise it starts afresh. Restarting it on every higher epoch let a
     voter whose log is behind, standing again and again, keep the
-    up-to-date voters from ever standing (a livelock without Pre-Vote).
+    up-to-date voters from ever standing (a livelock without Pre-Vote); the
+    ``reset-election-timer`` switch brings that back.
     """
-    keep_timer = s.kind in (UNATTACHED, PROSPECTIVE, CANDIDATE)
+    keep_timer = s.kind in (UNATTACHED, PROSPECTIVE, CANDIDATE) and not s.policy.reset_election_timer
     persist(s, ElectionState(epoch, -1, voted_id, voted_dir))
     set_kind(s, UNATTACHED)
     if not keep_timer or s.deadline(ELECTION) is None:
