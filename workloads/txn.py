@@ -5,7 +5,7 @@ partitions each, named ``"t0-1"`` in the history, created at set-up with
 ``replication_factor`` (3), ``min.insync.replicas`` (2) and unclean leader election off.
 
 **Ops** (history shapes: DEVELOPERS.md, "Client ops (Jepsen's Kafka workload)"): each data op
-is a list of 1..``max_mops`` micro-ops, ``["send", key, value]`` (a unique int) or
+is a list of 1..``max_mops`` micro-ops (one without transactions), ``["send", key, value]`` (a unique int) or
 ``["poll"]``; its ``f`` is ``send`` when all are sends, ``poll`` when all are polls, else
 ``txn``. With ``transactions`` (the default) every data op runs in one Kafka transaction
 (workloads/txn_worker.py); about ``abort_fraction`` (1/32) of them abort on purpose. About
@@ -116,7 +116,9 @@ def op_f(mops: list) -> str:
 class TxnGenerator(Generator):
     """Which op next (module docstring): a ``crash`` when the thread's crash is due, else an
     ``assign``/``subscribe`` with probability ``subscription_fraction``, else a data op of
-    1..``max_mops`` micro-ops, sends of fresh unique values to random keys. A transactional
+    1..``max_mops`` micro-ops (one without transactions, as Jepsen's: a read of one's own
+    uncommitted send is only an anomaly inside a transaction), sends of fresh unique values
+    to random keys. A transactional
     data op carries ``"abort": true`` (outside its value) when it is to abort on purpose."""
 
     def __init__(self, options: TxnOptions):
@@ -141,7 +143,7 @@ class TxnGenerator(Generator):
             f = "subscribe" if o.subscribe and rng.random() < 0.5 else "assign"
             return {"f": f, "value": sorted(rng.sample(self.keys, rng.randint(1, len(self.keys))))}
         mops = []
-        for _ in range(rng.randint(1, o.max_mops)):
+        for _ in range(rng.randint(1, o.max_mops) if o.transactions else 1):
             if rng.random() < o.send_fraction:
                 mops.append(["send", rng.choice(self.keys), self.values.next()])
             else:
