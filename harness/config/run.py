@@ -44,7 +44,7 @@ class RunConfig:
     whose brokers are optional the workload's ``WorkloadSpec.brokers``). The fields of
     :data:`WORKLOAD_OPTIONS` (``acks`` 0/1/-1, ``min_insync_replicas``,
     ``unclean_leader_election``, ``partitions``, ``replication_factor``, ``idempotence``,
-    ``txn_delay_ms``)
+    ``txn_delay_ms``, ``transactions``)
     go to the workload's options when not None (:meth:`workload_options`).
     """
 
@@ -87,6 +87,7 @@ class RunConfig:
     unclean_leader_election: bool | None = None
     idempotence: bool | None = None
     txn_delay_ms: int | None = None
+    transactions: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready data (for ``test.json``)."""
