@@ -305,9 +305,7 @@ class QueueWorkload(ClientWorkload):
 
     def bootstrap_for(self, index: int) -> tuple[tuple[str, ...], str]:
         """``(bootstrap, first broker)``: the brokers' endpoints rotated by ``index``."""
-        b = tuple(self.topology.bootstrap)
-        k = index % len(b)
-        b = b[k:] + b[:k]
+        b = rotated(self.topology.bootstrap, index)
         return b, b[0]
 
     def make_client(self, bootstrap: tuple[str, ...]) -> QueueClient:
@@ -342,6 +340,20 @@ class QueueWorkload(ClientWorkload):
                                timeout_s, retry_s)
         finally:
             await self.close_client(client)
+
+
+def rotated(endpoints, index: int) -> tuple[str, ...]:
+    """``endpoints`` (non-empty) rotated left by ``index``: worker ``index``'s own first."""
+    b = tuple(endpoints)
+    k = index % len(b)
+    return b[k:] + b[:k]
+
+
+def rotated(endpoints, index: int) -> tuple[str, ...]:
+    """``endpoints`` (non-empty) rotated left by ``index``: worker ``index``'s own first."""
+    b = tuple(endpoints)
+    k = index % len(b)
+    return b[k:] + b[:k]
 
 
 async def close_client(client: QueueClient) -> None:

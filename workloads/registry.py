@@ -114,8 +114,12 @@ async def queue_final_phase(wl: QueueWorkload, quorum: Quorum) -> None:
     workload's), so the quorum checkers judge the metadata log on every target."""
     await healed_leader(quorum)
     await drain(wl)
-    # the metadata log too, where the target can read it from the controllers' data dirs
-    # (Kafka's): the quorum checkers' final reads, as the metadata workload records them
+    await controllers_final_reads(wl, quorum)
+
+
+async def controllers_final_reads(wl: ClientWorkload, quorum: Quorum) -> None:
+    """The metadata log too, where the target can read it from the controllers' data dirs
+    (Kafka's): the quorum checkers' final reads, as the metadata workload records them."""
     leader, body = await settled_leader(quorum, CATCH_UP_TIMEOUT_S)
     logs = await quorum.read_logs()
     if any(entries is not None for entries in logs.values()):
@@ -128,10 +132,7 @@ async def txn_final_phase(wl: TxnWorkload, quorum: Quorum) -> None:
     workload's, the controllers' metadata logs as final reads."""
     await healed_leader(quorum)
     await final_polls(wl)
-    leader, body = await settled_leader(quorum, CATCH_UP_TIMEOUT_S)
-    logs = await quorum.read_logs()
-    if any(entries is not None for entries in logs.values()):
-        await metadata_final_reads(wl, leader, body, logs)
+    await controllers_final_reads(wl, quorum)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,7 +31,7 @@ from generator import Context, Generator
 
 from .base import ClientOptions, ClientWorkload
 from .counters import Sequence
-from .queue import QueueOptions, close_client, create_topic
+from .queue import QueueOptions, close_client, create_topic, rotated
 from .txn_worker import TxnWorker, key_name
 
 log = logging.getLogger(__name__)
@@ -196,9 +196,7 @@ class TxnWorkload(ClientWorkload):
 
     def bootstrap_for(self, index: int) -> tuple[str, ...]:
         """The brokers' endpoints rotated by ``index`` (its own first)."""
-        b = tuple(self.topology.bootstrap)
-        k = index % len(b)
-        return b[k:] + b[:k]
+        return rotated(self.topology.bootstrap, index)
 
     def group_id(self) -> str:
         """The consumers' group (one for the run, as Jepsen's)."""
