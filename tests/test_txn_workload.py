@@ -279,3 +279,22 @@ def test_a_run_without_transactions_is_valid(tmp_path):
     assert not any(o["f"] == "txn" for o in ops)
     assert all(len(o["value"]) == 1 for o in ops if o["f"] in ("send", "poll"))
     assert kafka_txn_result(ops)["valid"] is True
+
+
+def test_an_op_during_which_the_group_moved_keys_carries_jepsens_rebalance_log(tmp_path):
+    kafka = FakeKafka()
+    kafka.log(("t1", 0)).append([0, 9, "committed"])
+    wl = make_wl(tmp_path, kafka)
+    worker = wl.workers()[0]
+
+    async def main():
+        await wl.setup()
+        await worker.invoke({"f": "subscribe", "value": ["t1-0"]}, 0)
+        await worker.invoke({"f": "poll", "value": [["poll"]]}, 0)
+        await worker.invoke({"f": "poll", "value": [["poll"]]}, 0)
+    asyncio.run(main())
+    wl.history.close()
+    polls = [o for o in read_history(wl.history.path) if o["f"] == "poll" and o["type"] == "ok"]
+    assert polls[0]["rebalance_log"] == [{"keys": ["t1-0", "t1-1"]}]
+    assert polls[0]["value"] == [["poll", {"t1-0": [[0, 9]]}]]
+    assert "rebalance_log" not in polls[1]

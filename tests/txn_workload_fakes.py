@@ -83,12 +83,18 @@ class FakeSession:
         self.pos = {k: 0 if from_beginning else g.get(k, 0) for k in self.keys}
 
     async def subscribe(self, keys) -> None:
+        """The group assigns the topics' partitions at the next poll (a rebalance)."""
         self.kafka.maybe_raise("subscribe")
         topics = {t for t, _p in keys}
-        await self.assign([k for k in self.kafka.logs if k[0] in topics] or list(keys))
+        self.keys, self.pos = [], {}
+        self.pending = [k for k in self.kafka.logs if k[0] in topics] or list(keys)
 
     def mark(self) -> None:
         self.marked = dict(self.pos)
+
+    def rebalanced(self) -> list:
+        moved, self.moved = getattr(self, "moved", []), []
+        return moved
 
     async def seek_back(self) -> None:
         self.seeks += 1
@@ -105,6 +111,10 @@ class FakeSession:
 
     async def poll(self) -> dict:
         self.kafka.maybe_raise("poll")
+        if getattr(self, "pending", None):          # the rebalance: from the group's offsets
+            g = self._group()
+            self.keys, self.pos = self.pending, {k: g.get(k, 0) for k in self.pending}
+            self.moved, self.pending = list(self.pending), None
         out = {}
         for k in self.keys:
             log = self.kafka.log(k)

@@ -20,7 +20,9 @@ aborted; indefinite: in doubt). Without transactions: ``fail`` only for a defini
 before any send was acknowledged. After ``fail`` the consumer seeks back to where the op
 began; after ``info`` (and any fatal error) the session is closed. A completion's value is
 the micro-ops done (``["send", k, [offset, v]]``, ``["poll", {k: [[offset, v], ...]}]``),
-followed on ``fail``/``info`` by those not reached as invoked.
+followed on ``fail``/``info`` by those not reached as invoked; when the consumer's group
+assigned or revoked keys during the op (a subscription's rebalance), it carries
+``rebalance_log``, Jepsen's ``:rebalance-log``.
 """
 from __future__ import annotations
 
@@ -73,6 +75,20 @@ def failed_outcome(err: BaseException, *, transactional: bool, aborted: bool | N
     if sent:
         return "info"
     return "fail" if isinstance(err, outcomes.DefiniteError) else "info"
+
+
+def rebalanced(session) -> list[str]:
+    """The keys the session's consumer group moved since the last call (``TxnSession.
+    rebalanced``), as the history names them; [] without a session."""
+    take = getattr(session, "rebalanced", None)
+    return [key_name(k) for k in take()] if take is not None else []
+
+
+def rebalance_log(keys: list[str]) -> dict:
+    """The completion's extra field for keys the group moved during the op: Jepsen's
+    ``:rebalance-log`` (``{"rebalance_log": [{"keys": [...]}]}``; the checker exempts them
+    from its internal poll checks), or nothing."""
+    return {"rebalance_log": [{"keys": keys}]} if keys else {}
 
 
 def error_code(err: BaseException) -> str:
@@ -173,6 +189,7 @@ class TxnWorker(ClientWorker):
         try:
             session = await self._session(process)
             session.mark()
+            rebalanced(session)                  # before the op: not its own
             if txn:
                 await session.begin()
                 in_txn = True
@@ -196,6 +213,7 @@ class TxnWorker(ClientWorker):
             await self.close()
             raise
         except Exception as e:      # the session's errors, or a client bug (info)
+            moved = rebalanced(session)
             aborted = await self._abort(session, e) if in_txn else None
             if isinstance(e, outcomes.ClientError) or aborted is not None:
                 t = failed_outcome(e, transactional=txn, aborted=aborted,
@@ -203,14 +221,15 @@ class TxnWorker(ClientWorker):
             else:
                 log.exception("unexpected error from %s", f)
                 t = "info"
-            out = Outcome(t, error=e, op=hist.complete(inv, t, done + mops[len(done):], error=error_code(e)))
+            out = Outcome(t, error=e, op=hist.complete(inv, t, done + mops[len(done):], error=error_code(e),
+                                                       **rebalance_log(moved)))
             wl.tally.add(f, t)
             await self._after(out)
             return out
         for m in done:
             if m[0] == "send":
                 wl.acknowledged(m[1], m[2][0])
-        out = Outcome("ok", result=done, op=hist.complete(inv, "ok", done))
+        out = Outcome("ok", result=done, op=hist.complete(inv, "ok", done, **rebalance_log(rebalanced(session))))
         wl.tally.add(f, "ok")
         return out
 
