@@ -298,3 +298,16 @@ def test_an_op_during_which_the_group_moved_keys_carries_jepsens_rebalance_log(t
     assert polls[0]["rebalance_log"] == [{"keys": ["t1-0", "t1-1"]}]
     assert polls[0]["value"] == [["poll", {"t1-0": [[0, 9]]}]]
     assert "rebalance_log" not in polls[1]
+
+
+def test_consecutive_sends_of_a_transaction_go_out_together_in_order(tmp_path):
+    kafka = FakeKafka({"send": [None, None, indefinite("NOT_LEADER_OR_FOLLOWER", abortable=True)]})
+    op = {"f": "send", "value": [["send", "t0-0", 1], ["send", "t0-0", 2], ["send", "t0-0", 3]]}
+    out, ops, _w = one_op(tmp_path, kafka, op)
+    assert [r[1] for r in kafka.log(("t0", 0))] == [1, 2]          # in order; the third refused
+    assert out.type == "fail" and ops[1]["error"] == "NOT_LEADER_OR_FOLLOWER"
+    assert ops[1]["value"] == [["send", "t0-0", [0, 1]], ["send", "t0-0", [1, 2]], ["send", "t0-0", 3]]
+    kafka = FakeKafka()
+    out, ops, _w = one_op(tmp_path, kafka, {"f": "txn", "value": [["send", "t0-0", 1], ["send", "t0-1", 2],
+                                                                     ["poll"], ["send", "t0-0", 3]]})
+    assert out.type == "ok" and [m[2][0] for m in ops[1]["value"] if m[0] == "send"] == [0, 0, 1]

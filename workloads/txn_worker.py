@@ -7,7 +7,8 @@ a fresh session). Each thread has its own ``transactional.id`` (a new session fe
 one, aborting its open transaction at once) and its own consumer group.
 
 **A data op** (``send``/``poll``/``txn``, value: micro-ops) with transactions: ``mark``,
-``begin``, the micro-ops in order (``txn_delay_ms`` apart), then either ``abort`` (an op
+``begin``, the micro-ops in order (``txn_delay_ms`` apart; without a delay, consecutive
+sends are handed to the producer together and then awaited), then either ``abort`` (an op
 generated with ``"abort": true``: ``fail``, error ``aborted-on-purpose``) or
 ``send_offsets`` (what it polled, with the consumer's group metadata) and ``commit``. Without
 transactions: the micro-ops, then the polled offsets committed to the group (a failed
@@ -193,10 +194,13 @@ class TxnWorker(ClientWorker):
             if txn:
                 await session.begin()
                 in_txn = True
-            for i, mop in enumerate(mops):
-                if i and delay:
-                    await asyncio.sleep(delay)
-                done.append(await self._mop(session, mop))
+            if txn and not delay:
+                await self._pipelined(session, mops, done)
+            else:
+                for i, mop in enumerate(mops):
+                    if i and delay:
+                        await asyncio.sleep(delay)
+                    done.append(await self._mop(session, mop))
             if txn and op.get("abort"):
                 in_txn = False
                 await session.abort()
@@ -232,6 +236,27 @@ class TxnWorker(ClientWorker):
         out = Outcome("ok", result=done, op=hist.complete(inv, "ok", done, **rebalance_log(rebalanced(session))))
         wl.tally.add(f, "ok")
         return out
+
+    async def _pipelined(self, session: TxnSession, mops: list, done: list) -> None:
+        """The micro-ops in order into ``done``, consecutive sends handed to the producer
+        together (in order: one partition's records keep their order under idempotence) and
+        then awaited, as a transaction's sends need not wait for each other; raises the first
+        error, the micro-ops before it done."""
+        i = 0
+        while i < len(mops):
+            j = i
+            while j < len(mops) and mops[j][0] == "send":
+                j += 1
+            if j - i < 2:
+                done.append(await self._mop(session, mops[i]))
+                i += 1
+                continue
+            results = await asyncio.gather(*(self._mop(session, m) for m in mops[i:j]), return_exceptions=True)
+            for r in results:
+                if isinstance(r, BaseException):
+                    raise r
+                done.append(r)
+            i = j
 
     async def _abort(self, session: TxnSession | None, err: BaseException) -> bool:
         """Abort the open transaction after ``err``; True when the abort returned."""
