@@ -311,3 +311,24 @@ def test_consecutive_sends_of_a_transaction_go_out_together_in_order(tmp_path):
     out, ops, _w = one_op(tmp_path, kafka, {"f": "txn", "value": [["send", "t0-0", 1], ["send", "t0-1", 2],
                                                                      ["poll"], ["send", "t0-0", 3]]})
     assert out.type == "ok" and [m[2][0] for m in ops[1]["value"] if m[0] == "send"] == [0, 0, 1]
+
+
+def test_a_client_that_crashes_mid_op_is_info_and_replaced(tmp_path):
+    crashed = indefinite("client-crashed", fatal=True, abortable=True)
+    kafka = FakeKafka({"send": [crashed]})
+    wl = make_wl(tmp_path, kafka)
+    worker = wl.workers()[0]
+
+    async def main():
+        await wl.setup()
+        first = await worker.invoke({"f": "send", "value": [["send", "t0-0", 1]]}, 0)
+        second = await worker.invoke({"f": "send", "value": [["send", "t0-0", 2]]}, 1)
+        return first, second
+    first, second = asyncio.run(main())
+    wl.history.close()
+    ops = read_history(wl.history.path)
+    assert (first.type, second.type) == ("info", "ok")
+    assert "abort" not in kafka.calls                      # a fatal session is not asked to abort
+    assert kafka.sessions[0].closed and len(kafka.sessions) == 2
+    assert [(o["process"], o["type"], o.get("error")) for o in ops if o["f"] == "send"] == \
+        [(0, "invoke", None), (0, "info", "client-crashed"), (1, "invoke", None), (1, "ok", None)]
