@@ -131,11 +131,15 @@ class TxnWorker(ClientWorker):
             self.process = process
         if self.session is None:
             session = self.session = self.wl.factory.session(self.session_config())
-            info = await session.open()
-            self.wl.sessions_opened += 1
-            self.wl.transaction_versions.add(info.get("transaction_version"))
-            keys = [key_of(k) for k in self.keys]
-            await (session.subscribe(keys) if self.subscribed else session.assign(keys))
+            try:
+                info = await session.open()
+                self.wl.sessions_opened += 1
+                self.wl.transaction_versions.add(info.get("transaction_version"))
+                keys = [key_of(k) for k in self.keys]
+                await (session.subscribe(keys) if self.subscribed else session.assign(keys))
+            except BaseException:       # half made: the next op opens a fresh one
+                await self.close()
+                raise
         return self.session
 
     async def close(self) -> None:
