@@ -82,9 +82,16 @@ class RdkafkaDriver:
                 "topic.metadata.refresh.interval.ms": 1000, "metadata.max.age.ms": 3000}
 
     def _serve_reports(self) -> None:
+        """Serve the producer's delivery reports until the session closes. ``poll`` raises a
+        fatal error (e.g. INVALID_TXN_STATE after a failed EndTxn) once, and the session's
+        next call raises it too: the thread notes it and serves on."""
         producer = self.producer
         while not self._closed.is_set():
-            producer.poll(0.05)
+            try:
+                producer.poll(0.05)
+            except Exception as e:      # noqa: BLE001 - confluent_kafka.KafkaException
+                log.debug("producer poll: %r", e)
+                self._closed.wait(0.05)
 
     async def _blocking(self, fn: Callable, *args) -> Any:
         try:
