@@ -86,6 +86,16 @@ def write_test_json(run_dir: Path, config: dict, seed: int, command: str,
     return path
 
 
+def add_to_test_json(run_dir: Path, **fields: Any) -> Path:
+    """Add ``fields`` to the run's ``test.json`` (e.g. ``client``: what a workload's client
+    was, known once it ran). Raises OSError, ValueError when there is none to read."""
+    path = Path(run_dir) / TEST_JSON
+    doc = json.loads(path.read_text())
+    doc.update(fields)
+    write_json(path, doc)
+    return path
+
+
 def update_latest(root: Path | str, run_dir: Path) -> Path:
     """Point ``root/latest`` at ``run_dir`` (relative link, atomic replace). Returns the link."""
     root = Path(root)

@@ -121,6 +121,14 @@ class DB(abc.ABC):
         contract), or None when the target has no data plane (the default)."""
         return None
 
+    def txn_client_factory(self):
+        """The ``txn`` workload's transactional client: a ``targets.txn_client.TxnClientFactory``
+        (its sessions: one producer and consumer each), made when called; raises
+        ``ValueError`` when it cannot be made. A target without transactions has none: the
+        workload's spec keeps it off such targets (workloads/registry.py); this default
+        raises ``NotImplementedError``."""
+        raise NotImplementedError(f"{type(self).__name__} has no transactional client")
+
     @abc.abstractmethod
     def quorum_client_factory(self) -> QuorumClientFactory:
         """How to make a :class:`QuorumClient`: ``factory(host, port, cluster_id, timeout_ms)``,

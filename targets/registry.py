@@ -133,7 +133,8 @@ TARGETS: dict[str, TargetSpec] = {t.name: t for t in (
                "metadata", KAFKA_DISK, kafka_target.host_software, KAFKA_NODE_DATA, settings=KafkaSettings,
                # a run's own comes from its release (prepare): 1 from 3.9, else 0
                default_kraft_version=1, repeat_flags=kafka_target.repeat_flags,
-               own_fields=("kafka_version", "kafka_dist", "kafka_topology", "kafka_props"),
+               own_fields=("kafka_version", "kafka_dist", "kafka_topology", "kafka_props", "client",
+                           "transaction_version"),
                prepare=kafka_target.prepare, versioned=True),
 )}
 #: the target a run gets when ``--db`` is not given

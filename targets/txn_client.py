@@ -201,6 +201,11 @@ class TxnSession(Protocol):
         """Replace the consumer's keys by the topics of ``keys`` (the group assigns their
         partitions)."""
 
+    def rebalanced(self) -> list[Key]:
+        """The keys the consumer's group assigned or revoked since the last call (their
+        positions may have moved to the group's committed offsets: Jepsen's rebalance log);
+        [] when the client cannot tell."""
+
     def mark(self) -> None:
         """Note where an op begins (for :meth:`seek_back`)."""
 

@@ -202,7 +202,7 @@ def test_options_are_checked_against_the_registries_and_repeat():
             bad.check()
     k = HuntOptions(seed=1, db="kafka", kafka_version="3.9.2")
     k.check()
-    assert k.workloads == ("metadata", "queue") and k.overrides() == {"kafka_version": "3.9.2"}
+    assert k.workloads == ("metadata", "queue", "txn") and k.overrides() == {"kafka_version": "3.9.2"}
 
 
 def test_the_simulation_rounds_grow_and_add_up_to_the_seeds_of_a_configuration():

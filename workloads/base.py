@@ -107,6 +107,15 @@ class ClientWorkload:
         first leader and before the first op); nothing by default. Raises
         :class:`WorkloadSetupError` when the cluster cannot be prepared."""
 
+    def describe(self) -> dict | None:
+        """What ``test.json`` records of the workload's client once the run's ops are done
+        (``"client"``: e.g. the library and its version), or None (the default)."""
+        return None
+
+    async def close(self) -> None:
+        """Release what the workload's clients share (the runner awaits it once at the end of
+        a run, whatever happened); nothing by default. Never raises."""
+
     def generator(self) -> Generator:
         """The client ops, endless, unpaced (:meth:`client_generator` paces them)."""
         raise NotImplementedError

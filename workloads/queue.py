@@ -305,9 +305,7 @@ class QueueWorkload(ClientWorkload):
 
     def bootstrap_for(self, index: int) -> tuple[tuple[str, ...], str]:
         """``(bootstrap, first broker)``: the brokers' endpoints rotated by ``index``."""
-        b = tuple(self.topology.bootstrap)
-        k = index % len(b)
-        b = b[k:] + b[:k]
+        b = rotated(self.topology.bootstrap, index)
         return b, b[0]
 
     def make_client(self, bootstrap: tuple[str, ...]) -> QueueClient:
@@ -316,13 +314,8 @@ class QueueWorkload(ClientWorkload):
 
     @staticmethod
     async def close_client(client: QueueClient) -> None:
-        """Close ``client``, abandoning it after :data:`CLOSE_TIMEOUT_S`; errors are ignored."""
-        try:
-            await asyncio.wait_for(client.close(), CLOSE_TIMEOUT_S)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as e:
-            log.debug("closing a queue client: %r", e)
+        """Close ``client`` (:func:`close_client`)."""
+        await close_client(client)
 
     def committed_position(self, partition: int) -> int:
         """Where a new process starts polling ``partition``."""
@@ -339,42 +332,73 @@ class QueueWorkload(ClientWorkload):
         self._committed[partition] = min(self._committed[partition], position)
 
     async def setup(self, timeout_s: float = SETUP_TIMEOUT_S, retry_s: float = SETUP_RETRY_S) -> None:
-        """Create the topic, then wait until every partition answers its high watermark
-        (has a leader), retrying for ``timeout_s`` (s) in all. ``TOPIC_ALREADY_EXISTS``
-        after an attempt whose outcome was unknown counts as created. Raises
-        :class:`workloads.base.WorkloadSetupError` after ``timeout_s``, or at once when the
-        topic is refused (any other definite error) or existed before."""
+        """Create the topic and wait for its partitions' leaders (:func:`create_topic`)."""
         o = self.options
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
         client = self.make_client(self.bootstrap_for(0)[0])
         try:
-            maybe, last = False, None
-            while True:
-                try:
-                    await client.create_topic(o.topic, o.partitions, o.replication_factor, o.topic_configs())
-                    break
-                except outcomes.DefiniteError as e:
-                    if e.code == TOPIC_ALREADY_EXISTS and maybe:
-                        break
-                    raise WorkloadSetupError(f"creating topic {o.topic!r}: {e}") from None
-                except Exception as e:
-                    maybe, last = True, e
-                if loop.time() + retry_s >= deadline:
-                    raise WorkloadSetupError(f"topic {o.topic!r} not created within {timeout_s:g} s: {last}")
-                await asyncio.sleep(retry_s)
-            log.info("created topic %s: %d partitions, replication factor %d, %s", o.topic, o.partitions,
-                     o.replication_factor, o.topic_configs())
-            for p in range(o.partitions):
-                while True:
-                    try:
-                        await client.end_offset(o.topic, p)
-                        break
-                    except Exception as e:
-                        last = e
-                    if loop.time() + retry_s >= deadline:
-                        raise WorkloadSetupError(f"partition {p} of {o.topic!r} has no leader "
-                                                 f"within {timeout_s:g} s: {last}")
-                    await asyncio.sleep(retry_s)
+            await create_topic(client, o.topic, o.partitions, o.replication_factor, o.topic_configs(),
+                               timeout_s, retry_s)
         finally:
             await self.close_client(client)
+
+
+def rotated(endpoints, index: int) -> tuple[str, ...]:
+    """``endpoints`` (non-empty) rotated left by ``index``: worker ``index``'s own first."""
+    b = tuple(endpoints)
+    k = index % len(b)
+    return b[k:] + b[:k]
+
+
+def rotated(endpoints, index: int) -> tuple[str, ...]:
+    """``endpoints`` (non-empty) rotated left by ``index``: worker ``index``'s own first."""
+    b = tuple(endpoints)
+    k = index % len(b)
+    return b[k:] + b[:k]
+
+
+async def close_client(client: QueueClient) -> None:
+    """Close ``client``, abandoning it after :data:`CLOSE_TIMEOUT_S`; errors are ignored."""
+    try:
+        await asyncio.wait_for(client.close(), CLOSE_TIMEOUT_S)
+    except asyncio.CancelledError:
+        raise
+    except BaseException as e:
+        log.debug("closing a queue client: %r", e)
+
+
+async def create_topic(client: QueueClient, topic: str, partitions: int, replication_factor: int,
+                       configs: dict, timeout_s: float = SETUP_TIMEOUT_S, retry_s: float = SETUP_RETRY_S) -> None:
+    """Create ``topic`` through ``client``, then wait until every partition answers its high
+    watermark (has a leader), retrying for ``timeout_s`` (s) in all. ``TOPIC_ALREADY_EXISTS``
+    after an attempt whose outcome was unknown counts as created. Raises
+    :class:`workloads.base.WorkloadSetupError` after ``timeout_s``, or at once when the
+    topic is refused (any other definite error) or existed before."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    maybe, last = False, None
+    while True:
+        try:
+            await client.create_topic(topic, partitions, replication_factor, configs)
+            break
+        except outcomes.DefiniteError as e:
+            if e.code == TOPIC_ALREADY_EXISTS and maybe:
+                break
+            raise WorkloadSetupError(f"creating topic {topic!r}: {e}") from None
+        except Exception as e:
+            maybe, last = True, e
+        if loop.time() + retry_s >= deadline:
+            raise WorkloadSetupError(f"topic {topic!r} not created within {timeout_s:g} s: {last}")
+        await asyncio.sleep(retry_s)
+    log.info("created topic %s: %d partitions, replication factor %d, %s", topic, partitions,
+             replication_factor, configs)
+    for p in range(partitions):
+        while True:
+            try:
+                await client.end_offset(topic, p)
+                break
+            except Exception as e:
+                last = e
+            if loop.time() + retry_s >= deadline:
+                raise WorkloadSetupError(f"partition {p} of {topic!r} has no leader "
+                                         f"within {timeout_s:g} s: {last}")
+            await asyncio.sleep(retry_s)

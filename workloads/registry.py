@@ -19,6 +19,8 @@ from .kv import KvWorkload
 from .metadata import MetadataWorkload, metadata_final_reads, voters_caught_up
 from .queue import QueueWorkload
 from .queue_drain import drain
+from .txn import TxnWorkload
+from .txn_final import final_polls
 
 log = logging.getLogger("kraft_chaos.workloads")
 
@@ -112,12 +114,24 @@ async def queue_final_phase(wl: QueueWorkload, quorum: Quorum) -> None:
     workload's), so the quorum checkers judge the metadata log on every target."""
     await healed_leader(quorum)
     await drain(wl)
-    # the metadata log too, where the target can read it from the controllers' data dirs
-    # (Kafka's): the quorum checkers' final reads, as the metadata workload records them
+    await controllers_final_reads(wl, quorum)
+
+
+async def controllers_final_reads(wl: ClientWorkload, quorum: Quorum) -> None:
+    """The metadata log too, where the target can read it from the controllers' data dirs
+    (Kafka's): the quorum checkers' final reads, as the metadata workload records them."""
     leader, body = await settled_leader(quorum, CATCH_UP_TIMEOUT_S)
     logs = await quorum.read_logs()
     if any(entries is not None for entries in logs.values()):
         await metadata_final_reads(wl, leader, body, logs)
+
+
+async def txn_final_phase(wl: TxnWorkload, quorum: Quorum) -> None:
+    """The txn workload's end: a quorum leader, then every key read from its beginning until
+    every acknowledged offset was read (workloads/txn_final.py). Its verdict is Jepsen's
+    checker's alone (the metadata workload judges the quorum)."""
+    await healed_leader(quorum)
+    await final_polls(wl)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,7 +143,7 @@ class WorkloadSpec:
     sent, its ``options_class`` the knobs). ``final``: the coroutine run
     after every fault is healed, ``final(workload, quorum)``, or None.
     ``checkers``: checker names (checkers/registry.py). ``dbs``: the targets
-    (``--db``) it can run on.
+    (``--db``) it can run on; ``dbs_why``: why not on the others (the error's words).
     """
 
     name: str
@@ -147,6 +161,10 @@ class WorkloadSpec:
     #: True when its final phase records the committed quorum log as final reads: the
     #: membership checker judges voter changes by it (without, a run with them is unknown)
     final_log: bool = False
+    dbs_why: str = ""
+    #: the target settings that only its client reads (``client``, ``transaction_version``:
+    #: harness/config/options.py ``CLIENT_FIELDS``); given to another workload, they are refused
+    client_fields: tuple[str, ...] = ()
 
 
 WORKLOAD_SPECS: dict[str, WorkloadSpec] = {
@@ -175,25 +193,22 @@ WORKLOAD_SPECS: dict[str, WorkloadSpec] = {
         final=queue_final_phase, dbs=("kraft", "kafka"), brokers=3,
         # the data plane's bugs live in the brokers: faults reach them and the controllers
         nemesis_targets="all"),
-}
-
-
-#: workloads whose stored runs ``check`` judges though no WorkloadSpec runs them yet (their
-#: generator and client come with their spec, which then takes over): name -> checker names
-CHECKED_ONLY: dict[str, tuple[str, ...]] = {
-    # Jepsen's Kafka workload with transactions (send / poll / txn micro-ops)
-    "txn": ("kafka-txn",),
+    "txn": WorkloadSpec(
+        "txn", "Jepsen's Kafka workload: sends and polls of topic-partitions in Kafka transactions "
+        "(--client librdkafka|java), crashes, a final read of every key; Jepsen's anomaly names",
+        TxnWorkload,
+        ("kafka-txn",),
+        final=txn_final_phase, dbs=("kafka",), nemesis_targets="all",
+        dbs_why="it needs Kafka's transactions, idempotent producers and consumer groups, which "
+                "our brokers do not have",
+        client_fields=("client", "transaction_version")),
 }
 
 
 def workload_checkers(name: str) -> tuple[str, ...]:
-    """The checker names of workload ``name``: its spec's, or :data:`CHECKED_ONLY`'s. Raises
-    ValueError naming the choices for an unknown one."""
-    if name in WORKLOAD_SPECS:
-        return WORKLOAD_SPECS[name].checkers
-    if name in CHECKED_ONLY:
-        return CHECKED_ONLY[name]
-    raise ValueError(f"unknown workload {name!r}: choose from {', '.join([*WORKLOAD_SPECS, *CHECKED_ONLY])}")
+    """The checker names of workload ``name`` (its spec's). Raises ValueError naming the
+    choices for an unknown one."""
+    return workload_spec(name).checkers
 
 
 def workload_spec(name: str) -> WorkloadSpec:

@@ -19,7 +19,10 @@ class Topology:
     own clients connect to (Kafka's brokers; our quorum's clients use
     ``addresses``). ``queue_client_factory``: how the queue workload makes
     its producer/consumer, ``(bootstrap, options) -> QueueClient``
-    (workloads/queue.py), or None when the target has none. Raises ``ValueError`` when a node lacks an
+    (workloads/queue.py), or None when the target has none. ``txn_clients``: how the
+    ``txn`` workload gets its transactional client, ``() -> TxnClientFactory``
+    (targets/txn_client.py; the target's ``DB.txn_client_factory``, called only when the
+    workload needs it), or None. Raises ``ValueError`` when a node lacks an
     address or an id, or two nodes share an id.
     """
 
@@ -29,6 +32,7 @@ class Topology:
     quorum_factory: Callable[[str, int, str, int], Any] | None = None
     bootstrap: tuple[str, ...] = ()
     queue_client_factory: Callable[[tuple[str, ...], Any], Any] | None = None
+    txn_clients: Callable[[], Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -45,13 +49,14 @@ class Topology:
     def from_db(cls, db, nodes=None) -> "Topology":
         """Build from a ``targets.base.DB``: its quorum nodes (or ``nodes``), their
         ``address``/``node_id``, its ``quorum_client_factory()`` and the endpoints of
-        its client nodes, and its ``queue_client_factory()`` if it has one."""
+        its client nodes, its ``queue_client_factory()`` if it has one, and its
+        ``txn_client_factory`` (not called)."""
         nodes = tuple(db.quorum_nodes() if nodes is None else nodes)
         queue = getattr(db, "queue_client_factory", None)
         return cls(nodes, {n: tuple(db.address(n)) for n in nodes},
                    {n: int(db.node_id(n)) for n in nodes}, db.quorum_client_factory(),
                    tuple(db.client_endpoint(n) for n in db.client_nodes()),
-                   queue() if callable(queue) else None)
+                   queue() if callable(queue) else None, getattr(db, "txn_client_factory", None))
 
     def node_for_id(self, node_id: int | None) -> str | None:
         """The node name whose KRaft id is ``node_id``; None when unknown or None."""

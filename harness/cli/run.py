@@ -21,6 +21,7 @@ from harness.run import runner
 from nemesis.schedule import MODES
 from targets.errors import TargetError
 from targets.kraft_db import DBError
+from targets.kafka.txn_clients import CLIENTS as TXN_CLIENTS
 from targets.registry import DEFAULT_TARGET, target_spec
 
 
@@ -48,8 +49,9 @@ def add_parser(sub) -> None:
                         f"own timeline, again and again (Jepsen's alternation; default {D.mode})")
     r.add_argument("--workload", type=workload_name, default=None,
                    help="append (unique appends, log reads; the log-safety checkers), kv "
-                        "(read/write/cas on 5 keys; linearizability by key) or metadata (--db kafka: "
-                        "topic creations) (default: append on kraft, metadata on kafka)")
+                        "(read/write/cas on 5 keys; linearizability by key), metadata (--db kafka: "
+                        "topic creations), queue (sends and polls of one topic) or txn (--db kafka: "
+                        "Jepsen's Kafka workload in transactions) (default: append on kraft, metadata on kafka)")
     r.add_argument("--concurrency", type=positive_int("--concurrency"), default=D.concurrency,
                    help=f"client workers (default {D.concurrency})")
     r.add_argument("--rate", type=number("--rate"), default=D.rate, help=f"total ops/s (default {D.rate:g})")
@@ -78,6 +80,12 @@ def add_parser(sub) -> None:
     r.add_argument("--kafka-prop", type=kafka_prop, action="append", default=None, metavar="KEY=VALUE",
                    help="--db kafka: an extra server.properties entry of every Kafka node (repeatable), "
                         "e.g. metadata.log.max.snapshot.interval.ms=2000")
+    r.add_argument("--client", choices=sorted(TXN_CLIENTS), default=None,
+                   help="--db kafka, --workload txn: the transactional client, librdkafka "
+                        "(confluent-kafka, default) or java (the release's kafka-clients, built at set-up)")
+    r.add_argument("--transaction-version", type=int, default=None, metavar="N",
+                   help="--db kafka, --workload txn: the cluster's transaction.version feature at format "
+                        "(0, 1 or 2: KIP-890 part 2; from Kafka 4.0; default the release's)")
     r.add_argument("--kraft-version", type=int, choices=[0, 1], default=RunConfig.kraft_version,
                    help="0 static voters (controller.quorum.voters), 1 dynamic quorum (KIP-853: "
                         "VotersRecord, directory ids, --nemesis membership); default 1 on --db kafka, "
@@ -125,7 +133,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         fetch_max_records=args.fetch_max_records, segment_bytes=args.segment_bytes, db=args.db, kafka_version=args.kafka_version,
         kafka_dist=args.kafka_dist, kafka_topology=args.kafka_topology, kraft_version=args.kraft_version,
         kafka_props=dict(args.kafka_prop) if args.kafka_prop else None,
-        nemesis_targets=args.nemesis_targets, hosts=args.hosts, **config_kwargs(args))
+        nemesis_targets=args.nemesis_targets, hosts=args.hosts, client=args.client,
+        transaction_version=args.transaction_version, **config_kwargs(args))
     try:
         resolved = resolve(config)
     except (ValueError, TargetError) as e:

@@ -1,7 +1,7 @@
 """``kraft-chaos run``'s broker and workload-option flags: ``--brokers`` and the flags of
 :data:`harness.config.options.WORKLOAD_OPTIONS` (``--acks``, ``--min-insync-replicas``,
 ``--unclean-leader-election``, ``--partitions``, ``--replication-factor``,
-``--idempotence``), and the ``RunConfig`` keywords they give.
+``--idempotence``, ``--txn-delay``, ``--transactions``), and the ``RunConfig`` keywords they give.
 
 Every flag defaults to None (not given): the target's or the workload's own default then
 applies (harness/config/options.py hands the given ones to the workload).
@@ -57,6 +57,12 @@ def add_flags(r: argparse.ArgumentParser) -> None:
     g.add_argument("--idempotence", type=parse_bool("--idempotence"), nargs="?", const=True, default=None,
                    help="queue on --db kafka: the producer's enable.idempotence (alone: true; default "
                         "false, so retries show)")
+    g.add_argument("--txn-delay", dest="txn_delay_ms", type=positive_int("--txn-delay", 0), default=None,
+                   metavar="MS", help="txn: ms to sleep between the micro-ops of a transaction, to widen "
+                                      "its windows (default 0)")
+    g.add_argument("--transactions", type=parse_bool("--transactions"), nargs="?", const=True, default=None,
+                   help="txn: run every op in a Kafka transaction (default true); false: Jepsen's queue "
+                        "workload without transactions (one micro-op an op, offsets committed to the group)")
 
 
 def config_kwargs(args: argparse.Namespace) -> dict[str, Any]:

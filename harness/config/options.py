@@ -17,7 +17,23 @@ from typing import Any
 #: workload's default
 WORKLOAD_OPTIONS = {"partitions": "--partitions", "replication_factor": "--replication-factor",
                     "acks": "--acks", "min_insync_replicas": "--min-insync-replicas",
-                    "unclean_leader_election": "--unclean-leader-election", "idempotence": "--idempotence"}
+                    "unclean_leader_election": "--unclean-leader-election", "idempotence": "--idempotence",
+                    "txn_delay_ms": "--txn-delay", "transactions": "--transactions"}
+
+#: RunConfig fields that are target settings read by one workload's client alone (the
+#: ``txn`` workload's, ``WorkloadSpec.client_fields``), each with its flag
+CLIENT_FIELDS = {"client": "--client", "transaction_version": "--transaction-version"}
+
+
+def check_client_fields(config, workload_spec) -> None:
+    """Raise ``ValueError`` naming each :data:`CLIENT_FIELDS` flag given (not None) to a
+    workload whose spec does not read it (``workload_spec.client_fields``)."""
+    foreign = [flag for name, flag in CLIENT_FIELDS.items()
+               if getattr(config, name, None) is not None and name not in workload_spec.client_fields]
+    if foreign:
+        users = "the txn workload"
+        raise ValueError(f"{', '.join(foreign)} appl{'ies' if len(foreign) == 1 else 'y'} to {users}, "
+                         f"not to the {config.workload} workload")
 
 
 def workload_options(config, options_class: type, workload: str) -> Any:

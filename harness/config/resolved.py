@@ -147,11 +147,13 @@ def resolve(config: RunConfig) -> ResolvedConfig:
     workload = workload_spec(config.workload)          # ValueError naming the choices
     target = target_spec(config.db)
     families = fault_families(config.nemesis, config.scenario)
+    if config.db not in workload.dbs:
+        why = f" ({workload.dbs_why})" if workload.dbs_why else ""
+        raise ValueError(f"workload {config.workload!r} does not run on --db {config.db}{why}: "
+                         f"it supports {', '.join(workload.dbs)}")
+    options.check_client_fields(config, workload)     # --client without the txn workload
     given = config.target_settings()
     settings = target.prepare(given, families)          # the target's own checks and defaults
-    if config.db not in workload.dbs:
-        raise ValueError(f"workload {config.workload!r} does not run on --db {config.db}: "
-                         f"it supports {', '.join(workload.dbs)}")
     brokers = options.resolve_brokers(config, workload, target)                   # --brokers
     nemesis_targets = options.resolve_nemesis_targets(config, workload)           # --nemesis-targets
     workload_options = options.workload_options(config, workload.workload.options_class, config.workload)

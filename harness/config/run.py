@@ -35,14 +35,16 @@ class RunConfig:
     ``nodes`` combined nodes) shape the ``kafka`` target (``kafka_dist``: a Kafka
     distribution run in place of a Maven release, with its ``kafka_dist_digest``;
     ``kafka_props``: extra ``server.properties`` of every Kafka node, ``{key: value}``;
-    targets/kafka/target.py); ``kraft_version`` (0 static
+    ``client``: the ``txn`` workload's transactional client, ``transaction_version``: the
+    cluster's ``transaction.version`` feature; targets/kafka/target.py); ``kraft_version`` (0 static
     voters, 1 KIP-853; None: the target's default, 0 on kraft, on kafka 1 from 3.9, else 0) both. ``cluster``: the backend (docker, netns, ssh, or auto: docker when an engine answers); ``hosts``: the hosts file of ``ssh`` (clusters/ssh_hosts.py). ``nemesis_targets``: quorum, clients or all
     (``targets.base.DB.fault_nodes``; None: the workload's ``WorkloadSpec.nemesis_targets``,
     ``all`` for queue, given by the resolver). ``seed`` drives every random choice.
     ``brokers``: broker nodes (``--brokers``; None: the target's default, or on a target
     whose brokers are optional the workload's ``WorkloadSpec.brokers``). The fields of
     :data:`WORKLOAD_OPTIONS` (``acks`` 0/1/-1, ``min_insync_replicas``,
-    ``unclean_leader_election``, ``partitions``, ``replication_factor``, ``idempotence``)
+    ``unclean_leader_election``, ``partitions``, ``replication_factor``, ``idempotence``,
+    ``txn_delay_ms``, ``transactions``)
     go to the workload's options when not None (:meth:`workload_options`).
     """
 
@@ -60,6 +62,8 @@ class RunConfig:
     kafka_dist_digest: str | None = None  # its content digest (targets/kafka/dist.py), for test.json
     kafka_topology: str = "dedicated"
     kafka_props: dict[str, str] | None = None   # --kafka-prop: extra server.properties of every Kafka node
+    client: str | None = None            # --client: the txn workload's client on kafka (None: librdkafka)
+    transaction_version: int | None = None   # --transaction-version: kafka's transaction.version feature
     kraft_version: int | None = None     # None: the target's default (kraft 0; kafka 1 from 3.9, else 0)
     nemesis_targets: str | None = None   # None: the workload's (quorum; all for queue)
     keep_cluster: bool = False
@@ -82,6 +86,8 @@ class RunConfig:
     min_insync_replicas: int | None = None
     unclean_leader_election: bool | None = None
     idempotence: bool | None = None
+    txn_delay_ms: int | None = None
+    transactions: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready data (for ``test.json``)."""

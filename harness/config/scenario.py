@@ -55,7 +55,8 @@ CLIENT_PHASES = ("pause", "resume")
 #: RunConfig fields a scenario's [run] table may set
 RUN_FIELDS = ("seed", "workload", "nodes", "unsafe", "fetch_max_records", "rate", "concurrency", "subnet",
               "base_image", "store", "keep_cluster", "segment_bytes", "db", "kraft_version", "kafka_version", "kafka_topology",
-              "kafka_dist", "kafka_props", "brokers", "nemesis_targets", *WORKLOAD_OPTIONS)
+              "kafka_dist", "kafka_props", "client", "transaction_version", "brokers", "nemesis_targets",
+              *WORKLOAD_OPTIONS)
 ROLE = re.compile(r"S[0-9]+")
 
 #: the built-in scenarios shipped with the package (``kraft-chaos scenario list``)

@@ -33,8 +33,7 @@ def run_config(run_dir: Path) -> dict:
 
 
 def run_checker_names(run_dir: Path) -> tuple[str, ...]:
-    """The checker names of a stored run's workload (``config.workload``, "append" when absent),
-    also for a workload checked but not yet run here (``workloads.registry.CHECKED_ONLY``).
+    """The checker names of a stored run's workload (``config.workload``, "append" when absent).
     Raises ValueError for a workload this harness does not know."""
     try:
         return workload_checkers(run_config(run_dir).get("workload", "append"))

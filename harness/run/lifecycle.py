@@ -108,6 +108,11 @@ class RunLifecycle:
                 await fut
             except BaseException:
                 pass
+        if self.workload is not None:
+            try:
+                await self.workload.close()
+            except BaseException as e:
+                log.error("could not close the workload's clients: %r", e)
         if self.history is not None:
             self.history.close()
         if self.controller is not None and self.config.cluster.keep:

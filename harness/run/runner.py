@@ -298,6 +298,9 @@ class _Run(RunLifecycle):
         spec = self.config.workload.spec
         if spec.final is not None:
             await spec.final(self.workload, RunQuorum(self.db, nodes, self.cluster_id))
+        client = self.workload.describe()
+        if client is not None:      # the client library and its version (known once it ran)
+            store.add_to_test_json(self.run_dir, client=client)
         self.history.close()
         log.info("stopping nodes and collecting their data")
         await self._blocking(self.db.teardown)

@@ -102,7 +102,9 @@ class KafkaDB(KafkaRoles, KafkaQuorumTool, DB):
     default, 1 from 3.9, else 0.
     ``timeouts`` (ms), ``release_version`` (``--release-version`` of the
     format), ``extra_properties`` (added to every server.properties) and
-    ``heap`` (JVM heap flags for every node) are optional.
+    ``heap`` (JVM heap flags for every node) are optional; so are ``features`` (feature levels
+    at format, ``{"transaction.version": 2}``) and ``txn_client`` (the ``txn`` workload's
+    client, ``--client``; None: the default).
 
     Raises ``ValueError`` for bad arguments (including counts that do not add
     up to the cluster's nodes) and :class:`TargetError` for a bad or unsupported version,
@@ -114,7 +116,8 @@ class KafkaDB(KafkaRoles, KafkaQuorumTool, DB):
                  kraft_version: int | None = None, timeouts: sc.Timeouts = sc.Timeouts(),
                  release_version: str | None = None, extra_properties: Mapping[str, object] | None = None,
                  heap: Sequence[str] | None = None, paths: KafkaPaths = KafkaPaths(),
-                 stop_timeout_s: float = 10.0, startup_check_s: float = 3.0, newer: bool = False):
+                 stop_timeout_s: float = 10.0, startup_check_s: float = 3.0, newer: bool = False,
+                 features: Mapping[str, int] | None = None, txn_client: str | None = None):
         self.release = release(version, newer=newer)
         if kraft_version is None:
             kraft_version = self.release.default_kraft_version
@@ -156,6 +159,8 @@ class KafkaDB(KafkaRoles, KafkaQuorumTool, DB):
         self.paths = paths
         self.stop_timeout_s = stop_timeout_s
         self.startup_check_s = startup_check_s
+        self.features = dict(features or {})
+        self.txn_client = txn_client
 
     @classmethod
     def for_run(cls, cluster: Cluster, cluster_id: str, settings: KafkaSettings) -> "KafkaDB":
@@ -166,7 +171,9 @@ class KafkaDB(KafkaRoles, KafkaQuorumTool, DB):
         s = settings
         return cls(cluster, cluster_id, s.seed, version=s.kafka_version, topology=s.kafka_topology,
                    n_controllers=s.nodes, kraft_version=s.kraft_version, extra_properties=s.kafka_props,
-                   newer=bool(s.kafka_dist))
+                   newer=bool(s.kafka_dist), txn_client=s.client,
+                   features=({"transaction.version": s.transaction_version}
+                             if s.transaction_version is not None else None))
 
     # --- configuration and command lines ----------------------------------------------
 
@@ -185,7 +192,8 @@ class KafkaDB(KafkaRoles, KafkaQuorumTool, DB):
         return sc.format_argv(
             role=self.role(node), node_id=self.node_id(node), cluster_id=self.kafka_cluster_id,
             config_path=self.paths.config, controllers=self.voters(), kraft_version=self.kraft_version,
-            release_version=self.release_version, java=self.paths.java, joining=joining, rel=self.release)
+            release_version=self.release_version, java=self.paths.java, joining=joining, rel=self.release,
+            features=self.features)
 
     def java_argv(self, node: str) -> list[str]:
         """The server's command line (:func:`server_config.server_argv`)."""

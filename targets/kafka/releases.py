@@ -233,6 +233,28 @@ def check_run_options(rel: Release, version: str, kraft_version: int | None,
             f"exist from Kafka {first_dynamic}")
 
 
+#: the first release line with the ``transaction.version`` feature (KIP-890 part 2)
+TRANSACTION_VERSION_LINE = (4, 0)
+#: its levels: 0 the original protocol, 1 flexible records, 2 KIP-890 part 2 (EndTxn v5)
+TRANSACTION_VERSIONS = (0, 1, 2)
+
+
+def check_transaction_version(rel: Release, version: str, level: int | None) -> None:
+    """Refuse ``--transaction-version level`` (None: not asked) on a release without the
+    ``transaction.version`` feature, or a level it does not have. Raises
+    :class:`UnsupportedOption` naming the version and the first release that has it."""
+    if level is None:
+        return
+    first = ".".join(map(str, TRANSACTION_VERSION_LINE))
+    if rel.line < TRANSACTION_VERSION_LINE:
+        raise UnsupportedOption(
+            f"Kafka {version} cannot run --transaction-version {level}: the transaction.version "
+            f"feature (KIP-890 part 2) exists from Kafka {first}")
+    if level not in TRANSACTION_VERSIONS:
+        raise UnsupportedOption(f"Kafka {version} has no transaction.version {level}: it has "
+                                f"{', '.join(map(str, TRANSACTION_VERSIONS))}")
+
+
 def run_kraft_version(rel: Release, kraft_version: int | None) -> int:
     """The kraft.version of a run: ``kraft_version``, or the release's default (1 from 3.9,
     else 0) when it is None."""

@@ -2,7 +2,7 @@
 1..C) first, then the brokers (ids C+1..C+B), or with ``topology="combined"`` combined
 ``broker,controller`` servers; the listeners and addresses each role has, and the clients
 that reach them. A mixin of :class:`targets.kafka.db.KafkaDB`, which sets ``cluster``,
-``seed``, ``topology``, ``n_controllers`` and ``release``.
+``seed``, ``topology``, ``n_controllers``, ``release``, ``version`` and ``txn_client``.
 """
 from __future__ import annotations
 
@@ -44,6 +44,13 @@ class KafkaRoles:
         (:func:`targets.kafka.queue_client.kafka_queue_factory`)."""
         from targets.kafka.queue_client import kafka_queue_factory
         return kafka_queue_factory
+
+    def txn_client_factory(self):
+        """The ``txn`` workload's transactional client of the run (``txn_client``, else the
+        default), against this release: a ``targets.txn_client.TxnClientFactory``
+        (:func:`targets.kafka.txn_clients.client_factory`; raises ``ValueError``)."""
+        from targets.kafka.txn_clients import DEFAULT_CLIENT, client_factory
+        return client_factory(self.txn_client or DEFAULT_CLIENT, self.version)
 
     def quorum_client_factory(self) -> QuorumClientFactory:
         """DescribeQuorum (api key 55) over Kafka's wire protocol:

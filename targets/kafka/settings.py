@@ -19,13 +19,18 @@ class KafkaSettings(TargetSettings):
     place of a Maven release (a path, or None), with ``kafka_dist_digest``, its content digest
     (targets/kafka/dist.py; None until prepared); ``kafka_topology``: ``dedicated`` (controllers
     plus brokers) or ``combined``; ``kafka_props``: extra ``server.properties`` of every node,
-    ``{key: value}`` (None: none), held read-only."""
+    ``{key: value}`` (None: none), held read-only. ``client``: the transactional client of the
+    ``txn`` workload (``--client``, targets/kafka/txn_clients.py; None: the default,
+    librdkafka). ``transaction_version``: the cluster's ``transaction.version`` feature level
+    at format (``--transaction-version``; None: the release's default)."""
 
     kafka_version: str = DEFAULT_VERSION
     kafka_dist: str | None = None
     kafka_dist_digest: str | None = None
     kafka_topology: str = "dedicated"
     kafka_props: Mapping[str, object] | None = None
+    client: str | None = None
+    transaction_version: int | None = None
 
     def __post_init__(self) -> None:
         if self.kafka_props is not None:

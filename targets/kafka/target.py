@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 from clusters.registry import Software
 from clusters.remote import Cluster
-from targets.kafka.releases import Release, check_run_options, release, run_kraft_version
+from targets.kafka.releases import (Release, check_run_options, check_transaction_version, release,
+                                   run_kraft_version)
 from targets.kafka.settings import KafkaSettings
 
 Log = Callable[[str], None]
@@ -79,6 +80,10 @@ def prepare(settings: KafkaSettings, faults: frozenset[str] = frozenset()) -> Ka
     release cannot do (:func:`targets.kafka.releases.check_run_options`) and sets a None
     ``kraft_version`` to the release's default (1 from 3.9, else 0).
 
+    ``client`` (``--client``): refused when unknown or when it cannot run against the
+    release (the Java client: its kafka-clients jar must resolve; it is built here, cached);
+    ``transaction_version``: refused before the release that has the feature.
+
     ``kafka_props`` (extra server properties) are checked and turned into text
     (:func:`targets.kafka.server_config.check_extra_properties`).
 
@@ -94,6 +99,10 @@ def prepare(settings: KafkaSettings, faults: frozenset[str] = frozenset()) -> Ka
     rel = run_release(settings)
     check_run_options(rel, settings.kafka_version, settings.kraft_version, faults)
     settings = dataclasses.replace(settings, kraft_version=run_kraft_version(rel, settings.kraft_version))
+    check_transaction_version(rel, settings.kafka_version, settings.transaction_version)
+    if settings.client is not None:
+        from targets.kafka.txn_clients import check_client
+        check_client(settings.client, settings.kafka_version)      # ValueError of one line
     if settings.kafka_props:
         from targets.kafka.server_config import check_extra_properties
         settings = dataclasses.replace(settings, kafka_props=check_extra_properties(settings.kafka_props))
@@ -103,11 +112,13 @@ def prepare(settings: KafkaSettings, faults: frozenset[str] = frozenset()) -> Ka
 def repeat_flags(settings: KafkaSettings) -> list[str]:
     """The ``kraft-chaos run`` flags that repeat a run of this target: ``--kafka-dist PATH``
     (a distribution) or ``--kafka-version V``, ``--kafka-topology``, and ``--kafka-prop
-    KEY=VALUE`` per extra server property."""
+    KEY=VALUE`` per extra server property, ``--client`` and ``--transaction-version`` when set."""
     s = settings
     which = ["--kafka-dist", s.kafka_dist] if s.kafka_dist else ["--kafka-version", s.kafka_version]
     props = [x for k, v in (s.kafka_props or {}).items() for x in ("--kafka-prop", f"{k}={v}")]
-    return which + ["--kafka-topology", s.kafka_topology] + props
+    txn = (["--client", s.client] if s.client else []) + \
+        (["--transaction-version", str(s.transaction_version)] if s.transaction_version is not None else [])
+    return which + ["--kafka-topology", s.kafka_topology] + props + txn
 
 
 def node_count(settings: KafkaSettings) -> int:

@@ -57,6 +57,8 @@ class RdkafkaDriver:
         self._reports: threading.Thread | None = None
         self._closed = threading.Event()
         self._assigned: list[Key] | None = None       # None: subscribed (or nothing yet)
+        self._subscribed = False
+        self._rebalanced: set[Key] = set()
 
     def _producer_conf(self) -> dict:
         c = self.config
@@ -80,9 +82,16 @@ class RdkafkaDriver:
                 "topic.metadata.refresh.interval.ms": 1000, "metadata.max.age.ms": 3000}
 
     def _serve_reports(self) -> None:
+        """Serve the producer's delivery reports until the session closes. ``poll`` raises a
+        fatal error (e.g. INVALID_TXN_STATE after a failed EndTxn) once, and the session's
+        next call raises it too: the thread notes it and serves on."""
         producer = self.producer
         while not self._closed.is_set():
-            producer.poll(0.05)
+            try:
+                producer.poll(0.05)
+            except Exception as e:      # noqa: BLE001 - confluent_kafka.KafkaException
+                log.debug("producer poll: %r", e)
+                self._closed.wait(0.05)
 
     async def _blocking(self, fn: Callable, *args) -> Any:
         try:
@@ -113,14 +122,40 @@ class RdkafkaDriver:
         return {"transaction_version": 0 if self.config.transactional else None}
 
     async def assign(self, keys: Sequence[Key], from_beginning: bool) -> None:
+        """Replace the consumer's partitions (leaving a subscription first: librdkafka keeps
+        the two apart)."""
         from confluent_kafka import OFFSET_BEGINNING, OFFSET_STORED, TopicPartition
         start = OFFSET_BEGINNING if from_beginning else OFFSET_STORED
-        await self._blocking(self.consumer.assign, [TopicPartition(t, p, start) for t, p in keys])
+
+        def assign() -> None:
+            if self._subscribed:
+                self.consumer.unsubscribe()
+                self._subscribed = False
+            self.consumer.assign([TopicPartition(t, p, start) for t, p in keys])
+        await self._blocking(assign)
         self._assigned = list(keys)
 
     async def subscribe(self, topics: Sequence[str]) -> None:
-        await self._blocking(self.consumer.subscribe, list(topics))
-        self._assigned = None
+        """Subscribe to ``topics``: the manual assignment is dropped first (with the records
+        already fetched for it, which would otherwise be returned after the switch), and
+        every partition the group assigns or revokes from then on is noted
+        (:meth:`take_rebalanced`)."""
+        def subscribe() -> None:
+            if self._assigned:
+                self.consumer.unassign()
+            self.consumer.subscribe(list(topics), on_assign=self._on_rebalance, on_revoke=self._on_rebalance)
+        await self._blocking(subscribe)
+        self._assigned, self._subscribed = None, True
+
+    def _on_rebalance(self, _consumer, partitions) -> None:
+        """librdkafka's rebalance callback (in ``poll``): note the partitions; confluent-kafka
+        assigns or revokes them itself after it returns."""
+        self._rebalanced.update((tp.topic, tp.partition) for tp in partitions)
+
+    def take_rebalanced(self) -> list[Key]:
+        """The partitions the group assigned or revoked since the last call."""
+        keys, self._rebalanced = sorted(self._rebalanced), set()
+        return keys
 
     async def seek(self, offsets: Mapping[Key, int]) -> None:
         """Assigned keys: assign again, the targets at their offsets and the rest from the

@@ -182,6 +182,13 @@ class Session:
             await self._call("seek", self.driver.seek(targets))
         self.positions.seeked_back()
 
+    def rebalanced(self) -> list[Key]:
+        """The keys the consumer group assigned or revoked since the last call (a subscribed
+        consumer's positions on them may have moved to the group's committed offsets); []
+        where the driver cannot tell (``take_rebalanced``)."""
+        take = getattr(self.driver, "take_rebalanced", None)
+        return take() if take is not None else []
+
     async def send(self, key: Key, value: int) -> int:
         return await self._call("send", self.driver.send(key, value, self.config.timeout_ms))
 

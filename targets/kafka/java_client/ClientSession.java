@@ -69,6 +69,7 @@ final class ClientSession {
                 return info();
             case "assign": {
                 List<TopicPartition> tps = partitions(req.getAsJsonArray("partitions"));
+                consumer.unsubscribe();       // assign and subscribe are mutually exclusive
                 consumer.assign(tps);
                 if (req.has("from_beginning") && req.get("from_beginning").getAsBoolean()) {
                     consumer.seekToBeginning(tps);
@@ -80,6 +81,7 @@ final class ClientSession {
                 for (JsonElement e : req.getAsJsonArray("topics")) {
                     topics.add(e.getAsString());
                 }
+                consumer.unsubscribe();       // drops the manual assignment and its fetched records
                 consumer.subscribe(topics);
                 return out;
             }
