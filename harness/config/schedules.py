@@ -204,7 +204,7 @@ SCHEDULES: dict[str, Schedule] = {
                                    time_limit=120.0, rate=100.0, concurrency=6, db="kafka"),
     # the last in-sync replica loses power after the two others were stopped cleanly, and
     # restarts first (KIP-966's Eligible Leader Replicas, KAFKA-15332)
-    "kafka-elr": Schedule((), scenario="kafka-elr-last-replica", time_limit=150.0, db="kafka"),
+    "kafka-elr": Schedule((), scenario="kafka-elr-last-replica", time_limit=120.0, db="kafka"),
     # a broker killed and restarted (its logs loaded, its leader-epoch checkpoints rewritten),
     # then a power loss of it (KAFKA-16541)
     "kafka-epoch-checkpoint": Schedule((), scenario="kafka-epoch-checkpoint-power", time_limit=120.0,
