@@ -5,8 +5,9 @@ flushed, ``.kafka_cleanshutdown`` written), which is what KIP-966's Eligible Lea
 count on. Not simulated: our quorum's nodes have no shutdown of their own to model."""
 from __future__ import annotations
 
-from faults.kill import PROCESS_KINDS
+from faults.kill import LOCATED_KINDS, PROCESS_KINDS
 from faults.spec import FaultSpec
 
-SPEC = FaultSpec("stop", PROCESS_KINDS, leader_kinds=("leader",), takes_down=True, colour="#C9A0E9",
+SPEC = FaultSpec("stop", PROCESS_KINDS, leader_kinds=("leader",), takes_down=True, located=LOCATED_KINDS,
+                 colour="#C9A0E9",
                  label="clean stop")
