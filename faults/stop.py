@@ -9,5 +9,4 @@ from faults.kill import LOCATED_KINDS, PROCESS_KINDS
 from faults.spec import FaultSpec
 
 SPEC = FaultSpec("stop", PROCESS_KINDS, leader_kinds=("leader",), takes_down=True, located=LOCATED_KINDS,
-                 colour="#C9A0E9",
-                 label="clean stop")
+                 colour="#C9A0E9", label="clean stop")

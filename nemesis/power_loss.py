@@ -52,7 +52,7 @@ def power_loss(db: ProcessDB, disks: Disks | None, targets: Sequence[str], rng: 
     """Kill every target, then crash its disk; returns the op value's additions:
     ``{"torn", "lost_renames", "no_process": [nodes with no process]?, "lost": {node: what
     its lazyfs dropped: dropped_bytes, reverted_files (every one), torn, namespace_undone,
-    ...}}`` (:func:`_summary`).
+    ...}}`` (:func:`crash_summary`).
 
     Raises ``ValueError`` when the run has no lazyfs disks (``disks`` None), and
     ``clusters.parallel.NodeErrors`` when a node could not be killed or its disk crashed.
@@ -64,14 +64,14 @@ def power_loss(db: ProcessDB, disks: Disks | None, targets: Sequence[str], rng: 
     seeds = {n: rng.getrandbits(32) for n in targets}
     killed = on_nodes(targets, db.kill, what="power-loss kill")
     lost = on_nodes(targets, lambda n: disks.crash(n, seed=seeds[n], **settings), what="power-loss crash")
-    out: dict[str, Any] = {**settings, "lost": {n: _summary(lost[n]) for n in targets}}
+    out: dict[str, Any] = {**settings, "lost": {n: crash_summary(lost[n]) for n in targets}}
     missing = [n for n in targets if not killed[n]]
     if missing:
         out["no_process"] = missing
     return out
 
 
-def _summary(info: dict) -> dict:
+def crash_summary(info: dict) -> dict:
     """What a lazyfs crash reported, for the history line: ``dropped_bytes``, ``torn``,
     ``namespace_kept``, ``undo_errors``, every path in ``reverted_files`` (relative to the
     disk's root, sorted: the files that lost bytes, which the checkers read, e.g.

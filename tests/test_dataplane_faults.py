@@ -16,7 +16,7 @@ from harness.run.check import run_target
 from history import NEMESIS
 from nemesis.controller import NemesisController
 from nemesis.faults import Fault
-from nemesis.power_loss import NAMESPACE_KEPT, _summary
+from nemesis.power_loss import NAMESPACE_KEPT, crash_summary
 from nemesis.stop import STOP_WAIT_S
 from tests.nemesis_fakes import FakeCluster, FakeDB
 from workloads.registry import workload_checkers
@@ -63,12 +63,12 @@ def test_a_stop_on_a_db_without_a_clean_stop_is_a_clear_error():
 def test_the_power_loss_keeps_every_reverted_file_and_counts_the_namespace_ops_it_cuts():
     files = [f"data/t-{i}/00000000000000000000.log" for i in range(60)]
     undone = [{"op": "rename", "n": i} for i in range(NAMESPACE_KEPT + 5)]
-    out = _summary({"dropped_bytes": 7, "torn": None, "reverted_files": files, "namespace_undone": undone,
+    out = crash_summary({"dropped_bytes": 7, "torn": None, "reverted_files": files, "namespace_undone": undone,
                     "namespace_kept": 0, "undo_errors": [], "seed": 3})
     assert out["reverted_files"] == files
     assert out["namespace_undone"] == undone[:NAMESPACE_KEPT]
     assert out["namespace_undone_count"] == len(undone) and "seed" not in out
-    few = _summary({"reverted_files": ["a"], "namespace_undone": undone[:2]})
+    few = crash_summary({"reverted_files": ["a"], "namespace_undone": undone[:2]})
     assert few == {"reverted_files": ["a"], "namespace_undone": undone[:2]}
 
 
