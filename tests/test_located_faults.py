@@ -90,3 +90,16 @@ def test_a_db_that_cannot_locate_is_a_clear_error_and_bare_names_never_draw_loca
     assert validate_fault_names(["pause:partition-leader"]) == ["pause:partition-leader"]
     assert fault_spec("stop").located == fault_spec("kill").located
     assert fault_spec("kill").sim.kinds == ("one", "leader", "minority")   # the simulator's draws unchanged
+
+
+def test_the_txn_schedules_aim_at_located_roles_and_a_candidate_names_them():
+    from harness.catalogue.kafka_bugs import KAFKA_CANDIDATES
+    from harness.config.schedules import SCHEDULES
+    from harness.hunt.portfolio import hunt_schedules
+    named = {s for c in KAFKA_CANDIDATES for s in c.schedules}
+    assert {"kafka-txn-coordinator-pause", "kafka-txn-coordinator-kill"} <= named <= set(hunt_schedules("kafka", 3))
+    for name in ("kafka-txn-coordinator-pause", "kafka-txn-coordinator-kill"):
+        sched = SCHEDULES[name]
+        assert sched.db == "kafka" and sched.workload == "txn" and sched.nemesis_targets == "clients"
+        kinds = {k for n in sched.nemesis for k in name_kinds(n, 3)}
+        assert kinds == {"txn-coordinator", "group-coordinator", "partition-leader"}, name

@@ -24,9 +24,7 @@ class Schedule:
     names a built-in scenario file (``kraft-chaos scenario list``) whose ``[run]`` table and
     steps are the run instead of the fields above (on ``db``, with ``options`` over its table).
     ``db``: the target it is written for (``--db``; a ``kafka`` schedule's release and
-    kraft.version come from whoever runs it, e.g. a catalogue entry or ``bisect``). ``hunt``: a
-    hunt on ``db`` rotates through it though no catalogue entry names it (a schedule written to
-    look for what no entry holds yet)."""
+    kraft.version come from whoever runs it, e.g. a catalogue entry or ``bisect``)."""
 
     nemesis: tuple[str, ...]
     mode: str = "overlap"
@@ -44,7 +42,6 @@ class Schedule:
     options: tuple[tuple[str, Any], ...] = ()
     scenario: str | None = None
     db: str = "kraft"
-    hunt: bool = False
 
     def run_config(self) -> dict[str, Any]:
         """The :class:`harness.config.run.RunConfig` fields of this schedule. Raises
@@ -212,8 +209,8 @@ SCHEDULES: dict[str, Schedule] = {
     # then a power loss of it (KAFKA-16541)
     "kafka-epoch-checkpoint": Schedule((), scenario="kafka-epoch-checkpoint-power", time_limit=120.0,
                                        db="kafka"),
-    # transactions (the txn workload, Jepsen's Kafka workload; the hunt rotates these for --db kafka
-    # when its workloads include txn): the broker that coordinates the most transactional ids (the
+    # transactions (the txn workload, Jepsen's Kafka workload; KAFKA-17754, a candidate of the Kafka
+    # catalogue, names both, so the hunt rotates them for --db kafka when its workloads include txn): the broker that coordinates the most transactional ids (the
     # leader of the most __transaction_state partitions), the group coordinator, or a partition's
     # leader, paused for 3 s (2 to 4 client request timeouts) every 5 s so that the pauses land
     # while commits are in flight (KAFKA-17754's delayed EndTxn and produce; Jepsen paused random
@@ -222,13 +219,13 @@ SCHEDULES: dict[str, Schedule] = {
                                              "pause:partition-leader"), mode="serial", interval=5.0,
                                             duration=3.0, workload="txn", nodes=1, brokers=3,
                                             nemesis_targets="clients", time_limit=90.0, rate=100.0,
-                                            concurrency=10, db="kafka", hunt=True),
+                                            concurrency=10, db="kafka"),
     # the same roles killed (SIGKILL, restarted 4 s later): a coordinator's failover mid-commit
     "kafka-txn-coordinator-kill": Schedule(("kill:txn-coordinator", "kill:group-coordinator",
                                             "kill:partition-leader"), mode="serial", interval=8.0,
                                            duration=4.0, workload="txn", nodes=1, brokers=3,
                                            nemesis_targets="clients", time_limit=90.0, rate=100.0,
-                                           concurrency=10, db="kafka", hunt=True),
+                                           concurrency=10, db="kafka"),
 }
 
 
