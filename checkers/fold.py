@@ -30,10 +30,13 @@ class RunTarget:
     (``history.node_data``), None when unknown (no node data is read).
     ``default_kraft_version``: the kraft.version a run of the target has when its
     config names none (0 static voters, 1 KIP-853), None when unknown.
+    ``synced_files``: the file names the target writes by atomic replace, fsynced before the
+    rename, so that a power loss never reverts them (checkers/unsynced_checkpoint.py).
     """
 
     node_data: NodeDataReader | None = None
     default_kraft_version: int | None = None
+    synced_files: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,6 +29,7 @@ from .queue_offsets import QueueDuplicate, QueueInconsistentOffsets
 from .queue_order import QueueNonmonotonicPoll, QueueReordered
 from .queue_phantom import QueuePhantom
 from .stats import Stats
+from .unsynced_checkpoint import make as unsynced_checkpoint
 
 log = logging.getLogger("kraft_chaos.checkers")
 
@@ -84,6 +85,8 @@ FACTORIES: dict[str, Callable[[CheckContext], Checker]] = {
     "queue-reordered": lambda ctx: QueueReordered(),
     "queue-nonmonotonic-poll": lambda ctx: QueueNonmonotonicPoll(),
     "queue-phantom": lambda ctx: QueuePhantom(),
+    # files renamed into place before their data was durable, as power losses show them
+    "unsynced-checkpoint": unsynced_checkpoint,
     # Jepsen's Kafka workload (send / poll / txn micro-ops): one result per anomaly kind (by_kind)
     "kafka-txn": lambda ctx: _kafka_txn(ctx),
 }

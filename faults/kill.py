@@ -6,6 +6,11 @@ from faults.spec import FaultSpec, SimHooks, SimStart, SimWorld
 
 #: how the targets are chosen (nemesis/targets.py): also ``pause``'s and ``wipe``'s
 PROCESS_KINDS = ("one", "minority", "leader")
+#: the data plane's roles a kill, pause or stop may strike when named (``kill:txn-coordinator``):
+#: the broker the target locates (``DB.locate``; Kafka: the leader of the transactional id's
+#: ``__transaction_state`` partition, of the group's ``__consumer_offsets`` partition, of a data
+#: partition), looked up at the fault's start
+LOCATED_KINDS = ("txn-coordinator", "group-coordinator", "partition-leader")
 
 
 def sim_stop_nodes(world: SimWorld, fault, started: SimStart, power_loss: bool = False) -> None:
@@ -25,5 +30,5 @@ def sim_restart_nodes(world: SimWorld, fault, targets: list[int]) -> None:
 
 
 SPEC = FaultSpec(
-    "kill", PROCESS_KINDS, leader_kinds=("leader",), takes_down=True, colour="#E9A4A0",
+    "kill", PROCESS_KINDS, leader_kinds=("leader",), takes_down=True, located=LOCATED_KINDS, colour="#E9A4A0",
     sim=SimHooks(2, ("one", "leader", "minority"), sim_stop_nodes, sim_restart_nodes))

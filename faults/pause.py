@@ -2,7 +2,7 @@
 stops (nemesis/pause.py)."""
 from __future__ import annotations
 
-from faults.kill import PROCESS_KINDS
+from faults.kill import LOCATED_KINDS, PROCESS_KINDS
 from faults.spec import FaultSpec, SimHooks, SimStart, SimWorld
 
 
@@ -17,5 +17,5 @@ def _sim_stop(world: SimWorld, fault, targets: list[int]) -> None:
 
 
 SPEC = FaultSpec(
-    "pause", PROCESS_KINDS, leader_kinds=("leader",), takes_down=True, colour="#A0C5E9",
+    "pause", PROCESS_KINDS, leader_kinds=("leader",), takes_down=True, located=LOCATED_KINDS, colour="#A0C5E9",
     sim=SimHooks(1, ("one", "leader"), _sim_start, _sim_stop))

@@ -5,7 +5,7 @@ handles faults looks a family up here when it needs it (never a copy made at imp
 family registered here is known everywhere at once."""
 from __future__ import annotations
 
-from faults import clock, crash, flap, kill, membership, packet, partition, pause, power_loss, rolling, wipe
+from faults import clock, crash, flap, kill, membership, packet, partition, pause, power_loss, rolling, stop, wipe
 from faults.spec import FaultSpec
 
 #: every family, in the order the nemesis lists them (``--nemesis`` help and errors)
@@ -13,6 +13,7 @@ FAULTS: dict[str, FaultSpec] = {s.name: s for s in (
     partition.SPEC,
     kill.SPEC,
     pause.SPEC,
+    stop.SPEC,
     crash.SPEC,
     packet.SPEC,
     flap.SPEC,

@@ -178,6 +178,9 @@ class FaultSpec:
       start's value has ``wiped`` (``{node: {...}}``) and ``wipe_skipped`` (``{node: why}``)
       and, with voter changes in the schedule, its wiped voters are replaced after.
       ``needs_disks``: a run that names it mounts the lazyfs disks.
+    - ``located``: kinds that strike the node the target finds for a role of the data plane
+      (``DB.locate``: Kafka's transaction or group coordinator, a partition's leader); accepted
+      when named (``kill:txn-coordinator``), never drawn for a bare family name, not simulated.
     - Plots: ``colour`` (``#RRGGBB``; None: the plots' grey) and ``label`` (None: the name).
     - ``sim``: how the simulator draws and applies it (:class:`SimHooks`; None: not simulated).
     """
@@ -194,6 +197,7 @@ class FaultSpec:
     voter_changes: bool = False
     wipes_disks: bool = False
     needs_disks: bool = False
+    located: tuple[str, ...] = ()
     colour: str | None = None
     label: str | None = None
     sim: SimHooks | None = None
@@ -201,6 +205,10 @@ class FaultSpec:
     def kinds_for(self, n_nodes: int) -> list[str]:
         """The kinds that work on ``n_nodes`` nodes, in order."""
         return [k for k in self.kinds if self.usable(k, n_nodes)]
+
+    def accepts(self, kind: str) -> bool:
+        """Whether ``kind`` is one of its kinds, drawn or :attr:`located` (not :data:`EXPLICIT`)."""
+        return kind in self.kinds or kind in self.located
 
     def aims_at_leader(self, kind: str) -> bool:
         """Whether a fault of ``kind`` strikes the leader."""

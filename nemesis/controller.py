@@ -16,6 +16,7 @@ from typing import Callable
 
 from clusters.parallel import NodeErrors, on_nodes
 from clusters.remote import Cluster
+from faults.registry import fault_spec
 from nemesis import grudge as grudges
 from nemesis import packet
 from nemesis.background import Background
@@ -128,12 +129,34 @@ class NemesisController(PacketFaults):
                 raise ValueError(f"nemesis {fault.name}: explicit targets {fault.targets!r} must be "
                                  f"nodes of {self.nodes}")
             return [n for n in self.nodes if n in fault.targets], False
+        if fault.kind in fault_spec(fault.name).located:
+            return self.located_targets(fault)
         if waited is not None:
             found = waited.leader
         else:
             found = self._leader() if fault.kind in ("leader", "majority") else None
         choice = choose_targets(fault.kind, self.nodes, self.rng, found)
         return choice.targets, choice.leader_unknown
+
+    def located_targets(self, fault: Fault) -> tuple[list[str], bool]:
+        """(targets, not found) of a located kind (``FaultSpec.located``): the node the DB's
+        ``locate(kind, params, rng) -> node | None`` names (e.g. Kafka's transaction
+        coordinator), asked now with the fault's params (``key``, ``topic``, ``partition``); when
+        it names none of :attr:`nodes` (no such role yet, or the lookup failed), a random node
+        and True, recorded as a leader-aimed kind's ``leader_unknown`` is. Raises
+        ``ValueError`` when the DB cannot locate."""
+        locate = getattr(self.db, "locate", None)
+        if not callable(locate):
+            raise ValueError(f"nemesis {fault.name} kind {fault.kind}: the target cannot locate it "
+                             f"(its DB has no locate; Kafka's brokers do)")
+        try:
+            node = locate(fault.kind, dict(fault.params), self.rng)
+        except Exception as err:  # noqa: BLE001 - a failed lookup strikes a random node, recorded
+            log.warning("locate %s failed: %s", fault.kind, err)
+            node = None
+        if node in self._nodes:
+            return [node], False
+        return [self.rng.choice(self._nodes)], True
 
     # -- start and stop -------------------------------------------------------
 

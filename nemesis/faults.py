@@ -58,12 +58,13 @@ class Fault:
 
 def check_kind(name: str, kind: Any) -> None:
     """Raise ValueError unless ``name`` is a family a real cluster plays and ``kind`` one of its
-    kinds (or ``nodes``)."""
+    kinds, its located kinds (``FaultSpec.located``) or ``nodes``."""
     spec = spec_of(name)
     if spec is None or not spec.kinds:
         raise ValueError(f"unknown nemesis {name!r}: choose from {', '.join(families())}")
-    if kind != EXPLICIT and kind not in spec.kinds:
-        raise ValueError(f"unknown {name} kind {kind!r}: choose from {', '.join(spec.kinds)}, {EXPLICIT}")
+    if kind != EXPLICIT and not spec.accepts(kind):
+        raise ValueError(f"unknown {name} kind {kind!r}: choose from {', '.join((*spec.kinds, *spec.located))}, "
+                         f"{EXPLICIT}")
 
 
 def kinds_for(name: str, n_nodes: int) -> list[str]:

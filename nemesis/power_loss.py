@@ -22,6 +22,10 @@ from nemesis.leader_wait import Waited
 from nemesis.process_db import ProcessDB
 
 
+#: the namespace ops undone a power loss's history line keeps (the rest are counted)
+NAMESPACE_KEPT = 20
+
+
 class Disks(Protocol):
     """The nodes' lazyfs mounts (``clusters.lazyfs.mounts.LazyMounts``)."""
 
@@ -47,7 +51,8 @@ def power_loss(db: ProcessDB, disks: Disks | None, targets: Sequence[str], rng: 
                params: dict[str, Any]) -> dict:
     """Kill every target, then crash its disk; returns the op value's additions:
     ``{"torn", "lost_renames", "no_process": [nodes with no process]?, "lost": {node: what
-    its lazyfs dropped: dropped_bytes, reverted_files, torn, namespace_undone, ...}}``.
+    its lazyfs dropped: dropped_bytes, reverted_files (every one), torn, namespace_undone,
+    ...}}`` (:func:`crash_summary`).
 
     Raises ``ValueError`` when the run has no lazyfs disks (``disks`` None), and
     ``clusters.parallel.NodeErrors`` when a node could not be killed or its disk crashed.
@@ -59,21 +64,28 @@ def power_loss(db: ProcessDB, disks: Disks | None, targets: Sequence[str], rng: 
     seeds = {n: rng.getrandbits(32) for n in targets}
     killed = on_nodes(targets, db.kill, what="power-loss kill")
     lost = on_nodes(targets, lambda n: disks.crash(n, seed=seeds[n], **settings), what="power-loss crash")
-    out: dict[str, Any] = {**settings, "lost": {n: _summary(lost[n]) for n in targets}}
+    out: dict[str, Any] = {**settings, "lost": {n: crash_summary(lost[n]) for n in targets}}
     missing = [n for n in targets if not killed[n]]
     if missing:
         out["no_process"] = missing
     return out
 
 
-def _summary(info: dict) -> dict:
-    """What a lazyfs crash reported, kept small enough for a history line."""
-    keep = ("dropped_bytes", "torn", "namespace_kept", "undo_errors")
+def crash_summary(info: dict) -> dict:
+    """What a lazyfs crash reported, for the history line: ``dropped_bytes``, ``torn``,
+    ``namespace_kept``, ``undo_errors``, every path in ``reverted_files`` (relative to the
+    disk's root, sorted: the files that lost bytes, which the checkers read, e.g.
+    checkers/unsynced_checkpoint.py) and the first :data:`NAMESPACE_KEPT` of
+    ``namespace_undone`` (with ``namespace_undone_count`` when there were more)."""
+    keep = ("dropped_bytes", "torn", "namespace_kept", "undo_errors", "reverted_files")
     out = {k: info[k] for k in keep if k in info}
-    for k in ("reverted_files", "namespace_undone"):
-        if k in info:
-            items = info[k]
-            out[k] = items[:20] if isinstance(items, list) else items
+    undone = info.get("namespace_undone")
+    if isinstance(undone, list):
+        out["namespace_undone"] = undone[:NAMESPACE_KEPT]
+        if len(undone) > NAMESPACE_KEPT:
+            out["namespace_undone_count"] = len(undone)
+    elif undone is not None:
+        out["namespace_undone"] = undone
     return out
 
 

@@ -3,13 +3,14 @@ name: what :class:`nemesis.controller.NemesisController` dispatches through. Eve
 ``faults.registry`` with kinds has one here (a test holds them to it)."""
 from __future__ import annotations
 
-from nemesis import flap, kill, membership, packet_faults, partition, pause, power_loss, rolling, wipe
+from nemesis import flap, kill, membership, packet_faults, partition, pause, power_loss, rolling, stop, wipe
 from nemesis.injector import Injector
 
 INJECTORS: dict[str, Injector] = {i.name: i for i in (
     partition.INJECTOR,
     kill.INJECTOR,
     pause.INJECTOR,
+    stop.INJECTOR,
     kill.CRASH,
     packet_faults.INJECTOR,
     flap.INJECTOR,

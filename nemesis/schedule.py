@@ -95,12 +95,13 @@ def validate_fault_names(faults: Iterable[str]) -> list[str]:
 
 def name_kinds(name: str, n_nodes: int) -> list[str]:
     """The kinds a ``--nemesis`` name draws from on ``n_nodes`` nodes (``[name]`` for a
-    targeted fault)."""
+    targeted fault); a family's located kinds only when named."""
     base, kinds = split_name(name)
     if base not in families():
         return [base]
     usable = kinds_for(base, n_nodes)
-    return [k for k in kinds if k in usable] if kinds is not None else usable
+    located = spec_of(base).located
+    return [k for k in kinds if k in usable or k in located] if kinds is not None else usable
 
 
 def parse_fault_names(spec: str) -> list[str]:

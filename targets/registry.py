@@ -29,6 +29,7 @@ from .base import DB
 from .kafka import target as kafka_target
 from .kafka.node_data import KAFKA_NODE_DATA
 from .kafka.server_config import DISK_DIR as KAFKA_DISK
+from .kafka.server_config import SYNCED_FILES as KAFKA_SYNCED_FILES
 from .kafka.settings import KafkaSettings
 from .kraft_db import DISK_DIR as KRAFT_DISK
 from .kraft_node_data import KRAFT_NODE_DATA
@@ -86,6 +87,9 @@ class TargetSpec:
     #: True when it runs numbered releases (``kafka_version``): ``kraft-chaos bisect`` steps
     #: through them, and its bug catalogue pairs an affected with a fixed release
     versioned: bool = False
+    #: the file names its nodes write by atomic replace with an fsync before the rename, which a
+    #: power loss must never revert (checkers/unsynced_checkpoint.py)
+    synced_files: tuple[str, ...] = ()
 
 
 def kraft_dir() -> Path:
@@ -135,7 +139,7 @@ TARGETS: dict[str, TargetSpec] = {t.name: t for t in (
                default_kraft_version=1, repeat_flags=kafka_target.repeat_flags,
                own_fields=("kafka_version", "kafka_dist", "kafka_topology", "kafka_props", "client",
                            "transaction_version"),
-               prepare=kafka_target.prepare, versioned=True),
+               prepare=kafka_target.prepare, versioned=True, synced_files=KAFKA_SYNCED_FILES),
 )}
 #: the target a run gets when ``--db`` is not given
 DEFAULT_TARGET = "kraft"

@@ -14,7 +14,7 @@ pytest_plugins = ["pytester"]
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["run", "--nemesis", "partition,flood"], "unknown nemesis 'flood': choose from partition, kill, pause, crash, packet, flap, rolling, wipe, power-loss, membership, lag, catchup, elect, batch"),
+    (["run", "--nemesis", "partition,flood"], "unknown nemesis 'flood': choose from partition, kill, pause, stop, crash, packet, flap, rolling, wipe, power-loss, membership, lag, catchup, elect, batch"),
     (["run", "--workload", "bank"], "unknown workload 'bank': choose from append, kv"),
     (["run", "--rate", "fast"], "--rate must be a number, got 'fast'"),
     (["run", "--rate", "-5"], "--rate must be > 0"),

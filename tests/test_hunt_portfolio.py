@@ -12,7 +12,7 @@ import time
 import pytest
 
 from harness.catalogue.bugs import CATALOGUE
-from harness.catalogue.kafka_bugs import KAFKA_CATALOGUE
+from harness.catalogue.kafka_bugs import KAFKA_CANDIDATES, KAFKA_CATALOGUE
 from harness.config import values
 from harness.config.resolved import resolve
 from harness.config.run import RunConfig
@@ -30,7 +30,9 @@ def test_the_schedules_are_the_default_then_every_catalogued_one_of_the_target_i
     assert kraft[0] == "default" and len(kraft) == len(set(kraft))
     assert set(kraft) == {"default"} | {b.schedule for b in CATALOGUE}
     kafka = pf.hunt_schedules("kafka", 1)
-    assert kafka[0] == "kafka-default" and set(kafka) == {"kafka-default"} | {b.schedule for b in KAFKA_CATALOGUE}
+    hunted = {s for c in KAFKA_CANDIDATES for s in c.schedules}
+    assert {"kafka-txn-coordinator-pause", "kafka-txn-coordinator-kill"} <= hunted
+    assert kafka[0] == "kafka-default" and set(kafka) == {"kafka-default"} | {b.schedule for b in KAFKA_CATALOGUE} | hunted
     assert all(SCHEDULES[s].db == "kafka" for s in kafka)
     # the same seed, the same order; other seeds, other orders of the same schedules
     assert pf.hunt_schedules("kraft", 1) == kraft

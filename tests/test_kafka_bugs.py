@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from harness.catalogue.kafka_bugs import KAFKA_CATALOGUE, KAFKA_CLASSES, Side, kafka_bug_named, known_kinds
+from harness.catalogue.kafka_bugs import (KAFKA_CANDIDATES, KAFKA_CATALOGUE, KAFKA_CLASSES, Side, kafka_bug_named,
+                                          known_kinds)
 from harness.bugs import report, runs as bug_runs
 from harness.cli import bugs as bugs_cli
 from harness.cli import main as cli
@@ -17,6 +18,7 @@ from harness.config.run import RunConfig
 from harness.config.schedules import SCHEDULES
 from history import store
 from targets.kafka.releases import release
+from workloads.registry import CHECKED_ONLY
 
 
 def test_the_catalogue_has_five_bugs_in_four_classes_each_runnable_on_both_sides():
@@ -56,9 +58,12 @@ def test_affected_ranges_follow_the_fixed_patch_of_each_line():
 
 
 def test_what_a_release_is_known_to_show_comes_from_the_catalogue():
+    no_elr = {"queue-lost": ["KAFKA-15332"], "queue-inconsistent-offsets": ["KAFKA-15332"]}
     assert known_kinds("3.6.2", 0) == {"stale-leader": ["KAFKA-15489"], "disruptive-election": ["KAFKA-16164"],
-                                       "lost-write": ["KAFKA-14077"]}
-    assert known_kinds("3.9.2", 1) == {"disruptive-election": ["KAFKA-16164", "KAFKA-17030"]}
+                                       "lost-write": ["KAFKA-14077"], **no_elr}
+    assert known_kinds("3.9.2", 1) == {"disruptive-election": ["KAFKA-16164", "KAFKA-17030"], **no_elr}
+    assert known_kinds("4.0.2", 1) == no_elr and known_kinds("4.1.0", 1) == {}
+    assert known_kinds("3.7.2", 0)["unsynced-checkpoint"] == ["KAFKA-16541"]
     assert known_kinds("4.4.0", 1) == {}
     assert "crashed-node" in known_kinds("3.5.1", 0) and "crashed-node" not in known_kinds("3.5.2", 0)
 
@@ -191,8 +196,12 @@ def test_every_kafka_schedule_runs_on_kafka_and_fits_the_budget():
     kafka = {n: s for n, s in SCHEDULES.items() if s.db == "kafka"}
     assert {"kafka-default", "kafka-fence", "kafka-rejoin", "kafka-power"} <= set(kafka)
     for name, sched in kafka.items():
+        if sched.workload in CHECKED_ONLY:     # the txn schedules: their workload's spec comes later
+            assert name in {s for c in KAFKA_CANDIDATES for s in c.schedules}, name
+            continue
         cfg = resolve(RunConfig(seed=1, **sched.run_config())).flat
-        assert cfg.db == "kafka" and cfg.workload == "metadata", name
+        # the quorum's schedules run the metadata workload, the data plane's the queue workload
+        assert cfg.db == "kafka" and cfg.workload in ("metadata", "queue"), name
         assert sched.time_limit + bug_runs.OVERHEAD_S <= bug_runs.DEFAULT_BUDGET_S, name
     assert all(s.db == "kraft" for n, s in SCHEDULES.items() if not n.startswith("kafka-"))
 

@@ -6,7 +6,7 @@ from nemesis.faults import EXPLICIT, Fault, check_kind, kinds_for
 
 
 def test_families():
-    assert families() == ("partition", "kill", "pause", "crash", "packet", "flap", "rolling", "wipe", "power-loss",
+    assert families() == ("partition", "kill", "pause", "stop", "crash", "packet", "flap", "rolling", "wipe", "power-loss",
                           "membership")
     assert fault_spec("crash").kinds == ("majority", "all") and fault_spec("rolling").kinds == ("kill",)
 
@@ -34,7 +34,8 @@ def test_from_value_rejects(name, value, msg):
 def test_every_family_takes_explicit_nodes():
     for name in families():
         check_kind(name, EXPLICIT)
-    with pytest.raises(ValueError, match="choose from one, minority, leader, nodes"):
+    with pytest.raises(ValueError, match="choose from one, minority, leader, txn-coordinator, group-coordinator, "
+                                         "partition-leader, nodes"):
         check_kind("kill", "some")
 
 

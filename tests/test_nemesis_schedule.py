@@ -16,7 +16,7 @@ def take(schedule, k):
 def test_unknown_name_error_message():
     with pytest.raises(ValueError) as info:
         FaultSchedule(["kill", "foo"], random.Random(1))
-    assert str(info.value) == ("unknown nemesis 'foo': choose from partition, kill, pause, crash, packet, "
+    assert str(info.value) == ("unknown nemesis 'foo': choose from partition, kill, pause, stop, crash, packet, "
                                "flap, rolling, wipe, power-loss, membership, lag, catchup, elect, batch")
 
 

@@ -182,14 +182,14 @@ WORKLOAD_SPECS: dict[str, WorkloadSpec] = {
         "metadata", "Kafka topic creations (and deletions) via the brokers; the controllers' "
         "metadata logs read from their data dirs; the log-safety checkers",
         MetadataWorkload,
-        ("lost-write", "phantom", "duplicate", *QUORUM_CHECKERS),
+        ("lost-write", "phantom", "duplicate", "unsynced-checkpoint", *QUORUM_CHECKERS),
         final=metadata_final_phase, dbs=("kafka",), final_log=True),
     "queue": WorkloadSpec(
         "queue", "Jepsen's Kafka queue: unique sends to K partitions, polls from committed "
         "positions, a final drain; lost, duplicate, reordered, phantom records",
         QueueWorkload,
         ("queue-lost", "queue-duplicate", "queue-inconsistent-offsets", "queue-reordered",
-         "queue-nonmonotonic-poll", "queue-phantom", *QUORUM_CHECKERS),
+         "queue-nonmonotonic-poll", "queue-phantom", "unsynced-checkpoint", *QUORUM_CHECKERS),
         final=queue_final_phase, dbs=("kraft", "kafka"), brokers=3,
         # the data plane's bugs live in the brokers: faults reach them and the controllers
         nemesis_targets="all"),

@@ -24,7 +24,7 @@ from targets.kafka.releases import parse_version
 
 #: the classes of the Kafka catalogue (issue 25)
 KAFKA_CLASSES = ("elections and Pre-Vote", "leader fencing and check quorum", "high watermark and commit",
-                 "disk loss and recovery", "membership")
+                 "disk loss and recovery", "membership", "replication and ISR")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +134,58 @@ KAFKA_CATALOGUE: tuple[KafkaBug, ...] = (
              ("disruptive-election",), kraft_versions=(1,),
              note="3.9.1 makes an unattached removed voter fetch from the bootstrap servers; a removed "
                   "follower that timed out still campaigns until Pre-Vote (4.0.0)"),
+    KafkaBug("KAFKA-15332", "replication and ISR",
+             "no Eligible Leader Replicas (KIP-966): the last in-sync replica of a partition loses power "
+             "and is elected again with the log its disk kept, so acknowledged records are lost and their "
+             "offsets reused; documented behaviour of a cluster without ELR, fixed by configuration",
+             "3.3.0", ("4.1.0",), Side("4.0.2"), Side("4.1.0"), "kafka-elr",
+             ("queue-lost", "queue-inconsistent-offsets"),
+             note="KIP-966's umbrella JIRA (unclean-shutdown detection: KAFKA-15586). Not a one-commit "
+                  "bug: without ELR the ISR never empties and its last member is electable whatever "
+                  "its disk kept, which Kafka documents. ELR (eligible.leader.replicas.version=1) is "
+                  "bootstrapped for new clusters from metadata version 4.1-IV0, so a 4.1.0 cluster "
+                  "formatted by default has it; 4.0.x cannot enable it. With ELR the broker's unclean "
+                  "re-registration (no .kafka_cleanshutdown epoch) takes it out of the ISR and ELR and a "
+                  "replica stopped cleanly while the ISR was below min.insync.replicas is elected"),
+    KafkaBug("KAFKA-16541", "disk loss and recovery",
+             "leader-epoch-checkpoint is renamed into place without an fsync when the epoch cache is "
+             "truncated, which a broker does for every partition as it loads its logs: a power loss "
+             "after a restart leaves it empty",
+             "3.7.0", ("3.8.0",), Side("3.7.2", 0), Side("3.8.0", 0), "kafka-epoch-checkpoint",
+             ("unsynced-checkpoint",),
+             note="introduced by KAFKA-15046 (d71d0639d9d): LeaderEpochFileCache.truncateFromStart/End "
+                  "write with sync=false; fixed by 7c30eed66c4 (3.8.0), where every CheckpointFile.write "
+                  "fsyncs before the rename; never fixed on the 3.7 line (3.7.2 affected). White-box: "
+                  "detected from the power loss's reverted files; no client anomaly follows, as a broker "
+                  "that lost power refetches its partitions"),
+)
+
+
+
+@dataclasses.dataclass(frozen=True)
+class KafkaCandidate:
+    """A bug the catalogue looks for but cannot yet run on both sides 5 times: ``jira``,
+    ``cause``, the ``schedules`` written for it (``kraft-chaos hunt --db kafka`` rotates through
+    them, as through every entry's), the ``kinds`` it would show, and what a reproduction still
+    ``needs``. Not scored by ``bugs`` and not in :func:`known_kinds`."""
+
+    jira: str
+    cause: str
+    schedules: tuple[str, ...]
+    kinds: tuple[str, ...]
+    needs: str
+
+
+#: the candidates (docs/kafka-bugs.md, "Not in the catalogue")
+KAFKA_CANDIDATES: tuple[KafkaCandidate, ...] = (
+    KafkaCandidate("KAFKA-17754",
+                   "a delayed EndTxn or produce joins the next transaction of the same producer epoch "
+                   "(the old transaction protocol): aborted reads, lost writes, torn transactions",
+                   ("kafka-txn-coordinator-pause", "kafka-txn-coordinator-kill"), ("G1a", "lost-write", "G1c"),
+                   "the txn workload (send/poll/txn micro-ops, its clients in targets/kafka/txn_*), with "
+                   "an opt-in client mode that aborts after a commit timeout; librdkafka on the affected "
+                   "side and the Java client 4.1+ with transaction version 2 on the fixed side; Jepsen saw "
+                   "it under random pauses but not on demand, so well below 5/5 per 90 s run is expected"),
 )
 
 #: every entry by name

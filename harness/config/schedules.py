@@ -205,6 +205,37 @@ SCHEDULES: dict[str, Schedule] = {
     # healed; a removed voter that never learnt of its removal must not disrupt the quorum
     "kafka-remove-partitioned": Schedule((), scenario="kafka-remove-partitioned-voter", time_limit=60.0,
                                          db="kafka"),
+    # -- Apache Kafka's data plane (brokers' log dirs on lazyfs, the queue workload) --
+    # power losses of one broker at a time (never the controller), 25 s apart so that the broker
+    # that lost power (and, Kafka fsyncing no segment by default, nearly all its log) has
+    # refetched before the next: no ISR is ever left with a broker that lost power alone
+    "kafka-broker-power": Schedule(("power-loss:one",), mode="serial", interval=25.0, duration=3.0,
+                                   workload="queue", nodes=1, brokers=3, nemesis_targets="clients",
+                                   time_limit=120.0, rate=100.0, concurrency=6, db="kafka"),
+    # the last in-sync replica loses power after the two others were stopped cleanly, and
+    # restarts first (KIP-966's Eligible Leader Replicas, KAFKA-15332)
+    "kafka-elr": Schedule((), scenario="kafka-elr-last-replica", time_limit=120.0, db="kafka"),
+    # a broker killed and restarted (its logs loaded, its leader-epoch checkpoints rewritten),
+    # then a power loss of it (KAFKA-16541)
+    "kafka-epoch-checkpoint": Schedule((), scenario="kafka-epoch-checkpoint-power", time_limit=120.0,
+                                       db="kafka"),
+    # transactions (the txn workload, Jepsen's Kafka workload; KAFKA-17754, a candidate of the Kafka
+    # catalogue, names both, so the hunt rotates them for --db kafka when its workloads include txn): the broker that coordinates the most transactional ids (the
+    # leader of the most __transaction_state partitions), the group coordinator, or a partition's
+    # leader, paused for 3 s (2 to 4 client request timeouts) every 5 s so that the pauses land
+    # while commits are in flight (KAFKA-17754's delayed EndTxn and produce; Jepsen paused random
+    # nodes). The coordinators are looked up at each fault's start (faults/kill.py LOCATED_KINDS)
+    "kafka-txn-coordinator-pause": Schedule(("pause:txn-coordinator", "pause:group-coordinator",
+                                             "pause:partition-leader"), mode="serial", interval=5.0,
+                                            duration=3.0, workload="txn", nodes=1, brokers=3,
+                                            nemesis_targets="clients", time_limit=90.0, rate=100.0,
+                                            concurrency=10, db="kafka"),
+    # the same roles killed (SIGKILL, restarted 4 s later): a coordinator's failover mid-commit
+    "kafka-txn-coordinator-kill": Schedule(("kill:txn-coordinator", "kill:group-coordinator",
+                                            "kill:partition-leader"), mode="serial", interval=8.0,
+                                           duration=4.0, workload="txn", nodes=1, brokers=3,
+                                           nemesis_targets="clients", time_limit=90.0, rate=100.0,
+                                           concurrency=10, db="kafka"),
 }
 
 

@@ -30,7 +30,7 @@ import random
 from typing import Any, Iterable, Iterator
 
 from harness.catalogue.bugs import CATALOGUE
-from harness.catalogue.kafka_bugs import KAFKA_CATALOGUE
+from harness.catalogue.kafka_bugs import KAFKA_CANDIDATES, KAFKA_CATALOGUE
 from harness.config.schedules import SCHEDULES
 from harness.run.scenario_steps import budget_s
 from targets.registry import target_spec
@@ -148,10 +148,11 @@ def default_schedule(db: str) -> str:
 
 def hunt_schedules(db: str, seed: int) -> list[str]:
     """The schedules a hunt on ``db`` rotates through: the default first, then every schedule
-    a bug catalogue names for ``db`` (harness/catalogue/bugs.py, kafka_bugs.py), each once, in
-    an order drawn from ``seed``."""
+    a bug catalogue names for ``db`` (harness/catalogue/bugs.py, kafka_bugs.py: its entries and
+    its candidates), each once, in an order drawn from ``seed``."""
     first = default_schedule(db)
-    named = dict.fromkeys(b.schedule for b in (*CATALOGUE, *KAFKA_CATALOGUE))
+    named = dict.fromkeys([*(b.schedule for b in (*CATALOGUE, *KAFKA_CATALOGUE)),
+                           *(s for c in KAFKA_CANDIDATES for s in c.schedules)])
     rest = [s for s in named if SCHEDULES[s].db == db and s != first]
     random.Random(f"{seed}:hunt:schedules").shuffle(rest)
     return [first, *rest]

@@ -54,14 +54,16 @@ def run_workload(run_dir: Path):
 def run_target(config: Mapping) -> RunTarget:
     """What the checkers know of a stored run's target (``config``: its ``test.json``'s
     ``config``; ``db`` absent: :data:`targets.registry.DEFAULT_TARGET`): its node data
-    reader and default kraft.version (``TargetSpec.node_data``, ``default_kraft_version``).
+    reader, default kraft.version and the files it fsyncs before renaming into place
+    (``TargetSpec.node_data``, ``default_kraft_version``, ``synced_files``).
     Raises ValueError for a target this harness does not know."""
     name = config.get("db") or DEFAULT_TARGET
     try:
         spec = target_spec(name)
     except ValueError as e:
         raise ValueError(f"test.json names {e}") from None
-    return RunTarget(node_data=spec.node_data, default_kraft_version=spec.default_kraft_version)
+    return RunTarget(node_data=spec.node_data, default_kraft_version=spec.default_kraft_version,
+                     synced_files=spec.synced_files)
 
 
 def run_workload_name(run_dir: Path) -> str:

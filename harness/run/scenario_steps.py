@@ -150,8 +150,10 @@ def budget_s(steps: list[dict]) -> float:
 
 
 #: extra seconds a nemesis op may take (a wipe formats storage: a JVM start on Kafka; a voter
-#: change waits up to 20 s for a catch-up, and on Kafka runs a JVM tool per RPC)
-SLOW_OPS = {"start-wipe": 20.0, "stop-wipe": 5.0, "start-membership": 45.0, "stop-membership": 30.0}
+#: change waits up to 20 s for a catch-up, and on Kafka runs a JVM tool per RPC; a clean stop waits
+#: for the node's own shutdown, a Kafka broker's controlled one)
+SLOW_OPS = {"start-wipe": 20.0, "stop-wipe": 5.0, "start-membership": 45.0, "stop-membership": 30.0,
+            "start-stop": 10.0}
 
 
 def steps_generator(steps: list[dict], gate: ClientGate, tail_s: float = TAIL_S,

@@ -39,6 +39,18 @@ class KafkaRoles:
         return wait_for_brokers([self.client_endpoint(n) for n in self.brokers()],
                                 {self.node_id(n) for n in self.brokers()}, timeout_s)
 
+    def locate(self, kind: str, params: dict, rng) -> str | None:
+        """The broker node a located fault kind strikes (faults/kill.py ``LOCATED_KINDS``:
+        ``txn-coordinator``, ``group-coordinator``, ``partition-leader``), from one Metadata
+        request to the brokers (:mod:`targets.kafka.locate`; ``params``: the fault's ``key``,
+        ``topic``, ``partition``; ``rng``: the nemesis's, for its draws). None when the role
+        has no leader now. Raises ``confluent_kafka.KafkaException`` when no broker answered,
+        ``ValueError`` for another kind. Blocking."""
+        from targets.kafka.locate import pick, read_leaders
+        leaders = read_leaders([self.client_endpoint(n) for n in self.brokers()])
+        broker = pick(kind, leaders, params, rng)
+        return next((n for n in self.cluster.nodes if self.node_id(n) == broker), None)
+
     def queue_client_factory(self):
         """The queue workload's client: confluent-kafka against the brokers
         (:func:`targets.kafka.queue_client.kafka_queue_factory`)."""

@@ -353,6 +353,12 @@ def jvm_opts(role: str, heap: Sequence[str] | None = None) -> list[str]:
 #: the directory holding a node's log dirs and nothing else: the lazyfs of ``--nemesis
 #: power-loss`` is mounted there (server.log and the pid file stay outside)
 DISK_DIR = "/var/lib/kafka/disk"
+#: the files a Kafka node writes by atomic replace (``CheckpointFile.write``: ``<name>.tmp``,
+#: fsync, rename), so that a power loss never reverts them: a log dir's offset checkpoints and
+#: each partition's ``leader-epoch-checkpoint``. 3.7.0 to 3.7.2 skipped the fsync of the last on
+#: truncation, at every broker start among others (KAFKA-16541, fixed in 3.8.0)
+SYNCED_FILES = ("leader-epoch-checkpoint", "replication-offset-checkpoint",
+                "recovery-point-offset-checkpoint", "log-start-offset-checkpoint")
 
 
 @dataclasses.dataclass(frozen=True)
