@@ -18,7 +18,6 @@ from harness.config.run import RunConfig
 from harness.config.schedules import SCHEDULES
 from history import store
 from targets.kafka.releases import release
-from workloads.registry import CHECKED_ONLY
 
 
 def test_the_catalogue_has_five_bugs_in_four_classes_each_runnable_on_both_sides():
@@ -196,12 +195,9 @@ def test_every_kafka_schedule_runs_on_kafka_and_fits_the_budget():
     kafka = {n: s for n, s in SCHEDULES.items() if s.db == "kafka"}
     assert {"kafka-default", "kafka-fence", "kafka-rejoin", "kafka-power"} <= set(kafka)
     for name, sched in kafka.items():
-        if sched.workload in CHECKED_ONLY:     # the txn schedules: their workload's spec comes later
-            assert name in {s for c in KAFKA_CANDIDATES for s in c.schedules}, name
-            continue
         cfg = resolve(RunConfig(seed=1, **sched.run_config())).flat
-        # the quorum's schedules run the metadata workload, the data plane's the queue workload
-        assert cfg.db == "kafka" and cfg.workload in ("metadata", "queue"), name
+        # the quorum's schedules run the metadata workload, the data plane's the queue or txn workload
+        assert cfg.db == "kafka" and cfg.workload in ("metadata", "queue", "txn"), name
         assert sched.time_limit + bug_runs.OVERHEAD_S <= bug_runs.DEFAULT_BUDGET_S, name
     assert all(s.db == "kraft" for n, s in SCHEDULES.items() if not n.startswith("kafka-"))
 
