@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from harness.catalogue.kafka_bugs import (KAFKA_CANDIDATES, KAFKA_CATALOGUE, KAFKA_CLASSES, Side, kafka_bug_named,
+from harness.catalogue.kafka_bugs import (KAFKA_CATALOGUE, KAFKA_CLASSES, Side, kafka_bug_named,
                                           known_kinds)
 from harness.bugs import report, runs as bug_runs
 from harness.cli import bugs as bugs_cli
