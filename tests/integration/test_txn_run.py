@@ -18,8 +18,8 @@ from tests.integration.conftest import harness_run_id, run_labelled
 pytestmark = [pytest.mark.docker, pytest.mark.kafka, pytest.mark.slow]
 
 
-@pytest.mark.parametrize("client, seed, subnet", [("librdkafka", 31, "10.77.46.0/24"),
-                                                  ("java", 32, "10.77.47.0/24")])
+@pytest.mark.parametrize("client, seed, subnet", [("librdkafka", 31, "10.151.0.0/24"),
+                                                  ("java", 32, "10.156.0.0/24")])
 def test_txn_on_kafka_under_broker_faults(engine, kraft_chaos_run, client, seed, subnet):
     results, run_dir = kraft_chaos_run(db="kafka", workload="txn", nodes=1, time_limit=30,
                                        nemesis=["kill:one", "pause:one"], nemesis_targets="clients",
