@@ -3,8 +3,8 @@ each ``--unsafe`` switch.
 
 Speed, on the correct build: ``BENCH_SIM_SEEDS`` (default 200) schedules of 30 virtual
 seconds, each in the one default configuration (``simulate --no-swarm``, so that the figures
-compare across changes of the swarm's draw), on 2 worker processes; prints simulated seconds per wall second, events (core
-steps) per second, schedules per minute and the wall time 1,000 schedules would take
+compare across changes of the swarm's draw), on 2 worker processes; prints simulated seconds
+per wall second, events (core steps) per second, schedules per minute and the wall time 1,000 schedules would take
 (the goal: under 60 s), beside the anchor measured in the same run: the bare cores of one
 3-voter cluster stepping with no faults, invariants, history or judge (events/s), and the
 ratio of the two. Then, with ``--switches`` (``make bench`` passes it), each switch run as

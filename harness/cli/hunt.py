@@ -47,8 +47,8 @@ def options_from(args: argparse.Namespace) -> HuntOptions:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2 ** 31)
     return HuntOptions(seed=seed, db=args.db, minutes=args.minutes, workloads=_workloads(args.workload),
                        unsafe=tuple(args.unsafe), kafka_version=args.kafka_version, stop_at_first=args.stop_at_first,
-                       sim=not args.no_sim, swarm=not args.no_swarm, junit=args.junit, cluster=args.cluster, hosts=args.hosts,
-                       subnet=args.subnet, lock=args.lock, store=args.store, shrink_runs=args.shrink_runs)
+                       sim=not args.no_sim, swarm=not args.no_swarm, junit=args.junit, cluster=args.cluster,
+                       hosts=args.hosts, subnet=args.subnet, lock=args.lock, store=args.store, shrink_runs=args.shrink_runs)
 
 
 def cmd_hunt(args: argparse.Namespace) -> int:

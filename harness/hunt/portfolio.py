@@ -85,6 +85,8 @@ def sim_configs(swarm: bool) -> tuple[SimConfig, ...]:
     """The configurations the simulation phase runs: :data:`SIM_CONFIGS` (swarm), else
     :data:`FIXED_CONFIGS`."""
     return SIM_CONFIGS if swarm else FIXED_CONFIGS
+
+
 #: seeds each configuration gets in each round of the simulation phase (sum: :data:`SIM_SEEDS`).
 #: The first round is small so that the last configuration starts a few seconds into the hunt
 #: (30 seeds of the others first, ~0.2 s each on two cores); the rounds then grow ~2.5x so that a

@@ -2,8 +2,8 @@
 sim/README.md: ``SimOptions``, ``SeedOutcome``, ``simulate``, ``shrink_and_export``), judged by
 our checkers (the judge the hunt passes in, harness/simulation/judge.py), in batches
 (:func:`run_batch`) that the hunt interleaves round by round over the simulator configurations
-(harness/hunt/portfolio.py ``sim_configs``: swarm testing by default, ``sim_targets``; harness/hunt/loop.py
-``Hunt.sim_phase``), each configuration one row of the report, merged from its batches
+(harness/hunt/portfolio.py ``sim_configs``: swarm testing by default, ``sim_targets``;
+harness/hunt/loop.py ``Hunt.sim_phase``), each configuration one row of the report, merged from its batches
 (:func:`merge_rows`).
 
 The simulator models our quorum and brokers (``kraft/``), so the phase runs only on the target
@@ -109,8 +109,8 @@ def run_batch(api: ModuleType, cfg: SimConfig, unsafe: tuple[str, ...], seed: in
     ``valid``, ``invalid`` (also when the simulator raised after a violation), ``error`` when it
     raised otherwise, or ``skipped`` when no seed ran) and
     ``{"seed", "invariant", "detail", "elapsed_s", "configuration"}`` of its first failing seed
-    (``elapsed()`` when it came; the configuration it ran, as one line), or None. ``stop_at_first``: no seed is awaited after the first failure.
-    Otherwise ``on_failure(row so far, first failure)`` is called as soon as it comes, before
+    (``elapsed()`` when it came; the configuration it ran, as one line), or None.
+    ``stop_at_first``: no seed is awaited after the first failure. Otherwise ``on_failure(row so far, first failure)`` is called as soon as it comes, before
     the batch goes on (its seeds in flight finish meanwhile; no further one starts until it
     returns). Raises ``KeyboardInterrupt`` with the row so far attached as ``row``."""
     row = _blank_row(cfg, unsafe, seed, seeds, round(elapsed(), 1))
