@@ -78,7 +78,9 @@ def write_scenario(opts, seed: int, shrunk: ShrinkResult, out_dir: Path, subnet:
     applied = shrunk.result.applied
     names = roles(applied, list(range(1, opts.voters + 1)))
     steps, left_out = fault_steps(applied, names)
-    run: dict = {"seed": seed, "workload": opts.workload, "nodes": opts.voters}
+    run: dict = {"seed": seed, "workload": opts.workload_name, "nodes": opts.voters}
+    if opts.brokers:
+        run["brokers"] = opts.brokers
     if opts.unsafe:
         run["unsafe"] = list(opts.unsafe)
     if opts.kraft_version:

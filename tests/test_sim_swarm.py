@@ -54,7 +54,7 @@ def test_given_options_pin_their_dimensions_and_leave_the_others_drawn_as_before
             f.kraft_version, f.workload, f.fetch_max_records, f.admin_clients)
     # pinned brokers choose the workload that runs on them; a pinned workload its brokers
     assert {_opts("--brokers", "3").for_seed(s).workload for s in range(1, 40)} == {"queue"}
-    assert {_opts("--brokers", "0").for_seed(s).workload for s in range(1, 40)} == {"append"}
+    assert {_opts("--brokers", "0").for_seed(s).workload for s in range(1, 40)} == {"append", "kv"}
     assert {_opts("--workload", "queue").for_seed(s).brokers for s in range(1, 40)} == {3}
     assert _opts("--no-swarm") == SimOptions()
     assert _opts("--no-swarm", "--brokers", "3").for_seed(4) == SimOptions(brokers=3)
