@@ -181,4 +181,7 @@ def test_every_script_installs_through_the_helper():
         if "apt_get " in text:
             assert '. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"' in text, p.name
             daemons = [line for line in _code(text) if re.search(r"\bnohup\b|\bsetsid\b|[^&]&\s*$", line)]
-            assert all("{_APT_NOTE_FD}>&-" in line for line in daemons), (p.name, daemons)
+            # a daemon the script leaves running keeps none of its descriptors: it closes the
+            # note's, or every inherited one (ensure-docker.sh, tests/test_scripts_docker.py)
+            closes_all = "for fd in /proc/self/fd/*" in text
+            assert closes_all or all("{_APT_NOTE_FD}>&-" in line for line in daemons), (p.name, daemons)
