@@ -14,9 +14,11 @@ committed (an ``ok`` append, kv write or cas).
   also waits a multiple of the election timeout for a leader). Such a span is how a livelock
   such as the election-timer one (``--unsafe reset-election-timer``) shows; otherwise it only
   lowers availability.
-- **Recovery.** The time from the final heal (the last moment a fault stopped, after which
-  none held before the runner's ``heal`` op) to the first committed write, and to the first
-  leader seen: measured, never judged on its own (its span is judged as a window).
+- **Recovery.** After every heal (a moment the last fault holding stopped), the time to the
+  first committed write and to the first leader seen; for the final heal (after which no
+  fault held before the runner's ``heal`` op) on their own: measured, never judged on their
+  own (their spans are judged as windows). The final heal often comes as the clients stop,
+  so ``recoveries`` (each heal's, and the slowest) says more.
 
 Only the history up to the runner's ``heal`` op is judged: after it come the workload's final
 phase and no clients. Anomaly: ``{"from_ns", "to_ns", "stuck_s", "op": the first monitor
@@ -133,8 +135,11 @@ class Liveness(Checker):
         for x in anomalies:
             i = bisect.bisect_left(self.samples, (x["from_ns"] + bound, -1))
             x["op"] = self.samples[i][1] if i < len(self.samples) else None
-        final = _final_heal(windows, start, end)
-        out.update(_recovery(final, progress))
+        heals = _heals(windows, start, end)
+        out.update(_recovery(heals[-1] if heals else None, progress))
+        out["recoveries"] = [_recovery(h, progress) for h in heals]
+        out["slowest_recovery_s"] = max((r["heal_to_write_s"] for r in out["recoveries"]
+                                         if r["heal_to_write_s"] is not None), default=None)
         out["able_s"] = round(sum(b - a for a, b, _ in able) / 1e9, 3)
         out["longest_stuck_s"] = max((x["stuck_s"] for x in anomalies), default=None)
         return {**out, "valid": not anomalies, "anomalies": anomalies[:MAX_EXAMPLES * 10]}
@@ -198,14 +203,22 @@ def _anomaly(t0: int, t1: int, after_op: int | None, until_op: int | None, group
             "until_op": until_op, "able": group}
 
 
-def _final_heal(windows: FaultWindows, start: int, end: int) -> int | None:
-    """The last time (ns) a fault stopped, after which none held before ``end``; None when no
-    fault ran or one held to the end."""
-    spans = [span for spans in itertools.chain(windows.down.values(), windows.cuts.values()) for span in spans]
-    if not spans:
-        return None
-    last = max(b for _a, b in spans)
-    return last if last < end else None
+def _heals(windows: FaultWindows, start: int, end: int) -> list[int]:
+    """Every moment (ns) in ``(start, end)`` at which the last fault holding stopped, in order
+    (the fault intervals merged; one still holding at ``end`` gives none there)."""
+    spans = sorted(span for spans in itertools.chain(windows.down.values(), windows.cuts.values())
+                   for span in spans)
+    out: list[int] = []
+    cur_end: int | None = None
+    for a, b in spans:
+        if cur_end is not None and a > cur_end:
+            out.append(cur_end)
+            cur_end = b
+        else:
+            cur_end = b if cur_end is None else max(cur_end, b)
+    if cur_end is not None and cur_end < end:
+        out.append(cur_end)
+    return [t for t in out if start < t < end]
 
 
 def _recovery(final: int | None, progress: list[tuple[int, int, str]]) -> dict:
