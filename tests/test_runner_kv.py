@@ -63,11 +63,11 @@ def test_check_a_kv_run_checks_linearizability_by_key(tmp_path, capsys):
     assert lin["failed_ops_dropped"] == 2
     assert set(results["checkers"]) == {"linearizability", "election-safety", "divergence",
                                         "epoch-regression", "stale-leader", "disruptive-election",
-                                        "crashed-node"}
+                                        "crashed-node", "liveness"}
     assert results["checkers"]["divergence"]["valid"] is True
     assert results["anomalies"] == {"linearizability": 0, "election-safety": 0, "divergence": 0,
                                     "epoch-regression": 0, "stale-leader": 0, "disruptive-election": 0,
-                                    "crashed-node": 0}
+                                    "crashed-node": 0, "liveness": 0}
     stats = results["stats"]
     assert stats["counts"]["cas"] == {"ok": 1, "fail": 1, "info": 0} and stats["cas_mismatches"] == 1
     assert "append_availability" not in stats
