@@ -191,7 +191,7 @@ def _stuck(a: int, b: int, progress: list[tuple[int, int, str]], bound: int,
         if t > b:
             break
         if t - last > bound:
-            out.append(_anomaly(max(last, a), t, last_op, index, able_at(max(last, a))))
+            out.append(_anomaly(last, t, last_op, index, able_at(last)))
         last, last_op = t, index
     if b - last > bound:
         out.append(_anomaly(last, b, last_op, None, able_at(last)))
@@ -221,16 +221,17 @@ def _heals(windows: FaultWindows, start: int, end: int) -> list[int]:
     return [t for t in out if start < t < end]
 
 
-def _recovery(final: int | None, progress: list[tuple[int, int, str]]) -> dict:
-    """Seconds from the final heal to the first committed write and to the first leader seen
-    after it (None: none came before the runner's heal, or there was no final heal)."""
-    out: dict[str, Any] = {"final_heal_ns": final, "heal_to_write_s": None, "heal_to_leader_s": None}
-    if final is None:
+def _recovery(heal: int | None, progress: list[tuple[int, int, str]]) -> dict:
+    """Seconds from ``heal`` (ns; under ``final_heal_ns``) to the first committed write and
+    to the first leader seen after it (None: none came before the runner's heal op, or
+    ``heal`` is None: no heal)."""
+    out: dict[str, Any] = {"final_heal_ns": heal, "heal_to_write_s": None, "heal_to_leader_s": None}
+    if heal is None:
         return out
-    for t, _i, kind in progress:
-        if t < final:
-            continue
+    for t, _i, kind in progress[bisect.bisect_left(progress, (heal, -1)):]:
         key = "heal_to_write_s" if kind == "write" else "heal_to_leader_s"
         if out[key] is None:
-            out[key] = round((t - final) / 1e9, 3)
+            out[key] = round((t - heal) / 1e9, 3)
+        if out["heal_to_write_s"] is not None and out["heal_to_leader_s"] is not None:
+            break
     return out
