@@ -14,9 +14,11 @@ committed (an ``ok`` append, kv write or cas).
   also waits a multiple of the election timeout for a leader). Such a span is how a livelock
   such as the election-timer one (``--unsafe reset-election-timer``) shows; otherwise it only
   lowers availability.
-- **Recovery.** The time from the final heal (the last moment a fault stopped, after which
-  none held before the runner's ``heal`` op) to the first committed write, and to the first
-  leader seen: measured, never judged on its own (its span is judged as a window).
+- **Recovery.** After every heal (a moment the last fault holding stopped), the time to the
+  first committed write and to the first leader seen; for the final heal (after which no
+  fault held before the runner's ``heal`` op) on their own: measured, never judged on their
+  own (their spans are judged as windows). The final heal often comes as the clients stop,
+  so ``recoveries`` (each heal's, and the slowest) says more.
 
 Only the history up to the runner's ``heal`` op is judged: after it come the workload's final
 phase and no clients. Anomaly: ``{"from_ns", "to_ns", "stuck_s", "op": the first monitor
@@ -133,8 +135,11 @@ class Liveness(Checker):
         for x in anomalies:
             i = bisect.bisect_left(self.samples, (x["from_ns"] + bound, -1))
             x["op"] = self.samples[i][1] if i < len(self.samples) else None
-        final = _final_heal(windows, start, end)
-        out.update(_recovery(final, progress))
+        heals = _heals(windows, start, end)
+        out.update(_recovery(heals[-1] if heals else None, progress))
+        out["recoveries"] = [_recovery(h, progress) for h in heals]
+        out["slowest_recovery_s"] = max((r["heal_to_write_s"] for r in out["recoveries"]
+                                         if r["heal_to_write_s"] is not None), default=None)
         out["able_s"] = round(sum(b - a for a, b, _ in able) / 1e9, 3)
         out["longest_stuck_s"] = max((x["stuck_s"] for x in anomalies), default=None)
         return {**out, "valid": not anomalies, "anomalies": anomalies[:MAX_EXAMPLES * 10]}
@@ -186,7 +191,7 @@ def _stuck(a: int, b: int, progress: list[tuple[int, int, str]], bound: int,
         if t > b:
             break
         if t - last > bound:
-            out.append(_anomaly(max(last, a), t, last_op, index, able_at(max(last, a))))
+            out.append(_anomaly(last, t, last_op, index, able_at(last)))
         last, last_op = t, index
     if b - last > bound:
         out.append(_anomaly(last, b, last_op, None, able_at(last)))
@@ -198,26 +203,35 @@ def _anomaly(t0: int, t1: int, after_op: int | None, until_op: int | None, group
             "until_op": until_op, "able": group}
 
 
-def _final_heal(windows: FaultWindows, start: int, end: int) -> int | None:
-    """The last time (ns) a fault stopped, after which none held before ``end``; None when no
-    fault ran or one held to the end."""
-    spans = [span for spans in itertools.chain(windows.down.values(), windows.cuts.values()) for span in spans]
-    if not spans:
-        return None
-    last = max(b for _a, b in spans)
-    return last if last < end else None
+def _heals(windows: FaultWindows, start: int, end: int) -> list[int]:
+    """Every moment (ns) in ``(start, end)`` at which the last fault holding stopped, in order
+    (the fault intervals merged; one still holding at ``end`` gives none there)."""
+    spans = sorted(span for spans in itertools.chain(windows.down.values(), windows.cuts.values())
+                   for span in spans)
+    out: list[int] = []
+    cur_end: int | None = None
+    for a, b in spans:
+        if cur_end is not None and a > cur_end:
+            out.append(cur_end)
+            cur_end = b
+        else:
+            cur_end = b if cur_end is None else max(cur_end, b)
+    if cur_end is not None and cur_end < end:
+        out.append(cur_end)
+    return [t for t in out if start < t < end]
 
 
-def _recovery(final: int | None, progress: list[tuple[int, int, str]]) -> dict:
-    """Seconds from the final heal to the first committed write and to the first leader seen
-    after it (None: none came before the runner's heal, or there was no final heal)."""
-    out: dict[str, Any] = {"final_heal_ns": final, "heal_to_write_s": None, "heal_to_leader_s": None}
-    if final is None:
+def _recovery(heal: int | None, progress: list[tuple[int, int, str]]) -> dict:
+    """Seconds from ``heal`` (ns; under ``final_heal_ns``) to the first committed write and
+    to the first leader seen after it (None: none came before the runner's heal op, or
+    ``heal`` is None: no heal)."""
+    out: dict[str, Any] = {"final_heal_ns": heal, "heal_to_write_s": None, "heal_to_leader_s": None}
+    if heal is None:
         return out
-    for t, _i, kind in progress:
-        if t < final:
-            continue
+    for t, _i, kind in progress[bisect.bisect_left(progress, (heal, -1)):]:
         key = "heal_to_write_s" if kind == "write" else "heal_to_leader_s"
         if out[key] is None:
-            out[key] = round((t - final) / 1e9, 3)
+            out[key] = round((t - heal) / 1e9, 3)
+        if out["heal_to_write_s"] is not None and out["heal_to_leader_s"] is not None:
+            break
     return out

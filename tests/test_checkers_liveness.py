@@ -28,6 +28,8 @@ def test_a_frozen_history_that_recovers_is_valid():
     assert r["able_s"] == 30.0                   # n2 and n3 were an able majority throughout
     assert r["final_heal_ns"] == 8 * S
     assert 0 < r["heal_to_leader_s"] < 1 and 0 < r["heal_to_write_s"] < 1
+    assert [x["final_heal_ns"] for x in r["recoveries"]] == [8 * S]
+    assert r["slowest_recovery_s"] == r["heal_to_write_s"]
 
 
 def test_a_frozen_history_stuck_with_an_able_majority_is_invalid():
@@ -134,3 +136,14 @@ def test_without_monitor_samples_the_verdict_is_unknown():
 def test_the_append_workload_runs_it_by_name():
     raw = check_all_folds(lambda: iter_history(HISTORIES / "liveness-stuck.jsonl"), ["liveness"])
     assert raw["valid"] is False and raw["anomaly_counts"]["liveness"] == 1
+
+
+def test_every_heal_is_a_recovery_measured():
+    kill = {"kind": "one", "targets": ["n2"]}
+    pause = {"kind": "one", "targets": ["n3"]}
+    ops = _history([("kill", kill, 5, 9), ("pause", pause, 8, 12), ("kill", kill, 20, 22)], 40)
+    r = judge(ops)
+    heals = [x["final_heal_ns"] for x in r["recoveries"]]
+    assert heals == [12 * S + 1, 22 * S + 1]          # overlapping faults heal once, at the last stop
+    assert all(0 <= x["heal_to_leader_s"] <= 1 for x in r["recoveries"])      # n1 led throughout
+    assert r["final_heal_ns"] == 22 * S + 1 and r["slowest_recovery_s"] is None   # no writes here
