@@ -11,6 +11,9 @@ lacks Pre-Vote, so its runs under cut-and-heal schedules also show
 ``disruptive-election``, which is true behaviour of that release, reported, never a detection of
 an entry about something else. ``kraft-chaos bisect`` reads the same table.
 
+:data:`KAFKA_CANDIDATES` lists the bugs looked for but not yet reproduced on demand: their
+schedules join the hunt's rotation, and they are neither run by ``bugs`` nor known kinds.
+
 What a release line is known to show (:func:`known_kinds`) is derived from this table;
 the evidence for each entry (commits, release source jars, runs) is in
 ``docs/kafka-bugs.md``.
@@ -161,7 +164,6 @@ KAFKA_CATALOGUE: tuple[KafkaBug, ...] = (
                   "detected from the power loss's reverted files; no client anomaly follows, as a broker "
                   "that lost power refetches its partitions"),
 )
-
 
 
 @dataclasses.dataclass(frozen=True)
