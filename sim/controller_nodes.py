@@ -2,7 +2,7 @@
 controller role (``process.roles=controller``), as kraft/node/server.py starts
 kraft/controller/service.py beside the node's RaftNode.
 
-Each (re)start builds a fresh :class:`kraft.controller.ControllerCore` beside the quorum core
+Each (re)start builds a fresh :class:`kraft.controller.core.ControllerCore` beside the quorum core
 (its broker sessions live in memory only). The node hands the controller's requests and
 timers to it, feeds it a QuorumView after every quorum step that changed what it depends
 on, and carries out its ProposeMetadata as one step of the quorum core

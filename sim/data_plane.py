@@ -5,7 +5,7 @@ plane's invariants checked after every broker step, and the final drain.
 The controllers and brokers run the real cores (sim/controller_nodes.py,
 sim/broker_nodes.py): registration, heartbeats, AlterPartition and CreateTopics are
 messages over the simulated network, answered by the active controller's
-:class:`kraft.controller.ControllerCore`. One thing is modelled rather than run: what a
+:class:`kraft.controller.core.ControllerCore`. One thing is modelled rather than run: what a
 broker's observer of the metadata quorum knows (a real broker runs an observer RaftNode).
 Every :data:`DELIVER_MS` each broker that can reach the quorum's leader both ways (the
 broker up and not paused, the leader not paused) learns that leader and its committed

@@ -349,13 +349,6 @@ def rotated(endpoints, index: int) -> tuple[str, ...]:
     return b[k:] + b[:k]
 
 
-def rotated(endpoints, index: int) -> tuple[str, ...]:
-    """``endpoints`` (non-empty) rotated left by ``index``: worker ``index``'s own first."""
-    b = tuple(endpoints)
-    k = index % len(b)
-    return b[k:] + b[:k]
-
-
 async def close_client(client: QueueClient) -> None:
     """Close ``client``, abandoning it after :data:`CLOSE_TIMEOUT_S`; errors are ignored."""
     try:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from typing import Any
 
 from history import outcomes
 from targets.txn_client import SessionConfig, TxnSession
