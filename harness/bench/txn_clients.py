@@ -25,7 +25,6 @@ import os
 import sys
 import time
 import uuid
-from types import SimpleNamespace
 from typing import Iterator
 
 from checkers.stats import quantile
@@ -74,9 +73,8 @@ def kafka_cluster(engine, version: str, subnet: str, *, controllers: int = 1, br
     from targets.registry import node_software, target_spec
 
     spec = target_spec("kafka")
-    options = SimpleNamespace(seed=7, nodes=controllers, brokers=brokers, base_image=None, unsafe=[],
-                              kafka_version=version, kafka_topology="dedicated", kraft_version=None,
-                              kafka_dist=None, kafka_props=None, fetch_max_records=None)
+    options = spec.settings(seed=7, nodes=controllers, brokers=brokers, kafka_version=version,
+                            kafka_topology="dedicated")
     software = node_software(spec, Resolved("docker", engine), options, lambda m: print(m, flush=True))
     cluster = make_cluster("docker", controllers + brokers, f"{name}-{int(time.time())}", software,
                            subnet=subnet, engine=engine)
