@@ -19,6 +19,7 @@ session's ``transaction_version`` is 0.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
 from typing import Any, Callable, Mapping, Sequence
@@ -31,6 +32,9 @@ from targets.txn_client import Key, SessionConfig
 NAME = "librdkafka"
 #: seconds a session's close waits for the consumer to leave its group
 CLOSE_WAIT_S = 10.0
+#: how long past its session's longest timeout a blocking librdkafka call may take before the
+#: session gives up on it (s)
+HANG_GRACE_S = 10.0
 log = logging.getLogger("kraft_chaos.targets.kafka.txn")
 
 
@@ -59,6 +63,11 @@ class RdkafkaDriver:
         self._assigned: list[Key] | None = None       # None: subscribed (or nothing yet)
         self._subscribed = False
         self._rebalanced: set[Key] = set()
+        # the session's own threads for librdkafka's blocking calls: a call that hangs past
+        # its own timeout (send_offsets_to_transaction has been seen to) is abandoned here and
+        # holds one of these, never a thread of the event loop's shared default executor,
+        # whose few threads every other blocking call of the run (nemesis, clients) waits on
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="txn-rdkafka-call")
 
     def _producer_conf(self) -> dict:
         c = self.config
@@ -93,9 +102,23 @@ class RdkafkaDriver:
                 log.debug("producer poll: %r", e)
                 self._closed.wait(0.05)
 
+    def _hang_bound_s(self) -> float:
+        """How long a blocking call may take before it is abandoned, s: the longest of the
+        session's own timeouts (each call is bounded by one of them) and :data:`HANG_GRACE_S`."""
+        c = self.config
+        return max(c.timeout_ms, c.transaction_timeout_ms, c.session_timeout_ms) / 1000.0 + HANG_GRACE_S
+
     async def _blocking(self, fn: Callable, *args) -> Any:
+        """``fn(*args)`` on the session's own threads. Raises :class:`LibraryError`: the
+        library's error, or a fatal ``_TIMED_OUT`` when the call did not return within
+        :meth:`_hang_bound_s` (it is abandoned; the session must be replaced)."""
+        bound = self._hang_bound_s()
         try:
-            return await asyncio.to_thread(fn, *args)
+            fut = asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+            return await asyncio.wait_for(fut, bound)
+        except TimeoutError:
+            raise LibraryError("_TIMED_OUT", f"the library call did not return within {bound:.0f} s; "
+                                             f"abandoned", fatal=True) from None
         except LibraryError:
             raise
         except (BufferError, RuntimeError, ValueError, TypeError) as e:
@@ -259,6 +282,7 @@ class RdkafkaDriver:
             await asyncio.wait_for(asyncio.to_thread(shut), CLOSE_WAIT_S)
         except TimeoutError:
             log.warning("the librdkafka consumer did not close within %.0f s; left behind", CLOSE_WAIT_S)
+        self._executor.shutdown(wait=False, cancel_futures=True)     # a hung call's thread is left behind
 
 
 def _text(version) -> str:
