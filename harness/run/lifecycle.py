@@ -10,6 +10,7 @@ unless done, and tears the cluster down (unless ``keep_cluster``), each step bes
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import signal
 import threading
@@ -44,13 +45,16 @@ class RunLifecycle:
         self.interrupted = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: list[asyncio.Future] = []
+        # the run's own threads for its set-up, collection and teardown: never the event
+        # loop's shared executor, which a client library's hung calls may fill
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="kraft-chaos-run")
 
     # -- plumbing ---------------------------------------------------------
 
     async def _blocking(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
-        """Run blocking ``fn`` in a thread. If we are cancelled meanwhile, the
+        """Run blocking ``fn`` in one of the run's own threads. If we are cancelled meanwhile, the
         thread's future is remembered so cleanup waits for it before tearing down."""
-        fut = asyncio.get_running_loop().run_in_executor(None, lambda: fn(*args, **kwargs))
+        fut = asyncio.get_running_loop().run_in_executor(self._executor, lambda: fn(*args, **kwargs))
         try:
             return await asyncio.shield(fut)
         except asyncio.CancelledError:
@@ -84,6 +88,7 @@ class RunLifecycle:
             finally:
                 await self._cleanup()
         finally:
+            self._executor.shutdown(wait=False)
             if on_main:
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     loop.remove_signal_handler(sig)
