@@ -106,7 +106,7 @@ SCHEDULES: dict[str, Schedule] = {
     # schedule it replaced
     "default": Schedule(("partition", "kill", "pause", "crash", "flap", "elect", "lag"), mode="windows",
                         interval=14.0, duration=7.0, rate=600.0, concurrency=20, time_limit=120.0),
-    # every kind of fault, overlapping without pause (the default until issue 32). Of the
+    # every kind of fault, overlapping without pause (the default before calm windows). Of the
     # schedules tried it caught the most catalogued bugs in one 60 s run each at 200 ops/s: 8 of
     # 12 (focused: 7; a denser overlap with two partition timelines and batch, interval 5 s:
     # 3). Its faults leave a reachable leader only 10 to 30% of the time, which the offered
