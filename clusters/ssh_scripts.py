@@ -7,7 +7,7 @@ Layout on a host, for node ``<node>`` of run ``<run_id>`` (:func:`node_dir`)::
                               init.pid            "<host pid> <start time>" of the init
                               software/bin/python3         "exec <python> -S", first on PATH
                               software/files/<i>/<name>    the deployed files (our kraft/)
-                              upper/{etc,var,opt}, work/   the overlays' layers
+                              upper/{etc,var,opt}, owork/  the overlays' layers
 
 A node is a process tree started by ``setsid unshare --pid --fork --kill-child --mount
 --mount-proc``, as a node of the netns backend but in the host's network namespace (it listens
@@ -63,7 +63,7 @@ def init_script(ndir: str, python: str, files: Mapping[str, Path], hosts_lines: 
     lines = ["set -e"]
     for d in OVERLAY_DIRS:
         lines.append(f"mount -t overlay overlay -o lowerdir=/{d},upperdir={q(f'{ndir}/upper/{d}')},"
-                     f"workdir={q(f'{ndir}/work/{d}')} /{d}")
+                     f"workdir={q(f'{ndir}/owork/{d}')} /{d}")
     lines += [f"mkdir -p {TOOLS_DIR}", f"mount --bind -o ro {q(ndir + '/software/bin')} {TOOLS_DIR}"]
     for i, (inside, src) in enumerate(sorted(files.items())):
         snap = f"{ndir}/software/files/{i}/{src.name}"
@@ -105,8 +105,8 @@ def deploy_tar(run_id: str, node: str, python: str, files: Mapping[str, Path], i
     with tarfile.open(fileobj=buf, mode="w") as tar:
         entry(MARKER, f"kraft-chaos run {run_id} node {node}\n".encode())
         entry("init.sh", init.encode(), 0o755)
-        for d in ("software", "software/bin", "software/files", "upper", "work",
-                  *(f"upper/{d}" for d in OVERLAY_DIRS), *(f"work/{d}" for d in OVERLAY_DIRS)):
+        for d in ("software", "software/bin", "software/files", "upper", "owork",
+                  *(f"upper/{d}" for d in OVERLAY_DIRS), *(f"owork/{d}" for d in OVERLAY_DIRS)):
             entry(d)
         entry("software/bin/python3", f"#!/bin/sh\nexec {shlex.quote(python)} -S \"$@\"\n".encode(), 0o755)
         for i, (_, src) in enumerate(sorted(files.items())):

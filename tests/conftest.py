@@ -1,8 +1,29 @@
 """Shared fixtures: one local[2] SparkSession for the whole session (UI off), started
-only by the tests that ask for it; the commands' default lock file, the session's own."""
+only by the tests that ask for it; the commands' default lock file, the session's own.
+
+A SIGTERM to the test process (``timeout``, CI cancelling a job) ends the session as Ctrl-C
+does: pytest then runs every fixture's teardown (clusters, namespaces, sshd hosts) before it
+exits, where the default SIGTERM would kill it with all of them left behind."""
 from __future__ import annotations
 
+import signal
+
 import pytest
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config):
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+@pytest.fixture(autouse=True)
+def _sigterm_interrupts():
+    """Again before every test: a test's event loop removing its own handler (asyncio's
+    ``remove_signal_handler``) puts SIGTERM back to its default."""
+    signal.signal(signal.SIGTERM, _interrupt)
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -79,11 +80,15 @@ class SshdHosts:
             lock = open(f"/tmp/kcssh-{self.net}.{third}.lock", "w")
             fcntl.flock(lock, fcntl.LOCK_EX)     # waits while another run has the subnet
             taken = _sh("ip", "-o", "-4", "addr", "show", "to", f"{self.net}.{third}.0/24", check=False).stdout
+            for iface in {line.split()[1] for line in taken.splitlines() if line.strip()}:
+                if iface.startswith("kshb"):     # we hold the lock: its owner died (SIGKILL)
+                    remove_hosts(iface[len("kshb"):])
+            taken = _sh("ip", "-o", "-4", "addr", "show", "to", f"{self.net}.{third}.0/24", check=False).stdout
             if not taken.strip():
                 self._subnet_lock = lock
                 self._place(third)
                 return
-            lock.close()                         # a leftover of a killed run: the next subnet
+            lock.close()                         # another user of these addresses: the next subnet
             third = third % 250 + 1
         raise RuntimeError(f"no free {self.net}.x.0/24 subnet for the sshd test hosts")
 
@@ -220,14 +225,6 @@ class SshdHosts:
     def close(self) -> None:
         """Kill every process in the namespaces; remove the namespaces, bridge, FORWARD rule
         and folder. Idempotent."""
-        pids = []
-        for ns in self.namespaces:
-            pids += [int(p) for p in _sh("ip", "netns", "pids", ns, check=False).stdout.split()]
-        for pid in pids:
-            try:
-                os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
         for p in self.procs:
             try:
                 p.kill()
@@ -235,15 +232,31 @@ class SshdHosts:
             except Exception:  # noqa: BLE001
                 pass
         self.procs.clear()
-        for ns in self.namespaces:
-            _sh("ip", "netns", "del", ns, check=False)
-        _sh("ip", "link", "del", self.bridge, check=False)
-        while _sh("iptables", "-w", "-D", "FORWARD", *self._forward_rule(), check=False).returncode == 0:
-            pass
+        remove_hosts(self.tag)
         shutil.rmtree(self.dir, ignore_errors=True)
         if self._subnet_lock is not None:
             self._subnet_lock.close()         # releases the subnet for another run
             self._subnet_lock = None
+
+
+def remove_hosts(tag: str) -> None:
+    """Kill every process in the namespaces ``kcssh-<tag>-h*`` and remove them, the bridge
+    ``kshb<tag>`` and the FORWARD rules commented ``kcssh-test:<tag>``: those of this run's
+    :class:`SshdHosts`, or the leftovers of one whose process was killed. Idempotent."""
+    namespaces = [ns.split()[0] for ns in _sh("ip", "netns", "list", check=False).stdout.splitlines()
+                  if ns.startswith(f"kcssh-{tag}-h")]
+    for ns in namespaces:
+        for pid in _sh("ip", "netns", "pids", ns, check=False).stdout.split():
+            try:
+                os.kill(int(pid), 9)
+            except ProcessLookupError:
+                pass
+    for ns in namespaces:
+        _sh("ip", "netns", "del", ns, check=False)
+    _sh("ip", "link", "del", f"kshb{tag}", check=False)
+    for rule in _sh("iptables", "-w", "-S", "FORWARD", check=False).stdout.splitlines():
+        if f"kcssh-test:{tag}" in rule:
+            _sh("iptables", "-w", *shlex.split(rule.replace("-A", "-D", 1)), check=False)
 
 
 def fingerprint_of(pub_line: str) -> str:
