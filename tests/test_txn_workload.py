@@ -163,8 +163,9 @@ def test_an_abort_that_does_not_return_makes_the_op_info_and_closes_the_session(
     assert kafka.sessions[0].closed and worker.session is None
 
 
-def test_a_commit_in_doubt_is_info_and_a_new_process_opens_a_new_session(tmp_path):
-    kafka = FakeKafka({"commit": [indefinite("_TIMED_OUT", fatal=True, retriable=True)]})
+def _two_sends(tmp_path, kafka):
+    """A workload on ``kafka`` whose first worker sends twice (processes 0 then 1): the
+    workload and the two outcomes."""
     wl = make_wl(tmp_path, kafka)
     worker = wl.workers()[0]
 
@@ -173,7 +174,12 @@ def test_a_commit_in_doubt_is_info_and_a_new_process_opens_a_new_session(tmp_pat
         first = await worker.invoke({"f": "send", "value": [["send", "t0-0", 1]]}, 0)
         second = await worker.invoke({"f": "send", "value": [["send", "t0-0", 2]]}, 1)
         return first, second
-    first, second = asyncio.run(main())
+    return wl, asyncio.run(main())
+
+
+def test_a_commit_in_doubt_is_info_and_a_new_process_opens_a_new_session(tmp_path):
+    kafka = FakeKafka({"commit": [indefinite("_TIMED_OUT", fatal=True, retriable=True)]})
+    wl, (first, second) = _two_sends(tmp_path, kafka)
     assert (first.type, second.type) == ("info", "ok")
     assert len(kafka.sessions) == 2 and kafka.sessions[0].closed
     assert kafka.sessions[1].config.transactional_id == kafka.sessions[0].config.transactional_id  # fences it
@@ -316,15 +322,7 @@ def test_consecutive_sends_of_a_transaction_go_out_together_in_order(tmp_path):
 def test_a_client_that_crashes_mid_op_is_info_and_replaced(tmp_path):
     crashed = indefinite("client-crashed", fatal=True, abortable=True)
     kafka = FakeKafka({"send": [crashed]})
-    wl = make_wl(tmp_path, kafka)
-    worker = wl.workers()[0]
-
-    async def main():
-        await wl.setup()
-        first = await worker.invoke({"f": "send", "value": [["send", "t0-0", 1]]}, 0)
-        second = await worker.invoke({"f": "send", "value": [["send", "t0-0", 2]]}, 1)
-        return first, second
-    first, second = asyncio.run(main())
+    wl, (first, second) = _two_sends(tmp_path, kafka)
     wl.history.close()
     ops = read_history(wl.history.path)
     assert (first.type, second.type) == ("info", "ok")
