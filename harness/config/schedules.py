@@ -209,8 +209,9 @@ SCHEDULES: dict[str, Schedule] = {
     # power losses of one broker at a time (never the controller), 25 s apart so that the broker
     # that lost power (and, Kafka fsyncing no segment by default, nearly all its log) has
     # refetched before the next: no ISR is ever left with a broker that lost power alone. At
-    # kraft.version 1, 4.0.2's and 4.1.0's power-lost brokers stop at every start (their metadata
-    # log lost: docs/kafka-bugs.md, seen under kafka-elr), which this schedule would show as crashed-node
+    # kraft.version 1 a power-lost broker stops at every start, its metadata log lost (every release
+    # from 3.9: docs/new-bugs/observer-unattached-with-leader.md), which this schedule would show as
+    # crashed-node
     "kafka-broker-power": Schedule(("power-loss:one",), mode="serial", interval=25.0, duration=3.0,
                                    workload="queue", nodes=1, brokers=3, nemesis_targets="clients",
                                    time_limit=120.0, rate=100.0, concurrency=6, db="kafka"),
