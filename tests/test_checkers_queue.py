@@ -229,7 +229,7 @@ def test_records_out_of_order_within_a_poll_or_before_its_from_are_nonmonotonic(
     bad2 = h.poll(2, 1, 5, [(4, 9), (5, 10)])
     r = check_queue_nonmonotonic_poll(h.ops)
     assert r["valid"] is False
-    assert [(a["kind"], a["op"], a["offset"], a["previous_offset"]) for a in r["anomalies"]] == [
+    assert [(a["case"], a["op"], a["offset"], a["previous_offset"]) for a in r["anomalies"]] == [
         ("within-poll", bad1["index"], 1, 2), ("before-from", bad2["index"], 4, 5)]
 
 
@@ -248,7 +248,7 @@ def test_without_from_a_poll_is_compared_with_where_the_process_left_off():
     h._add("invoke", 1, "poll", {"partition": 0})
     bad = h._add("ok", 1, "poll", {"partition": 0, "records": [[1, 2]]})
     r = check_queue_nonmonotonic_poll(h.ops)
-    assert [(a["kind"], a["op"], a["previous_offset"]) for a in r["anomalies"]] == [("backwards", bad["index"], 2)]
+    assert [(a["case"], a["op"], a["previous_offset"]) for a in r["anomalies"]] == [("backwards", bad["index"], 2)]
 
 
 # -- phantom -------------------------------------------------------------------------------------
