@@ -1,7 +1,7 @@
 """The queue workload's checker: its folds' findings under Jepsen's Kafka anomaly names.
 
 The queue workload (workloads/queue.py: plain sends and polls of partitions, a final
-drain) is judged by five folds (checkers/queue_lost.py, queue_offsets.py, queue_order.py,
+drain) is judged by six folds (in checkers/queue_lost.py, queue_offsets.py, queue_order.py,
 queue_phantom.py). :class:`QueueChecker` runs them together and reports what they find by
 kind (``by_kind``, which ``check_all_folds`` lists as checkers of their own), named as
 Jepsen's Kafka checker (``jepsen.tests.kafka``) names them wherever it has the kind, so that
@@ -56,7 +56,7 @@ PHANTOM_CASES = {"send-failed": "G1a", "never-sent": "phantom", "wrong-partition
 
 
 class QueueChecker(Checker):
-    """The queue workload's five folds in one, reported by kind (module docstring).
+    """The queue workload's six folds in one, reported by kind (module docstring).
 
     Result: ``{"valid", "anomalies": [] (they are under each kind), "by_kind": {kind:
     {"valid", "anomalies", ...}} for every kind of :data:`QUEUE_KINDS`, "acked", "unjudged",

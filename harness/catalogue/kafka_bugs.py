@@ -142,7 +142,7 @@ KAFKA_CATALOGUE: tuple[KafkaBug, ...] = (
              "and is elected again with the log its disk kept, so acknowledged records are lost and their "
              "offsets reused; documented behaviour of a cluster without ELR, fixed by configuration",
              "3.3.0", ("4.1.0",), Side("4.0.2", 0), Side("4.1.0", 0), "kafka-elr",
-             ("queue-lost", "queue-inconsistent-offsets"),
+             ("lost-write", "unseen", "inconsistent-offsets"),
              note="KIP-966's umbrella JIRA (unclean-shutdown detection: KAFKA-15586). Not a one-commit "
                   "bug: without ELR the ISR never empties and its last member is electable whatever "
                   "its disk kept, which Kafka documents. ELR (eligible.leader.replicas.version=1) is "
