@@ -57,9 +57,9 @@ def test_affected_ranges_follow_the_fixed_patch_of_each_line():
 
 
 def test_what_a_release_is_known_to_show_comes_from_the_catalogue():
-    no_elr = {"queue-lost": ["KAFKA-15332"], "queue-inconsistent-offsets": ["KAFKA-15332"]}
+    no_elr = {"lost-write": ["KAFKA-15332"], "unseen": ["KAFKA-15332"], "inconsistent-offsets": ["KAFKA-15332"]}
     assert known_kinds("3.6.2", 0) == {"stale-leader": ["KAFKA-15489"], "disruptive-election": ["KAFKA-16164"],
-                                       "lost-write": ["KAFKA-14077"], **no_elr}
+                                       **no_elr, "lost-write": ["KAFKA-14077", "KAFKA-15332"]}
     assert known_kinds("3.9.2", 1) == {"disruptive-election": ["KAFKA-16164", "KAFKA-17030"], **no_elr}
     assert known_kinds("4.0.2", 1) == no_elr and known_kinds("4.1.0", 1) == {}
     assert known_kinds("3.7.2", 0)["unsynced-checkpoint"] == ["KAFKA-16541"]
