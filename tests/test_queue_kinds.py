@@ -92,3 +92,44 @@ def test_old_names_read_as_todays():
     assert new["anomalies"] == {"unseen": 3} and new["checkers"] == {"unseen": {"valid": False}}
     assert old["anomalies"] == {"queue-lost": 3}                 # a copy: the document is untouched
     assert current_results(None) is None and current_results({"valid": True}) == {"valid": True}
+
+
+# -- stored results with the old names, as each reader reads them -------------------------------
+
+OLD_RESULTS = {"valid": False, "anomalies": {"queue-lost": 3, "queue-reordered": 0, "crashed-node": 1},
+               "checkers": {"queue-lost": {"valid": False, "anomalies": [{"op": 7}, {"op": 9}, {"op": 12}]},
+                            "queue-reordered": {"valid": True, "anomalies": []},
+                            "crashed-node": {"valid": False, "anomalies": [{"op": 30}]}}}
+
+
+def test_catalogue_scoring_reads_old_names_against_todays_declared_kinds():
+    from harness.catalogue.detection import anomaly_kinds, first_anomaly_s
+    assert anomaly_kinds(OLD_RESULTS, ("lost-write", "unseen", "inconsistent-offsets")) == ["unseen"]
+    assert anomaly_kinds(OLD_RESULTS, ("queue-lost",)) == ["unseen"]
+    assert anomaly_kinds(OLD_RESULTS) == ["unseen", "crashed-node"]
+    history = [{"index": i, "time": i * 10**9} for i in range(40)]
+    assert first_anomaly_s(OLD_RESULTS, history, ("unseen",)) == 7.0
+
+
+def test_the_summary_the_web_ui_and_bugs_tables_show_old_runs_by_todays_names(tmp_path):
+    import json
+    from harness.bugs.report import format_kafka_table, kafka_markdown_rows
+    from harness.reports.summary import format_results
+    from harness.web.pages import results_page
+    from harness.web.store_view import summarize
+    text = format_results(OLD_RESULTS)
+    assert "  unseen: 3" in text and "queue-lost" not in text
+    run = tmp_path / "queue-x" / "20250101T000000.000Z"
+    run.mkdir(parents=True)
+    (run / "results.json").write_text(json.dumps(OLD_RESULTS))
+    assert summarize(tmp_path, run).anomalies == {"unseen": 3, "crashed-node": 1}
+    page = results_page("queue-x/20250101T000000.000Z", OLD_RESULTS, "/raw")
+    assert 'id="c-unseen"' in page and "queue-lost" not in page
+    side = {"version": "4.0.2", "kraft_version": 0, "runs": 1, "detected": 1, "false_alarms": 0,
+            "median_detect_s": 0.2, "errors": 0, "all_kinds": {"queue-lost": 1, "queue-inconsistent-offsets": 1}}
+    doc = {"db": "kafka", "bugs": [{"jira": "KAFKA-15332", "class": "c", "schedule": "kafka-elr",
+                                    "kinds_declared": ["queue-lost", "queue-inconsistent-offsets"],
+                                    "affected": side, "fixed": {**side, "detected": 0, "all_kinds": {}}}]}
+    row, = kafka_markdown_rows(doc)
+    assert "| unseen, inconsistent-offsets |" in row and "unseen 1, inconsistent-offsets 1 / -" in row
+    assert "queue-" not in format_kafka_table(doc)
