@@ -109,6 +109,18 @@ def reported_names(names: Iterable[str]) -> list[str]:
     return out
 
 
+def checker_of(names: Iterable[str]) -> dict[str, str]:
+    """``{reported name: the checker of names that reports it}`` for the checkers ``names``
+    (a kind reported by kind maps to its checker, any other name to itself). Two workloads
+    mean the same thing by a name only when the same checker reports it: the append
+    workload's ``lost-write`` is the ``lost-write`` checker's, the queue's the ``queue``'s."""
+    out: dict[str, str] = {}
+    for name in names:
+        for reported in reported_names([name]):
+            out.setdefault(reported, name)
+    return out
+
+
 def split_by_kind(results: dict[str, dict]) -> dict[str, dict]:
     """``results`` with each result that carries ``by_kind`` ({kind: result}) followed by
     those results as checkers of their own (its own ``anomalies`` then hold none). Raises
