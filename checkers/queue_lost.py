@@ -1,8 +1,12 @@
 """Lost records: an acknowledged send whose value the final drain of its partition never read.
 
-Source: Jepsen's Kafka test, the queue checker's ``:lost`` (acknowledged,
-never read). The final drain is the queue workload's ``poll`` ops with
-``"final": true`` (workloads/queue_drain.py).
+It feeds two of Jepsen's Kafka anomaly kinds (``jepsen.tests.kafka``; checkers/queue_checker.py
+reports them): every such send is ``unseen`` (acknowledged, never read), and those at or
+below an offset the drain read are also a ``lost-write`` (later records of the partition
+were read, this one not). The final drain is the queue workload's ``poll`` ops with
+``"final": true`` (workloads/queue_drain.py). Unlike Jepsen's checker, which counts a
+value as read when any poll read it, this one judges by the final drain alone: it reads
+the durable log at the end, so a record read mid-run and truncated later is lost here.
 """
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from .queue_ops import ack, hashable, is_final, is_int, poll_records, poll_value
 class _Drain:
     """One partition's final drain as read so far: its values and how far it reaches."""
 
-    __slots__ = ("values", "reach", "end", "empty_at_reach", "pages")
+    __slots__ = ("values", "reach", "end", "empty_at_reach", "pages", "top")
 
     def __init__(self) -> None:
         self.values: set = set()
@@ -21,13 +25,16 @@ class _Drain:
         self.end: int | None = None  # "end" of the last page that named one
         self.empty_at_reach = False  # the last page read nothing at the reach
         self.pages = 0
+        self.top: int | None = None  # the highest offset any page read
 
     def page(self, value: dict) -> None:
         recs = poll_records(value)
         self.pages += 1
         add = self.values.add
-        for _o, v in recs:
+        for o, v in recs:
             add(hashable(v))
+            if self.top is None or o > self.top:
+                self.top = o
         start = value.get("from")
         if is_int(start) and start <= self.reach:
             top = max((o for o, _v in recs), default=None)
@@ -61,6 +68,8 @@ class QueueLost(Checker):
     ``valid``: False with any lost send; else "unknown" when some ack was
     unjudged; else True. Each anomaly (in history order): ``{"op", "partition",
     "offset" (the ack's, None for acks=0), "value", "node", "drain_end",
+    "drain_top" (the highest offset the drain read, None if none), "later_read"
+    (True when the ack's offset is at or below ``drain_top``: Jepsen's lost-write),
     "found_in": [other partitions whose drain read the value]}``. ``drains``:
     per partition seen, ``{"partition", "complete", "end", "reached", "pages",
     "acked", "lost"}``. ``nodes`` is unused.
@@ -103,8 +112,10 @@ class QueueLost(Checker):
         if hashable(value) in d.values:
             return
         self.lost[p] = self.lost.get(p, 0) + 1
+        later = offset is not None and d.top is not None and offset <= d.top
         self.anomalies.append({"op": op["index"], "partition": p, "offset": offset, "value": value,
-                               "node": op.get("node"), "drain_end": d.end, "found_in": []})
+                               "node": op.get("node"), "drain_end": d.end, "drain_top": d.top,
+                               "later_read": later, "found_in": []})
 
     def result(self, nodes) -> dict:
         for a in self.anomalies:

@@ -1,7 +1,7 @@
 """Where values sit: one value at two offsets (duplicate), two values at one offset (inconsistent).
 
-Source: Jepsen's Kafka test, the queue checker's ``:duplicate`` and
-``:inconsistent-offsets``. The queue analogues of checkers/duplicate.py and
+Source: Jepsen's Kafka test, its ``duplicate`` and ``inconsistent-offsets``, the names
+checkers/queue_checker.py reports these under. The queue analogues of checkers/duplicate.py and
 checkers/inconsistent_offsets.py, which judge one log of ``[offset, epoch,
 type, payload]`` records; here a position is a (partition, offset) pair and
 the observations are acks as well as reads:

@@ -1,9 +1,12 @@
 """Order within a partition: acks against acknowledgement order, and each consumer's polls.
 
-Source: Jepsen's Kafka test (jepsen.tests.kafka): its ``nonmonotonic-poll``
-(a consumer's successive polls going back), and, for sends, offsets against
-the real-time order of acknowledgements (``reordered``: a send acknowledged
-before another was invoked must sit at a lower offset).
+Source: Jepsen's Kafka test (jepsen.tests.kafka): its ``nonmonotonic-poll`` and
+``int-nonmonotonic-poll`` (a consumer's polls going back, across polls or within one), the
+names checkers/queue_checker.py reports them under; and, for sends, offsets against the
+real-time order of acknowledgements (``reordered-send``: a send acknowledged before another
+was invoked must sit at a lower offset). That one is not Jepsen's: its ``nonmonotonic-send``
+compares only one producer's successive ops, which this check covers and extends to every
+pair of sends ordered in real time.
 """
 from __future__ import annotations
 
@@ -77,7 +80,7 @@ class QueueNonmonotonicPoll(Checker):
       below where the process's previous poll of the partition ended.
 
     Result: ``{"valid", "anomalies", "polls", "seeks"}``; at most one anomaly
-    per poll (the first offending record), in history order: ``{"kind", "op",
+    per poll (the first offending record), in history order: ``{"case", "op",
     "process", "partition", "from", "offset", "previous_offset", "node"}``
     (``previous_offset``: the record before it, the ``from`` or the previous
     end). ``nodes`` is unused.
@@ -114,7 +117,7 @@ class QueueNonmonotonicPoll(Checker):
             elif last is None and bound is not None and o < bound:
                 problem, before = kind, bound
             if problem:
-                self.anomalies.append({"kind": problem, "op": op["index"], "process": op["process"],
+                self.anomalies.append({"case": problem, "op": op["index"], "process": op["process"],
                                        "partition": p, "from": start, "offset": o,
                                        "previous_offset": before, "node": op.get("node")})
                 break

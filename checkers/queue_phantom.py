@@ -1,8 +1,10 @@
 """Phantom records: a polled value that no send attempted to that partition, or whose send failed.
 
-Source: Jepsen's Kafka test, the queue checker's ``:unexpected`` (read, never
-sent). The queue analogue of checkers/phantom.py, which judges appends to one
-log; here a value also has a partition.
+Source: Jepsen's Kafka test: a read of a value whose sends all failed is its ``G1a``
+(aborted read); a value no send named (for that partition) has no Jepsen name, whose checker
+calls such a history unknown: here it is ``phantom``, as for the append workload
+(checkers/phantom.py, which judges appends to one log; here a value also has a partition).
+checkers/queue_checker.py reports the cases under those names.
 """
 from __future__ import annotations
 

@@ -24,10 +24,7 @@ from .lost_write import LostWrite
 from .membership import Membership, wanted as membership_wanted
 from .nonmonotonic_read import NonmonotonicRead
 from .phantom import Phantom
-from .queue_lost import QueueLost
-from .queue_offsets import QueueDuplicate, QueueInconsistentOffsets
-from .queue_order import QueueNonmonotonicPoll, QueueReordered
-from .queue_phantom import QueuePhantom
+from .queue_checker import QUEUE_KINDS, QueueChecker
 from .stats import Stats
 from .unsynced_checkpoint import make as unsynced_checkpoint
 
@@ -78,13 +75,8 @@ FACTORIES: dict[str, Callable[[CheckContext], Checker]] = {
     "faults": lambda ctx: FaultReport(),
     "membership": lambda ctx: Membership(),
     "liveness": lambda ctx: Liveness(ctx),
-    # the queue workload's (Jepsen's Kafka queue checker), by (partition, offset)
-    "queue-lost": lambda ctx: QueueLost(),
-    "queue-duplicate": lambda ctx: QueueDuplicate(),
-    "queue-inconsistent-offsets": lambda ctx: QueueInconsistentOffsets(),
-    "queue-reordered": lambda ctx: QueueReordered(),
-    "queue-nonmonotonic-poll": lambda ctx: QueueNonmonotonicPoll(),
-    "queue-phantom": lambda ctx: QueuePhantom(),
+    # the queue workload's, by (partition, offset): one result per kind, Jepsen's names (by_kind)
+    "queue": lambda ctx: QueueChecker(),
     # files renamed into place before their data was durable, as power losses show them
     "unsynced-checkpoint": unsynced_checkpoint,
     # Jepsen's Kafka workload (send / poll / txn micro-ops): one result per anomaly kind (by_kind)
@@ -95,6 +87,38 @@ FACTORIES: dict[str, Callable[[CheckContext], Checker]] = {
 def _kafka_txn(ctx: CheckContext) -> Checker:
     from .kafka_txn import TxnChecker, options_of
     return TxnChecker(options_of(ctx))
+
+
+def _kafka_txn_kinds() -> tuple[str, ...]:
+    from .kafka_txn import KINDS
+    return tuple(KINDS)
+
+
+#: checker name -> the kinds it reports ``by_kind``, each then listed as a checker of its own
+KINDS_OF: dict[str, Callable[[], tuple[str, ...]]] = {"queue": lambda: QUEUE_KINDS, "kafka-txn": _kafka_txn_kinds}
+
+
+def reported_names(names: Iterable[str]) -> list[str]:
+    """The names a results document lists for the checkers ``names``: each, followed by the
+    kinds it reports ``by_kind`` (:data:`KINDS_OF`; :func:`split_by_kind`)."""
+    out: list[str] = []
+    for name in names:
+        out.append(name)
+        if name in KINDS_OF:
+            out.extend(KINDS_OF[name]())
+    return out
+
+
+def checker_of(names: Iterable[str]) -> dict[str, str]:
+    """``{reported name: the checker of names that reports it}`` for the checkers ``names``
+    (a kind reported by kind maps to its checker, any other name to itself). Two workloads
+    mean the same thing by a name only when the same checker reports it: the append
+    workload's ``lost-write`` is the ``lost-write`` checker's, the queue's the ``queue``'s."""
+    out: dict[str, str] = {}
+    for name in names:
+        for reported in reported_names([name]):
+            out.setdefault(reported, name)
+    return out
 
 
 def split_by_kind(results: dict[str, dict]) -> dict[str, dict]:

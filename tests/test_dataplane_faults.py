@@ -121,7 +121,8 @@ def test_the_elr_entry_stops_two_followers_cleanly_then_power_loses_the_last_isr
     bug = kafka_bug_named("KAFKA-15332")
     assert bug.affects("4.0.2", 1) and bug.affects("3.9.2", 1) and not bug.affects("4.1.0", 1)
     assert (bug.affected.version, bug.fixed.version) == ("4.0.2", "4.1.0")
-    assert "queue-lost" in known_kinds("4.0.2", 1) and "queue-lost" not in known_kinds("4.1.0", 1)
+    assert "lost-write" in known_kinds("4.0.2", 1) and "lost-write" not in known_kinds("4.1.0", 1)
+    assert "unseen" in known_kinds("4.0.2", 1) and "unseen" not in known_kinds("4.1.0", 1)
     doc = _steps(bug.schedule)
     run, steps = doc["run"], doc["steps"]
     assert run["workload"] == "queue" and run["min_insync_replicas"] == 2 and run["acks"] == -1

@@ -57,11 +57,21 @@ def test_affected_ranges_follow_the_fixed_patch_of_each_line():
 
 
 def test_what_a_release_is_known_to_show_comes_from_the_catalogue():
-    no_elr = {"queue-lost": ["KAFKA-15332"], "queue-inconsistent-offsets": ["KAFKA-15332"]}
+    no_elr = {"lost-write": ["KAFKA-15332"], "unseen": ["KAFKA-15332"], "inconsistent-offsets": ["KAFKA-15332"]}
     assert known_kinds("3.6.2", 0) == {"stale-leader": ["KAFKA-15489"], "disruptive-election": ["KAFKA-16164"],
-                                       "lost-write": ["KAFKA-14077"], **no_elr}
+                                       **no_elr, "lost-write": ["KAFKA-14077", "KAFKA-15332"]}
     assert known_kinds("3.9.2", 1) == {"disruptive-election": ["KAFKA-16164", "KAFKA-17030"], **no_elr}
     assert known_kinds("4.0.2", 1) == no_elr and known_kinds("4.1.0", 1) == {}
+
+
+def test_what_a_run_is_known_to_show_depends_on_its_workload_where_two_checkers_share_a_name():
+    """The metadata workload's lost-write (KAFKA-14077) and the queue's (KAFKA-15332) are one
+    name from two checkers; a quorum checker's kind is the same whatever the workload."""
+    assert known_kinds("3.6.2", 0, "metadata")["lost-write"] == ["KAFKA-14077"]
+    queue = known_kinds("3.6.2", 0, "queue")
+    assert queue["lost-write"] == queue["unseen"] == ["KAFKA-15332"]
+    assert queue["disruptive-election"] == known_kinds("3.6.2", 0, "metadata")["disruptive-election"] == ["KAFKA-16164"]
+    assert "lost-write" not in known_kinds("3.6.2", 0, "txn")        # Jepsen's checker's own lost-write
     assert known_kinds("3.7.2", 0)["unsynced-checkpoint"] == ["KAFKA-16541"]
     assert known_kinds("4.4.0", 1) == {}
     assert "crashed-node" in known_kinds("3.5.1", 0) and "crashed-node" not in known_kinds("3.5.2", 0)

@@ -249,3 +249,71 @@ def test_the_axis_release_is_in_the_table_and_junit(tmp_path):
     write_junit(doc, tmp_path / "m.xml")
     xml = (tmp_path / "m.xml").read_text()
     assert 'classname="kraft-chaos.matrix.kafka-4_3_1.metadata"' in xml and 'value="4.3.1"' in xml
+
+
+# -- the txn workload's client axes ----------------------------------------------------------
+
+def test_the_client_axes_multiply_only_the_txn_cells(tmp_path):
+    m = _load_text(tmp_path, 'targets = ["kraft", "kafka"]\nkafka_versions = ["4.4"]\n'
+                             'clients = ["librdkafka", "java"]\ntransaction_versions = [0, 2]\n'
+                             'nemeses = ["kill"]\n[target.kafka]\nworkloads = ["txn", "metadata"]\n')
+    txn = [c for c in m.cells if c.workload == "txn"]
+    assert [(c.client, c.transaction_version) for c in txn] == [
+        ("librdkafka", 0), ("librdkafka", 2), ("java", 0), ("java", 2)]
+    assert [(c.config.client, c.config.transaction_version) for c in txn] == [
+        ("librdkafka", 0), ("librdkafka", 2), ("java", 0), ("java", 2)]
+    assert txn[-1].id == "kafka-4.4.0/txn+java+tv2/kill/seed0"
+    assert "--client java" in txn[-1].config.repeat_command() and "--transaction-version 2" in \
+        txn[-1].config.repeat_command()
+    others = [c for c in m.cells if c.workload != "txn"]          # metadata on kafka, append on kraft
+    assert [c.id for c in others] == ["kraft/append/kill/seed0", "kafka-4.4.0/metadata/kill/seed0"]
+    assert all(c.client is None and c.config.client is None and c.config.transaction_version is None
+               for c in others)
+
+
+def test_the_client_axes_are_in_matrix_json_the_table_and_junit(tmp_path):
+    from harness.matrix.report import format_table, write_junit
+    m = _load_text(tmp_path, 'targets = ["kafka"]\nworkloads = ["txn"]\nclients = ["java"]\n'
+                             'transaction_versions = [2]\nnemeses = ["kill"]\n')
+    rec = matrix._record(m.cells[0])
+    assert (rec["client"], rec["transaction_version"]) == ("java", 2)
+    rec.update(verdict="valid", wall_s=1.0)
+    doc = {"name": "x", "cells": [rec], "counts": {"valid": 1}, "wall_s": 1.0}
+    table = format_table(doc).splitlines()
+    assert table[0].split()[:5] == ["target", "workload", "client", "txn", "version"]
+    assert table[1].split()[:4] == ["kafka", "txn", "java", "2"]
+    write_junit(doc, tmp_path / "m.xml")
+    case = ET.parse(tmp_path / "m.xml").getroot().find("testsuite/testcase")
+    assert case.get("name") == "kill seed 0 java tv2"
+    props = {p.get("name"): p.get("value") for p in case.find("properties")}
+    assert props["kraft_chaos.client"] == "java" and props["kraft_chaos.transaction_version"] == "2"
+    # a matrix without them has no such columns
+    plain = _load_text(tmp_path, 'nemeses = ["kill"]\n')
+    rec = matrix._record(plain.cells[0])
+    rec.update(verdict="valid", wall_s=1.0)
+    assert "client" not in format_table({"name": "x", "cells": [rec], "counts": {}, "wall_s": 1.0})
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('targets = ["kafka"]\nworkloads = ["txn"]\nclients = ["java", "kafkajs"]\n',
+     ":3: 'clients': unknown client 'kafkajs'; known: java, librdkafka"),
+    ('targets = ["kafka"]\nworkloads = ["txn"]\ntransaction_versions = [2, 3]\n',
+     ":3: 'transaction_versions': no transaction version 3: choose from 0, 1, 2"),
+    ('targets = ["kafka"]\nworkloads = ["txn"]\ntransaction_versions = ["2"]\n',
+     "'transaction_versions': a transaction version must be an integer, got '2'"),
+    ('targets = ["kafka"]\nworkloads = ["txn"]\nclients = []\n', "'clients': must be a non-empty list"),
+    ('targets = ["kafka"]\nworkloads = ["metadata"]\nclients = ["java"]\n',
+     ":3: 'clients': no cell takes it: only the txn workload's cells on --db kafka do"),
+    ('targets = ["kraft", "kafka"]\nworkloads = ["txn"]\n[target.kraft]\nworkloads = ["append"]\n'
+     'transaction_versions = [2]\n', ":5: [target.kraft] 'transaction_versions': no workload of --db kraft"),
+    ('targets = ["kafka"]\nworkloads = ["txn"]\nkafka_versions = ["3.9", "4.0"]\ntransaction_versions = [2]\n',
+     ":4: 'transaction_versions': cell kafka-3.9.2/txn+tv2/"),
+    ('targets = ["kafka"]\nworkloads = ["txn"]\nclient = "java"\n', ":3: 'client': unknown key (did you mean 'clients'?)"),
+])
+def test_a_bad_client_axis_names_its_line_and_exits_3(tmp_path, capsys, text, needle):
+    p = write(tmp_path, text)
+    with pytest.raises(MatrixError) as e:
+        load(p)
+    assert needle in str(e.value) and str(p) in str(e.value)
+    assert cli.main(["matrix", str(p), "--dry-run"]) == 3
+    assert needle in capsys.readouterr().err

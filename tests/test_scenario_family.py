@@ -65,10 +65,17 @@ def test_a_variant_the_target_does_not_run_is_refused():
 
 
 def test_a_familys_loss_is_the_sum_of_its_loss_checkers():
-    results = {"anomalies": {"lost-write": 3, "queue-lost": 4, "divergence": 9}}
+    results = {"anomalies": {"lost-write": 3, "unseen": 4, "divergence": 9}}
     assert timeline.lost_writes(results) == 3
     assert timeline.lost_writes(results, timeline.family("isr-shrink-loss").loss_checkers) == 4
-    assert timeline.lost_writes({"anomalies": {"queue-lost": "n/a"}}, ("queue-lost",)) == 0
+    assert timeline.lost_writes({"anomalies": {"unseen": "n/a"}}, ("unseen",)) == 0
+
+
+def test_a_familys_loss_reads_the_old_names_of_stored_runs():
+    """A run stored before the queue's kinds had Jepsen's names counts its queue-lost."""
+    old = {"anomalies": {"lost-write": 3, "queue-lost": 4, "divergence": 9}}
+    assert timeline.lost_writes(old, timeline.family("isr-shrink-loss").loss_checkers) == 4
+    assert timeline.lost_writes(old, ("queue-lost",)) == 4
 
 
 def test_on_kafka_variant_a_runs_its_own_file_on_the_newest_release_without_pre_vote():

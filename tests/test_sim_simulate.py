@@ -66,7 +66,7 @@ def test_a_seed_replays_bit_for_bit():
 
 @pytest.mark.parametrize("switch, expect, seeds", [
     ("commit-minority", {"committed-lost", "committed-agreement"}, 40),
-    ("page-cache-ack", {"acked-produce-lost", "checker:queue-lost"}, 40),
+    ("page-cache-ack", {"acked-produce-lost", "checker:lost-write", "checker:unseen"}, 40),
     ("hw-below-min-isr", {"consumer-above-hw"}, 150),          # only the queue's seeds can show it
     ("no-fetch-validation", {"committed-agreement", "committed-lost"}, 40),
     ("ack-before-commit", {"checker:inconsistent-offsets", "checker:lost-write", "checker:nonmonotonic-read"}, 40),
@@ -156,7 +156,7 @@ def test_a_restarted_partition_leader_does_not_lead_its_old_epoch_again():
 def test_the_controller_lock_frees_when_its_leader_dies_with_a_write():
     """Seed 117: the quorum's leader died holding the controller's write; no answer ever came
     and no broker was ever unfenced again, so the drain stopped below acknowledged records
-    (queue-lost), in the simulator's former model of the controller. The controller core's
+    (unseen), in the simulator's former model of the controller. The controller core's
     write in flight lives and dies with its node (a new active controller starts with none)."""
     r = run_schedule(SimOptions(brokers=3), 117, judge=judge_history)
     assert r.ok and r.verdict is True, (r.first, r.anomalies)

@@ -230,7 +230,7 @@ def test_a_healthy_run_is_valid_and_its_ops_have_the_contracts_shapes(tmp_path):
     wl, ops = run_queue(tmp_path, cluster)
     valid, res = verdicts(ops)
     assert valid == {n: True for n in QUEUE_CHECKERS}
-    assert res["queue-lost"]["acked"] > 50 and all(d["complete"] for d in res["queue-lost"]["drains"])
+    assert res["unseen"]["acked"] > 50 and all(d["complete"] for d in res["unseen"]["drains"])
     sends = [o for o in ops if o["f"] == "send" and o["type"] == "ok"]
     assert set(sends[0]["value"]) == {"partition", "value", "offset"}
     polls = [o for o in ops if o["f"] == "poll" and o["type"] == "ok" and not o["value"].get("final")]
@@ -247,8 +247,8 @@ def test_acks_zero_sends_have_no_offset_and_are_still_judged_by_the_drain(tmp_pa
     wl, ops = run_queue(tmp_path, FakeQueueCluster(), acks=0)
     assert {o["value"]["offset"] for o in ops if o["f"] == "send" and o["type"] == "ok"} == {-1}
     valid, res = verdicts(ops)
-    assert valid["queue-lost"] is True and res["queue-lost"]["acked"] > 0
-    assert res["queue-reordered"]["compared"] == 0
+    assert valid["unseen"] is True and res["unseen"]["acked"] > 0
+    assert res["reordered-send"]["compared"] == 0
 
 
 def test_failures_and_timeouts_are_recorded_and_new_processes_keep_the_run_valid(tmp_path):
@@ -262,11 +262,11 @@ def test_failures_and_timeouts_are_recorded_and_new_processes_keep_the_run_valid
 
 
 @pytest.mark.parametrize("knobs,fires", [
-    ({"drop_every": 5}, {"queue-lost"}),
-    ({"duplicate_every": 5}, {"queue-duplicate"}),
-    ({"misreport_every": 4}, {"queue-inconsistent-offsets", "queue-reordered"}),
-    ({"phantoms": (-1, -2)}, {"queue-phantom"}),
-    ({"rewind_every": 3}, {"queue-nonmonotonic-poll"}),
+    ({"drop_every": 5}, {"unseen", "lost-write"}),
+    ({"duplicate_every": 5}, {"duplicate"}),
+    ({"misreport_every": 4}, {"inconsistent-offsets", "reordered-send"}),
+    ({"phantoms": (-1, -2)}, {"phantom"}),
+    ({"rewind_every": 3}, {"nonmonotonic-poll"}),
 ])
 def test_each_misbehaviour_makes_its_checker_fire(tmp_path, knobs, fires):
     wl, ops = run_queue(tmp_path, FakeQueueCluster(**knobs))
@@ -275,5 +275,5 @@ def test_each_misbehaviour_makes_its_checker_fire(tmp_path, knobs, fires):
     for n in fires:
         assert res[n]["anomalies"]
     if "drop_every" in knobs:
-        a = res["queue-lost"]["anomalies"][0]
+        a = res["unseen"]["anomalies"][0]
         assert {"op", "partition", "offset", "value"} <= set(a) and ops[a["op"]]["value"]["value"] == a["value"]

@@ -85,7 +85,7 @@ def test_a_drain_that_never_finds_a_leader_gives_up_and_lost_is_unknown(tmp_path
     assert asyncio.run(main()) == {0: None}
     wl.history.close()
     valid, res = verdicts(read_history(wl.history.path))
-    assert valid["queue-lost"] == "unknown" and res["queue-lost"]["unjudged"] == 1
+    assert valid["unseen"] == "unknown" and res["unseen"]["unjudged"] == 1
 
 
 # -- the registry --------------------------------------------------------------------------
@@ -94,8 +94,8 @@ def test_the_queue_workload_is_registered_with_its_drain_and_checkers():
     spec = workload_spec("queue")
     assert spec.workload is QueueWorkload and set(spec.dbs) == {"kraft", "kafka"}
     assert spec.final is not None and spec.final.__name__ == "queue_final_phase"
-    assert set(QUEUE_CHECKERS) == {"queue-lost", "queue-duplicate", "queue-inconsistent-offsets",
-                                   "queue-reordered", "queue-nonmonotonic-poll", "queue-phantom"}
+    assert set(QUEUE_CHECKERS) == {"queue", "G1a", "lost-write", "unseen", "duplicate", "inconsistent-offsets",
+                                   "nonmonotonic-poll", "int-nonmonotonic-poll", "phantom", "reordered-send"}
     assert set(make_checkers(spec.checkers, CheckContext())) == set(spec.checkers)
 
 
@@ -188,10 +188,10 @@ def test_a_stored_queue_run_is_checked_by_the_queue_checkers(tmp_path, knobs, va
                           "kraft-chaos run --workload queue")
     results = check_run_dir(run)
     assert set(QUEUE_CHECKERS) <= set(results["checkers"])
-    assert results["checkers"]["queue-lost"]["valid"] is valid
+    assert results["checkers"]["unseen"]["valid"] is valid
     if valid:
         assert all(results["checkers"][n]["valid"] is True for n in QUEUE_CHECKERS)
     else:       # the next send reuses a dropped ack's offset: two values there, out of order
-        assert results["valid"] is False and results["anomalies"]["queue-lost"] > 0
-        assert results["checkers"]["queue-inconsistent-offsets"]["valid"] is False
-        assert results["checkers"]["queue-phantom"]["valid"] is True
+        assert results["valid"] is False and results["anomalies"]["unseen"] > 0
+        assert results["checkers"]["inconsistent-offsets"]["valid"] is False
+        assert results["checkers"]["phantom"]["valid"] is True

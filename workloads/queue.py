@@ -4,8 +4,11 @@ Producers send unique ints to the topic's K partitions and record where each
 acknowledged send landed; consumers poll their assigned partitions from
 committed positions and record what they read, with offsets. After healing,
 a drain (workloads/queue_drain.py) reads every partition from offset 0 to its
-high watermark. The checkers (checkers/queue_*.py) judge the history alone.
-Source: Jepsen's Kafka test (jepsen.tests.kafka), its ``queue`` workload.
+high watermark. The ``queue`` checker (checkers/queue_checker.py) judges the history
+alone, by Jepsen's anomaly names. Source: Jepsen's Kafka test (jepsen.tests.kafka), its
+``queue`` workload. It stays beside the ``txn`` workload (which can run without transactions)
+because our own brokers have no transactions, idempotent producers or consumer groups, which
+every ``txn`` client needs (DEVELOPERS.md, "The queue workload's checker", has what a merge takes).
 
 **The client contract** (docs/data-plane.md, "The queue workload's client
 interface"). A target supplies a factory::

@@ -186,10 +186,10 @@ WORKLOAD_SPECS: dict[str, WorkloadSpec] = {
         final=metadata_final_phase, dbs=("kafka",), final_log=True),
     "queue": WorkloadSpec(
         "queue", "Jepsen's Kafka queue: unique sends to K partitions, polls from committed "
-        "positions, a final drain; lost, duplicate, reordered, phantom records",
+        "positions, a final drain; Jepsen's anomaly names (lost-write, unseen, duplicate, "
+        "inconsistent-offsets, nonmonotonic-poll, ...)",
         QueueWorkload,
-        ("queue-lost", "queue-duplicate", "queue-inconsistent-offsets", "queue-reordered",
-         "queue-nonmonotonic-poll", "queue-phantom", "unsynced-checkpoint", *QUORUM_CHECKERS),
+        ("queue", "unsynced-checkpoint", *QUORUM_CHECKERS),
         final=queue_final_phase, dbs=("kraft", "kafka"), brokers=3,
         # the data plane's bugs live in the brokers: faults reach them and the controllers
         nemesis_targets="all"),

@@ -7,7 +7,9 @@ leadership checkers (checkers/leadership.py, run on the driver over each
 run's DescribeQuorum and nemesis lines only). A run is judged by exactly the checkers
 ``check`` runs on it (its workload's, :func:`declared_checkers`): those Spark has no job
 for (the queue workload's, membership) are run on the driver as Python fold checkers
-(:func:`python_checkers`); one that cannot be computed is "unknown", never skipped.
+(:func:`python_checkers`); one that cannot be computed is "unknown", never skipped. The queue
+workload's kinds (Jepsen's names: lost-write, duplicate, inconsistent-offsets, ...) then stand
+in for the Spark jobs' checkers of those names, which judge the append workload's log.
 A run with malformed lines, or whose ops do not pair, is "unknown" (``check``
 refuses it with exit 3); its other checks still run, for information.
 """
@@ -25,6 +27,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from checkers.divergence import check_divergence
+from checkers.registry import reported_names
 
 from . import ingest, verdict, views
 from .collect import collect_all
@@ -147,19 +150,22 @@ def declared_checkers(run: RunInfo) -> list[str] | None:
 def python_checkers(run: RunInfo, names: list[str]) -> dict[str, dict]:
     """The Python fold checkers ``names`` (checkers/registry.py) over ``run``'s history, on
     the driver, without node data (none of the checkers Spark lacks reads it). Every name
-    gets a result: one that could not be computed is "unknown" with an ``error``."""
+    gets a result, and so does every kind a checker reports by kind (``queue``: Jepsen's
+    names; ``checkers.registry.reported_names``): one that could not be computed is
+    "unknown" with an ``error``."""
     from checkers.fold import CheckContext, run_checkers
-    from checkers.registry import make_checkers
+    from checkers.registry import make_checkers, split_by_kind
     from history import iter_history
     if not names:
         return {}
+    reported = reported_names(names)
     try:
         checkers = make_checkers(names, CheckContext(run.dir, run.config, target=run.target))
-        got = run_checkers(lambda: iter_history(run.history), checkers, None)
+        got = split_by_kind(run_checkers(lambda: iter_history(run.history), checkers, None))
     except Exception as e:   # a malformed line, an unknown checker, a checker's own failure
         err = f"checker failed: {type(e).__name__}: {e}"
-        return {n: {"valid": "unknown", "anomalies": [], "error": err} for n in names}
-    return {n: got.get(n) or {"valid": "unknown", "anomalies": [], "error": "no result"} for n in names}
+        return {n: {"valid": "unknown", "anomalies": [], "error": err} for n in reported}
+    return {n: got.get(n) or {"valid": "unknown", "anomalies": [], "error": "no result"} for n in reported}
 
 
 def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.0) -> Analysis:
@@ -292,6 +298,8 @@ def analyze(spark: SparkSession, runs: list[RunInfo], lin_timeout_s: float = 60.
             ex[name] = (res.get("anomalies") or [])[:MAX_EXAMPLES]
         errors = []
         names = declared[rid]
+        if names is not None:
+            names = reported_names(names)
         if names is None:
             errors.append(f"unknown workload {r.workload!r}: its checkers are not known")
             checkers = {k: ("unknown" if v == "valid" else v) for k, v in checkers.items()}

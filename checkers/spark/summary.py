@@ -7,13 +7,15 @@ import pandas as pd
 
 from checkers import log_safety
 from checkers.leadership import NEMESIS_AND_MONITOR_CHECKERS
+from checkers.queue_checker import QUEUE_KINDS
 
 #: The checkers the Spark jobs (and the driver's leadership pass) compute.
 SPARK_CHECKERS = (*log_safety.CHECKERS, "linearizability", *NEMESIS_AND_MONITOR_CHECKERS)
 #: Checker names, as in results.json, and their summary columns: the Spark ones, then those
-#: run on the driver by their Python fold checkers (analyze.python_checkers).
-CHECKERS = (*SPARK_CHECKERS, "queue-lost", "queue-duplicate", "queue-inconsistent-offsets",
-            "queue-reordered", "queue-nonmonotonic-poll", "queue-phantom", "membership", "liveness")
+#: run on the driver by their Python fold checkers (analyze.python_checkers): the queue
+#: workload's kinds (Jepsen's names; lost-write, duplicate, inconsistent-offsets and phantom
+#: share the append workload's columns), membership and liveness. Each name once.
+CHECKERS = tuple(dict.fromkeys((*SPARK_CHECKERS, *QUEUE_KINDS, "membership", "liveness")))
 ANOMALY_COLUMNS = [name.replace("-", "_") for name in CHECKERS]
 
 RUN_COLUMNS = ["run", "test", "date", "workload", "synthetic", "verdict", "ops", "client_ops", "ok",

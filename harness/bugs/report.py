@@ -1,15 +1,21 @@
 """The outputs of ``kraft-chaos bugs``, from its ``bugs.json`` document (harness/bugs/runs.py):
 the table (either catalogue's), the Markdown rows of Kafka's (the README's form), the bar chart
-and the exit code."""
+and the exit code. A document written before the queue's kinds had Jepsen's names shows them
+by today's (checkers/kind_names.py)."""
 from __future__ import annotations
 
 from pathlib import Path
 
+from checkers.kind_names import current_counts, current_name
 from harness.bugs.runs import paired
 
 
 def _kinds_text(kinds: dict[str, int]) -> str:
-    return ", ".join(f"{k} {n}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1])) or "-"
+    return ", ".join(f"{k} {n}" for k, n in sorted(current_counts(kinds).items(), key=lambda kv: -kv[1])) or "-"
+
+
+def _declared(b: dict) -> str:
+    return ", ".join(dict.fromkeys(current_name(k) for k in b["kinds_declared"]))
 
 
 def _median(x) -> str:
@@ -44,7 +50,7 @@ def format_kafka_table(doc: dict) -> str:
             first = role == "affected"
             lines.append(f"{b['jira'] if first else '':12} {b['class'] if first else '':32} "
                          f"{b['schedule'] if first else '':25} "
-                         f"{', '.join(b['kinds_declared']) if first else '':20} {label:10} "
+                         f"{_declared(b) if first else '':20} {label:10} "
                          f"{r['detected']:>4}/{r['runs']:<4} {_median(r['median_detect_s']):>9}  "
                          f"{_kinds_text(r['all_kinds'])}{errs}"
                          f"{'  <- false alarms' if role == 'fixed' and r['detected'] else ''}")
@@ -69,7 +75,7 @@ def kafka_markdown_rows(doc: dict) -> list[str]:
         def side(r: dict) -> str:
             return r["version"] + (f" (kraft.version {r['kraft_version']})" if r["kraft_version"] is not None else "")
         rows.append(f"| {b['jira']} | {b['class']} | {b.get('cause', '')} | {side(a)} | {side(f)} | `{b['schedule']}` "
-                    f"| {', '.join(b['kinds_declared'])} | {a['detected']}/{a['runs']} | {_median(a['median_detect_s'])} "
+                    f"| {_declared(b)} | {a['detected']}/{a['runs']} | {_median(a['median_detect_s'])} "
                     f"| {f['false_alarms']}/{f['runs']} | {_kinds_text(a['all_kinds'])} / {_kinds_text(f['all_kinds'])} "
                     f"| `{b.get('command', '')}` |")
     return rows

@@ -63,7 +63,7 @@ CATALOGUE: tuple[Bug, ...] = (
     Bug("hw-below-min-isr", ("hw-below-min-isr",), "reads", "isr-shrink", "KIP-966",
         "consumers read records that only a partition leader alone held (its ISR below "
         "min.insync.replicas), which the unclean election then replaces: "
-        "queue-inconsistent-offsets"),
+        "inconsistent-offsets"),
     Bug("page-cache-ack", ("page-cache-ack",), "acknowledgement", "queue-power", None,
         "the data plane's brokers acknowledge from the page cache (Kafka's default "
         "flush settings); a power loss of the replicas loses acknowledged records"),

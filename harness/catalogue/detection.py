@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+from checkers.kind_names import current_counts, current_name, current_results
 from history import iter_history
 from history.store import history_path
 
@@ -38,9 +39,10 @@ def anomaly_ops(obj: Any) -> set[int]:
 
 def anomaly_kinds(results: dict, among: Iterable[str] | None = None) -> list[str]:
     """The checkers with at least one anomaly, in results order (only those in ``among``,
-    when given: the kinds a catalogue entry is scored on)."""
-    wanted = None if among is None else set(among)
-    return [name for name, n in (results.get("anomalies") or {}).items()
+    when given: the kinds a catalogue entry is scored on), by today's names: the results
+    and ``among`` may use older runs' names (checkers/kind_names.py)."""
+    wanted = None if among is None else {current_name(k) for k in among}
+    return [name for name, n in current_counts(results.get("anomalies") or {}).items()
             if n and (wanted is None or name in wanted)]
 
 
@@ -52,8 +54,9 @@ def first_anomaly_s(results: dict, history: Iterable[dict], among: Iterable[str]
     if not kinds:
         return None
     wanted: set[int] = set()
+    checkers = current_results(results).get("checkers") or {}
     for name in kinds:
-        wanted |= anomaly_ops((results.get("checkers") or {}).get(name, {}).get("anomalies", []))
+        wanted |= anomaly_ops(checkers.get(name, {}).get("anomalies", []))
     t_first = t_last = None
     best = None
     for op in history:

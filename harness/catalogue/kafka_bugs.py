@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from checkers.registry import checker_of
 from harness.config.schedules import SCHEDULES
 from targets.kafka.releases import parse_version
+from targets.registry import target_spec
+from workloads.registry import workload_spec
 
 #: the classes of the Kafka catalogue (issue 25)
 KAFKA_CLASSES = ("elections and Pre-Vote", "leader fencing and check quorum", "high watermark and commit",
@@ -142,7 +145,7 @@ KAFKA_CATALOGUE: tuple[KafkaBug, ...] = (
              "and is elected again with the log its disk kept, so acknowledged records are lost and their "
              "offsets reused; documented behaviour of a cluster without ELR, fixed by configuration",
              "3.3.0", ("4.1.0",), Side("4.0.2", 0), Side("4.1.0", 0), "kafka-elr",
-             ("queue-lost", "queue-inconsistent-offsets"),
+             ("lost-write", "unseen", "inconsistent-offsets"),
              note="KIP-966's umbrella JIRA (unclean-shutdown detection: KAFKA-15586). Not a one-commit "
                   "bug: without ELR the ISR never empties and its last member is electable whatever "
                   "its disk kept, which Kafka documents. ELR (eligible.leader.replicas.version=1) is "
@@ -204,12 +207,24 @@ def kafka_bug_named(name: str) -> KafkaBug:
     return bug
 
 
-def known_kinds(version: str, kraft_version: int) -> dict[str, list[str]]:
+def known_kinds(version: str, kraft_version: int, workload: str | None = None) -> dict[str, list[str]]:
     """``{anomaly kind: [JIRA, ...]}``: what Kafka ``version`` at ``kraft_version`` is known
-    to show under faults, from the entries that affect it."""
+    to show under faults, from the entries that affect it. With ``workload``, only what a run
+    of it is known to show: a kind of an entry whose schedule runs another workload counts
+    only when the same checker reports it in both (``disruptive-election``: yes; the metadata
+    workload's ``lost-write`` and the queue's: no, the same name from two checkers)."""
     out: dict[str, list[str]] = {}
+    mine = checker_of(workload_spec(workload).checkers) if workload else {}
     for bug in KAFKA_CATALOGUE:
         if bug.affects(version, kraft_version):
+            theirs = checker_of(workload_spec(bug_workload(bug)).checkers) if workload else {}
             for kind in bug.kinds:
-                out.setdefault(kind, []).append(bug.jira)
+                if workload is None or (kind in mine and mine[kind] == theirs.get(kind)):
+                    out.setdefault(kind, []).append(bug.jira)
     return out
+
+
+def bug_workload(bug: KafkaBug) -> str:
+    """The workload the entry's schedule runs (its own, or its target's default)."""
+    sched = SCHEDULES[bug.schedule]
+    return sched.run_config().get("workload") or target_spec(sched.db).default_workload

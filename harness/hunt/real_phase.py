@@ -44,7 +44,7 @@ def _known(config: RunConfig, anomalies: dict[str, int]) -> dict[str, list[str]]
     ``{kind: [JIRA, ...]}``, on a target whose runs name a release; else {}."""
     if "kafka_version" not in target_spec(config.db).own_fields or config.kraft_version is None:
         return {}
-    known = known_kinds(config.kafka_version, config.kraft_version)
+    known = known_kinds(config.kafka_version, config.kraft_version, config.workload)
     return {k: known[k] for k in anomalies if k in known}
 
 

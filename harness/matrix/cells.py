@@ -36,7 +36,7 @@ def _error_kind(e: BaseException) -> str:
 
 def _record(cell: Cell) -> dict:
     return {"id": cell.id, "db": cell.db, "target": cell.target, "kafka_version": cell.kafka_version,
-            "workload": cell.workload,
+            "workload": cell.workload, "client": cell.client, "transaction_version": cell.transaction_version,
             "nemesis": ",".join(cell.nemesis) or "none", "seed": cell.seed,
             "config": cell.config.to_dict(), "repeat": cell.config.repeat_command(),
             "verdict": "not-run", "valid": None, "anomalies": {}, "store": None, "wall_s": None,

@@ -8,6 +8,8 @@ The format (see ``examples/nightly.toml``)::
     nemeses = ["partition,kill", "pause", "none"]   # --nemesis values; default: the run's default
     seeds = [1, 2, 3]                  # or a count: seeds = 3 is 0, 1, 2; default [0]
     kafka_versions = ["3.9", "4.4.0"]  # Kafka releases (a line: its newest patch); kafka cells only
+    clients = ["librdkafka", "java"]   # the txn workload's --client; its cells only
+    transaction_versions = [0, 2]      # the txn workload's --transaction-version; its cells only
     time_limit = 60                    # shared RunConfig settings, top level
     nodes = 5
 
@@ -15,10 +17,12 @@ The format (see ``examples/nightly.toml``)::
     workloads = ["metadata"]
     time_limit = 90
 
-The settings a file may give are :data:`RUN_FIELDS`. A
+The axes are one table, :data:`harness.matrix.axes.AXES`; the settings a file may give are :data:`RUN_FIELDS`. A
 workload a target cannot run (workloads/registry.py) is skipped with a
-note. An unknown key, target, workload, nemesis or unsafe switch, or a bad
-value, is a :class:`MatrixError` naming the file, line and key (exit 3).
+note. An unknown key, target, workload, nemesis, unsafe switch or client, or a bad
+value, is a :class:`MatrixError` naming the file, line and key (exit 3); so is an axis no
+cell takes (``clients`` without the txn workload), and a transaction version a cell's
+release lacks.
 """
 from __future__ import annotations
 
@@ -32,17 +36,13 @@ from typing import Any, Callable
 
 from harness.config import values as arg_types
 from harness.config.run import RunConfig
-from nemesis.schedule import MODES, parse_fault_names
+from harness.matrix.axes import AXES, AXIS_KEYS, FIELD_AXES, VERSION_FIELD
+from nemesis.schedule import MODES
 from targets.errors import TargetError
-from targets.kafka.releases import newest_patch
+from targets.kafka.releases import DEFAULT_VERSION, check_transaction_version, release
 from targets.registry import DEFAULT_TARGET, target_spec
 from workloads.registry import workload_spec
 
-#: the axes, as the file names them (``kafka_versions``: on the targets that take a
-#: ``kafka_version``, releases ``"3.9.2"`` or lines ``"3.9"``, each line's newest patch)
-AXIS_KEYS = ("targets", "workloads", "nemeses", "seeds", "kafka_versions")
-#: the RunConfig field the ``kafka_versions`` axis sets (on the targets whose own_fields have it)
-VERSION_FIELD = "kafka_version"
 #: RunConfig fields the file may set, at the top level or per target
 RUN_FIELDS = ("nodes", "time_limit", "concurrency", "rate", "nemesis_mode", "nemesis_interval",
               "nemesis_duration", "nemesis_targets", "subnet", "base_image", "unsafe", "fetch_max_records",
@@ -66,6 +66,8 @@ class Cell:
     config: Any
     kafka_version: str | None = None     # the kafka_versions axis's release, when it applies
     resolved: Any = None
+    client: str | None = None            # the clients axis's, when it applies
+    transaction_version: int | None = None   # the transaction_versions axis's, when it applies
 
     @property
     def target(self) -> str:
@@ -73,10 +75,20 @@ class Cell:
         return f"{self.db}-{self.kafka_version}" if self.kafka_version else self.db
 
     @property
+    def variant(self) -> str:
+        """The workload with the client axes' values: ``txn+java+tv2``; ``append`` without."""
+        parts = [self.workload]
+        if self.client:
+            parts.append(self.client)
+        if self.transaction_version is not None:
+            parts.append(f"tv{self.transaction_version}")
+        return "+".join(parts)
+
+    @property
     def id(self) -> str:
         """``kraft/append/partition,kill/seed1`` (``kafka-3.9.2/metadata/...`` on the
-        ``kafka_versions`` axis)."""
-        return f"{self.target}/{self.workload}/{','.join(self.nemesis) or 'none'}/seed{self.seed}"
+        ``kafka_versions`` axis, ``kafka/txn+java+tv2/...`` on the client axes)."""
+        return f"{self.target}/{self.variant}/{','.join(self.nemesis) or 'none'}/seed{self.seed}"
 
 
 @dataclasses.dataclass
@@ -173,43 +185,25 @@ def _field_check(name: str) -> Callable[[Any], Any]:
 
 
 def _axes(doc: dict, err: Callable[..., MatrixError], table: str | None) -> dict[str, list]:
-    """The axes ``doc`` sets (checked): targets, workloads, nemeses (lists of fault names), seeds."""
+    """The axes of :data:`AXES` that ``doc`` sets, each value checked by its axis."""
     out: dict[str, list] = {}
-    for key in AXIS_KEYS:
+    for key, axis in AXES.items():
         if key not in doc:
             continue
         v = doc[key]
-        if key == "seeds" and isinstance(v, int) and not isinstance(v, bool):
+        if axis.count and isinstance(v, int) and not isinstance(v, bool):
             if v < 1:
-                raise err(key, table, None, f"a count of seeds must be >= 1, got {v}")
+                raise err(key, table, None, f"a count of {key} must be >= 1, got {v}")
             v = list(range(v))
         if not isinstance(v, list) or not v:
             raise err(key, table, None, f"must be a non-empty list, got {v!r}")
         checked = []
         for x in v:
             try:
-                if key == "seeds":
-                    if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x < 2 ** 63:
-                        raise ValueError(f"a seed must be an integer in 0..2^63-1, got {x!r}")
-                    checked.append(x)
-                elif not isinstance(x, str):
-                    raise ValueError(f"must list strings, got {x!r}")
-                elif key == "targets":
-                    target_spec(x)
-                    checked.append(x)
-                elif key == "workloads":
-                    workload_spec(x)
-                    checked.append(x)
-                elif key == "kafka_versions":
-                    try:
-                        checked.append(newest_patch(x))
-                    except TargetError as e:
-                        raise ValueError(str(e)) from None
-                else:
-                    checked.append(parse_fault_names(x))
+                checked.append(axis.check(x))
             except ValueError as e:
                 raise err(key, table, x, str(e)) from None
-        out[key] = checked
+        out[key] = list(dict.fromkeys(checked)) if axis.field else checked
     return out
 
 
@@ -242,7 +236,8 @@ def load(path: Path | str, overrides: dict[str, Any] | None = None) -> Matrix:
         return MatrixError(f"{path}:{line or 1}: {where}{key!r}: {problem}")
 
     allowed = set(AXIS_KEYS) | set(RUN_FIELDS) | {"name", "target"}
-    hints = {"seed": "seeds", "db": "targets", "workload": "workloads", "nemesis": "nemeses"}
+    hints = {"seed": "seeds", "db": "targets", "workload": "workloads", "nemesis": "nemeses",
+             "client": "clients", "transaction_version": "transaction_versions"}
     for key in doc:
         if key == "keep_cluster":
             raise err(key, None, None, "not in a matrix: every cell's cluster is torn down")
@@ -270,37 +265,71 @@ def load(path: Path | str, overrides: dict[str, Any] | None = None) -> Matrix:
         for key in table:
             if key not in set(RUN_FIELDS) | set(AXIS_KEYS) - {"targets"}:
                 raise err(key, name, None, f"unknown key: choose from {', '.join(sorted(RUN_FIELDS))}, "
-                                           "workloads, nemeses, seeds, kafka_versions")
+                          + ", ".join(k for k in AXIS_KEYS if k != "targets"))
     cells, skipped = [], []
+    taken: set[str] = set()          # the field axes some cell took
     for db in axes["targets"]:
         table = per_target.get(db, {})
-        mine = {**axes, **_axes(table, err, f"target.{db}")}
-        fields = {**shared, **_settings(table, err, f"target.{db}"), **(overrides or {})}
-        versions: list[str | None] = [None]
-        if "kafka_versions" in mine and VERSION_FIELD in target_spec(db).own_fields:
-            if VERSION_FIELD in fields:
-                raise err("kafka_versions", f"target.{db}" if "kafka_versions" in table else None, None,
-                          f"give kafka_version or kafka_versions, not both ({db})")
-            versions = list(dict.fromkeys(mine["kafka_versions"]))
-        elif "kafka_versions" in table:
-            raise err("kafka_versions", f"target.{db}", None, f"--db {db} runs no Kafka release")
-        for workload in mine.get("workloads") or [target_spec(db).default_workload]:
+        where = f"target.{db}"
+        mine = {**axes, **_axes(table, err, where)}
+        fields = {**shared, **_settings(table, err, where), **(overrides or {})}
+        workloads = mine.get("workloads") or [target_spec(db).default_workload]
+        for axis in FIELD_AXES:
+            if axis.key not in mine:
+                continue
+            table_of = where if axis.key in table else None
+            if axis.field in fields:
+                raise err(axis.key, table_of, None, f"give {axis.field} or {axis.key}, not both ({db})")
+            if axis.key in table and not any(axis.applies(db, w) for w in workloads):
+                raise err(axis.key, where, None, axis.refused.format(db=db))
+        for workload in workloads:
             dbs = workload_spec(workload).dbs
             if db not in dbs:
                 skipped.append({"db": db, "workload": workload,
                                 "reason": f"workload {workload!r} does not run on --db {db}: "
                                           f"it supports {', '.join(dbs)}"})
                 continue
-            for version in versions:
-                pinned = {VERSION_FIELD: version} if version else {}
+            for pinned in _field_values(mine, db, workload):
+                taken.update(a.key for a in FIELD_AXES if a.field in pinned)
                 for nemesis in mine.get("nemeses") or [list(RunConfig(seed=0).nemesis)]:
                     for seed in mine["seeds"]:
                         cfg = RunConfig(seed=seed, db=db, workload=workload, nemesis=list(nemesis),
                                         **fields, **pinned)
-                        cells.append(Cell(db, workload, list(nemesis), seed, cfg, version))
+                        cell = Cell(db, workload, list(nemesis), seed, cfg, **pinned)
+                        problem = _cell_problem(cell, fields)
+                        if problem:
+                            key = "transaction_versions"
+                            raise err(key, where if key in table else None, cell.transaction_version, problem)
+                        cells.append(cell)
     if not cells:
         raise MatrixError(f"{path}: no cell to run: " + "; ".join(s["reason"] for s in skipped))
+    for axis in FIELD_AXES:
+        if axis.key in doc and axis.key not in taken:
+            raise err(axis.key, None, None, f"no cell takes it: only {axis.takers} do")
     return Matrix(path, doc.get("name") or path.stem, cells, skipped)
+
+
+def _field_values(axes: dict[str, list], db: str, workload: str) -> list[dict[str, Any]]:
+    """Every combination of the field axes (:data:`FIELD_AXES`) a (db, workload) cell takes,
+    as ``{field: value}``, in the table's order; ``[{}]`` when it takes none."""
+    combos: list[dict[str, Any]] = [{}]
+    for axis in FIELD_AXES:
+        if axis.key in axes and axis.applies(db, workload):
+            combos = [{**c, axis.field: v} for c in combos for v in axes[axis.key]]
+    return combos
+
+
+def _cell_problem(cell: Cell, fields: dict[str, Any]) -> str | None:
+    """Why ``cell`` cannot run, when its transaction version is one its Kafka release lacks
+    (the release: the cell's, the file's ``kafka_version`` or the default); else None."""
+    if cell.transaction_version is None:
+        return None
+    version = cell.kafka_version or fields.get(VERSION_FIELD) or DEFAULT_VERSION
+    try:
+        check_transaction_version(release(version), version, cell.transaction_version)
+    except TargetError as e:
+        return f"cell {cell.id}: {e}"
+    return None
 
 
 def _line_of_table(text: str, name: str) -> int:

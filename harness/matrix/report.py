@@ -1,12 +1,14 @@
 """The outputs of ``kraft-chaos matrix``: the summary table and the JUnit XML (``matrix.xml``).
 
 Both read the ``matrix.json`` document (:func:`harness.matrix.cells.run_matrix`):
-``{"name", "cells": [{"id", "db", "workload", "nemesis", "seed", "verdict",
-"valid", "anomalies": {kind: n}, "store", "wall_s", "error", "repeat",
-"summary"?}], "skipped": [{"db", "workload", "reason"}], ...}``.
+``{"name", "cells": [{"id", "db", "workload", "client"?, "transaction_version"?, "nemesis",
+"seed", "verdict", "valid", "anomalies": {kind: n}, "store", "wall_s", "error", "repeat",
+"summary"?}], "skipped": [{"db", "workload", "reason"}], ...}`` (``client`` and
+``transaction_version``: the matrix file's client axes, None or absent where a cell has none).
 
 JUnit: one ``<testsuite>``; a ``<testcase>`` per cell (classname
-``kraft-chaos.matrix.<db>.<workload>``, name ``<nemesis> seed <n>``, time in
+``kraft-chaos.matrix.<db>.<workload>``, name ``<nemesis> seed <n>`` and the client axes'
+values, ``java tv2``, time in
 s) with ``<properties>`` named as the pytest plugin's (``kraft_chaos.verdict``,
 ``kraft_chaos.anomalies``, ``kraft_chaos.anomaly.<kind>``,
 ``kraft_chaos.store``, ``kraft_chaos.seed``, ``kraft_chaos.repeat``, ...):
@@ -30,11 +32,26 @@ def anomaly_text(anomalies: dict[str, int], sep: str = " ") -> str:
     return ", ".join(f"{k}{sep}{n}" for k, n in anomalies.items()) or "-"
 
 
+#: the client axes a cell may carry (harness/matrix/file.py AXES): field -> (table column,
+#: prefix of the value in a JUnit test name)
+CLIENT_COLUMNS = {"client": ("client", ""), "transaction_version": ("txn version", "tv")}
+
+
+def _client_values(cell: dict) -> str:
+    """``java tv2``: the cell's client axes' values, space-separated; "" when none."""
+    return " ".join(f"{prefix}{cell[k]}" for k, (_col, prefix) in CLIENT_COLUMNS.items()
+                    if cell.get(k) is not None)
+
+
 def format_table(doc: dict) -> str:
-    """The plain-text summary of a matrix document: one row per cell (target, workload,
-    nemesis, seed, verdict, anomalies, wall s, store or error), then the counts."""
-    head = ("target", "workload", "nemesis", "seed", "verdict", "anomalies", "s", "store / error")
-    rows = [(c.get("target") or c["db"], c["workload"], c["nemesis"], str(c["seed"]), c["verdict"].upper(),
+    """The plain-text summary of a matrix document: one row per cell (target, workload, the
+    client axes when any cell has them (client, transaction version), nemesis, seed, verdict,
+    anomalies, wall s, store or error), then the counts."""
+    shown = [k for k in CLIENT_COLUMNS if any(c.get(k) is not None for c in doc["cells"])]
+    head = ("target", "workload", *(CLIENT_COLUMNS[k][0] for k in shown), "nemesis", "seed", "verdict",
+            "anomalies", "s", "store / error")
+    rows = [(c.get("target") or c["db"], c["workload"], *("-" if c.get(k) is None else str(c[k]) for k in shown),
+             c["nemesis"], str(c["seed"]), c["verdict"].upper(),
              anomaly_text(c["anomalies"]), f"{c['wall_s']:.0f}" if c["wall_s"] is not None else "-",
              c["error"] or c["store"] or "-") for c in doc["cells"]]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head) - 1)]
@@ -56,15 +73,18 @@ def _props(parent: ET.Element, props: dict) -> None:
 def _case(suite: ET.Element, cell: dict) -> str | None:
     """Add ``cell``'s testcase to ``suite``; returns ``failure``, ``error``, ``skipped`` or None."""
     target = (cell.get("target") or cell["db"]).replace(".", "_")
+    variant = _client_values(cell)
     tc = ET.SubElement(suite, "testcase", classname=f"kraft-chaos.matrix.{target}.{cell['workload']}",
-                       name=f"{cell['nemesis']} seed {cell['seed']}", time=f"{cell['wall_s'] or 0:.3f}")
+                       name=f"{cell['nemesis']} seed {cell['seed']}" + (f" {variant}" if variant else ""),
+                       time=f"{cell['wall_s'] or 0:.3f}")
     verdict = cell["verdict"]
     props = {"verdict": verdict.upper(),
              "anomalies": anomaly_text(cell["anomalies"], "=") if cell["anomalies"] else "none",
              **{f"anomaly.{k}": n for k, n in cell["anomalies"].items()},
              "store": cell["store"] or "", "db": cell["db"], "workload": cell["workload"],
              "nemesis": cell["nemesis"], "seed": cell["seed"], "repeat": cell["repeat"],
-             **({"kafka_version": cell["kafka_version"]} if cell.get("kafka_version") else {})}
+             **({"kafka_version": cell["kafka_version"]} if cell.get("kafka_version") else {}),
+             **{k: cell[k] for k in CLIENT_COLUMNS if cell.get(k) is not None}}
     if cell.get("error"):
         props["error"] = cell["error"]
     _props(tc, props)

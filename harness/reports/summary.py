@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from checkers.kind_names import current_results
+
 
 def anomaly_sentence(a: dict) -> str:
     """One linearizability anomaly (results.json's shape) as a sentence."""
@@ -25,7 +27,9 @@ def _fmt(x: Any, unit: str = "") -> str:
 
 def format_results(results: dict, max_details: int = 3) -> str:
     """The human summary of ``results`` (results.json): verdict, anomalies, stats, and which
-    faults landed (:func:`fault_lines`)."""
+    faults landed (:func:`fault_lines`). An older run's checker names read as today's
+    (checkers/kind_names.py)."""
+    results = current_results(results)
     valid = results.get("valid")
     word = {True: "VALID", False: "INVALID"}.get(valid, "UNKNOWN")
     lines = [f"verdict: {word} (valid={json.dumps(valid)})"]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import quote, urlencode
 
+from checkers.kind_names import current_results
 from harness.reports.summary import format_results
 from harness.web.store_view import VERDICTS, RunSummary
 from history import store
@@ -169,10 +170,12 @@ def _json_block(value: Any, raw_href: str) -> str:
 
 def results_page(rel: str, results: Any, raw_href: str) -> str:
     """results.json readably: the verdict, a table of checkers, then each checker's anomalies
-    (the first :data:`ANOMALIES_SHOWN`) and other fields, then the stats."""
+    (the first :data:`ANOMALIES_SHOWN`) and other fields, then the stats. Checkers and counts
+    go by today's names (an older run's ``queue-*`` ones as checkers/kind_names.py says)."""
     if not isinstance(results, dict):
         return page("results", f"<p>results.json is not an object.</p>{_json_block(results, raw_href)}",
                     _crumbs(rel, "results"))
+    results = current_results(results)
     verdict = {True: "valid", False: "invalid"}.get(results.get("valid"), "unknown")
     checkers = results.get("checkers") if isinstance(results.get("checkers"), dict) else {}
     counts = results.get("anomalies") if isinstance(results.get("anomalies"), dict) else {}

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
 
+from checkers.kind_names import current_counts
 from history import store
 
 #: How deep under the store root runs are looked for (``<test>/<ts>`` is 2; synthetic runs
@@ -64,7 +65,8 @@ def parse_stamp(name: str) -> _dt.datetime | None:
 class RunSummary:
     """One run of the index. ``rel``: its path under the store (``/``-separated); ``test``: the
     folder above it; ``verdict``: one of :data:`VERDICTS` (``incomplete``: no results.json,
-    e.g. still running); ``anomalies``: the checkers with a non-zero count; ``error``: why
+    e.g. still running); ``anomalies``: the checkers with a non-zero count, by today's names
+    (an older run's ``queue-*`` ones read as checkers/kind_names.py says); ``error``: why
     results.json or test.json could not be read, if so."""
 
     rel: str
@@ -100,7 +102,7 @@ def summarize(root: Path, run_dir: Path) -> RunSummary:
     else:
         verdict = {True: "valid", False: "invalid"}.get(results.get("valid"), "unknown")
     counts = results.get("anomalies") if isinstance(results.get("anomalies"), dict) else {}
-    anomalies = {k: n for k, n in counts.items() if n}
+    anomalies = {k: n for k, n in current_counts(counts).items() if n}
     when = parse_stamp(run_dir.name)
     if when is None:
         when = _dt.datetime.fromtimestamp(run_dir.stat().st_mtime, _dt.timezone.utc)

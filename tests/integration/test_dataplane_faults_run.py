@@ -33,7 +33,7 @@ def test_located_pauses_and_clean_stops_hit_brokers_and_lose_nothing(engine, kra
     assert pauses and stops
     assert all(set(v["targets"]) <= BROKERS and len(v["targets"]) == 1 for v in pauses + stops)
     assert any(not v.get("leader_unknown") for v in pauses)          # the leader was found
-    assert not results["checkers"]["queue-lost"]["anomalies"], json.dumps(results["checkers"]["queue-lost"])[:500]
+    assert not results["checkers"]["unseen"]["anomalies"], json.dumps(results["checkers"]["unseen"])[:500]
     assert results["checkers"]["crashed-node"]["valid"] is True
 
 
@@ -48,5 +48,5 @@ def test_broker_power_losses_list_every_reverted_file_and_lose_nothing(engine, k
     assert losses and all(set(v["targets"]) <= BROKERS for v in losses)
     reverted = [p for v in losses for lost in v["lost"].values() for p in lost["reverted_files"]]
     assert any(p.startswith("data/queue-") and p.endswith(".log") for p in reverted)   # segments never fsynced
-    assert not results["checkers"]["queue-lost"]["anomalies"]
+    assert not results["checkers"]["unseen"]["anomalies"]
     assert results["checkers"]["unsynced-checkpoint"]["power_losses"] == len(losses)
