@@ -29,17 +29,44 @@ def check_alternating(ops):
     return fs
 
 
-async def run_for(it, seconds, stop=None):
-    stop = stop or asyncio.Event()
+async def run_until(it, done, timeout_s=60.0):
+    """Run the interpreter until ``done()`` holds (polled every 5 ms), then set its stop
+    event and wait for the heal. No assumption on how fast the machine is: a loaded one only
+    takes longer. Raises TimeoutError if ``done()`` never holds within ``timeout_s``."""
+    stop = asyncio.Event()
     task = asyncio.create_task(it.run(stop))
-    await asyncio.sleep(seconds)
+
+    async def until_done():
+        while not done() and not task.done():
+            await asyncio.sleep(0.005)
+    await asyncio.wait_for(until_done(), timeout_s)
     stop.set()
     await asyncio.wait_for(task, 10)
 
 
+def started(hist) -> list[str]:
+    """The fault starts invoked so far, in order."""
+    return [o["f"] for o in hist.ops if o["type"] == "invoke" and o["f"].startswith("start-")]
+
+
+def any_overlap(hist) -> bool:
+    """Whether some fault started while one of another family was still active."""
+    active, seen = set(), False
+    for o in hist.ops:
+        if o["type"] != "invoke":
+            continue
+        fam = o["f"].split("-", 1)[1]
+        if o["f"].startswith("start-"):
+            seen |= bool(active)
+            active.add(fam)
+        else:
+            active.discard(fam)
+    return seen
+
+
 def test_runs_faults_until_stop_event():
     hist, ctl = FakeHistory(), FakeController()
-    asyncio.run(run_for(interp(ctl, hist), 0.3))
+    asyncio.run(run_until(interp(ctl, hist), lambda: len(started(hist)) >= 3))
     fs = check_alternating(hist.ops)
     starts = [f for f in fs if f.startswith("start-")]
     assert len(starts) >= 3
@@ -53,7 +80,7 @@ def test_runs_faults_until_stop_event():
 def test_same_seed_same_fault_sequence():
     def once(seed):
         hist = FakeHistory()
-        asyncio.run(run_for(interp(FakeController(), hist, seed=seed), 0.25))
+        asyncio.run(run_until(interp(FakeController(), hist, seed=seed), lambda: len(started(hist)) >= 4))
         return [(o["f"], o["value"]["kind"]) for o in hist.ops if o["type"] == "invoke"]
     a, b, c = once(11), once(11), once(12)
     n = min(len(a), len(b), len(c))
@@ -118,7 +145,7 @@ def test_cancel_during_start_records_it_then_stops_it():
 
 def test_failed_start_is_info_with_error_and_still_stopped():
     hist, ctl = FakeHistory(), FakeController(fail_start=True)
-    asyncio.run(run_for(interp(ctl, hist, interval=0.01, duration=0.01), 0.05))
+    asyncio.run(run_until(interp(ctl, hist, interval=0.01, duration=0.01), lambda: len(hist.ops) >= 2))
     check_alternating(hist.ops)
     assert hist.ops[1]["error"] == "n2: iptables missing"
     assert hist.ops[1]["value"] == {"kind": hist.ops[0]["value"]["kind"]}
@@ -138,7 +165,8 @@ def test_stop_event_before_first_fault_records_nothing():
 def test_overlap_mode_never_has_two_nemesis_ops_in_flight():
     hist, ctl = FakeHistory(), FakeController(start_s=0.005, stop_s=0.005)
     names = ["kill", "partition", "pause", "packet", "flap"]
-    asyncio.run(run_for(interp(ctl, hist, mode="overlap", names=names, interval=0.02, duration=0.05), 0.5))
+    asyncio.run(run_until(interp(ctl, hist, mode="overlap", names=names, interval=0.02, duration=0.05),
+                          lambda: any_overlap(hist) and len(started(hist)) >= 5))
     pairs = check_nemesis_pairs(hist.ops)
     assert ctl.max_in_flight == 1
     # faults of different families overlapped: some start came while another was active
