@@ -71,7 +71,7 @@ class Schedule:
         schedule: ``scenario isr-shrink-loss-b``)."""
         if self.scenario is not None:
             return f"scenario {self.scenario}"
-        return (f"{','.join(self.nemesis)} {self.mode} {self.interval:g}/{self.duration:g} s "
+        return (f"{','.join(self.nemesis) or 'none'} {self.mode} {self.interval:g}/{self.duration:g} s "
                 f"{self.workload} {self.nodes}n {self.time_limit:g} s")
 
 
@@ -239,6 +239,20 @@ SCHEDULES: dict[str, Schedule] = {
                                            duration=4.0, workload="txn", nodes=1, brokers=3,
                                            nemesis_targets="clients", time_limit=90.0, rate=100.0,
                                            concurrency=10, db="kafka"),
+    # no fault at all: transactional produce under load, for a broker that fails valid records
+    # (KAFKA-15653: 3.6.0 validates a transaction's first compressed batch to each partition in
+    # a callback on another request-handler thread, with the first thread's buffer supplier,
+    # which two threads then use at once). lz4-compressed, padded values; many transactional
+    # producers (each a first produce of its transaction to a partition, so nearly every
+    # produce needs the coordinator's verification, whose answers come back in batches and run
+    # side by side); replication factor 1, so that the machine's cores go to produce requests
+    # rather than to followers' fetches; 4 request-handler threads, so that two callbacks of
+    # requests one thread took in often run at once. Judged by the txn checker's server-error
+    "kafka-txn-none": Schedule((), mode="serial", workload="txn", nodes=1, brokers=3, nemesis_targets="clients",
+                               time_limit=90.0, rate=5000.0, concurrency=48, db="kafka",
+                               options=(("compression", "lz4"), ("value_bytes", 1024), ("partitions", 8),
+                                        ("replication_factor", 1), ("min_insync_replicas", 1),
+                                        ("kafka_props", (("num.io.threads", "4"),)))),
 }
 
 
