@@ -15,8 +15,9 @@ value (``targets/txn_values.py``); a record that is not such text reads back as 
 **A session's settings** (both clients): a producer with ``acks=all``,
 ``enable.idempotence=true``, ``compression.type`` (``SessionConfig.compression``) and, when
 transactional, a ``transactional.id`` and ``transaction.timeout.ms``; a consumer with
-``isolation.level=read_committed``, ``enable.auto.commit=false``, ``auto.offset.reset=earliest`` and a ``group.id``. Building a
-session does no I/O; :meth:`TxnSession.open` connects (and runs ``initTransactions``).
+``isolation.level=read_committed``, ``enable.auto.commit=false``,
+``auto.offset.reset=earliest`` and a ``group.id``. Building a session does no I/O;
+:meth:`TxnSession.open` connects (and runs ``initTransactions``).
 
 **Outcomes.** Every call raises :class:`TxnDefiniteError` (a
 ``history.outcomes.DefiniteError``: certainly no effect, Jepsen's ``fail``) or

@@ -3,9 +3,8 @@ as a :class:`targets.kafka.txn_session.Driver`, and its factory.
 
 Settings (``targets/txn_client.py``): the producer has ``acks=all``,
 ``enable.idempotence=true``, ``linger.ms=0``, the session's ``compression.type``,
-``message.timeout.ms`` = ``request.timeout.ms``
-= the op timeout and, when transactional, ``transactional.id`` and
-``transaction.timeout.ms``; the consumer ``isolation.level=read_committed``,
+``message.timeout.ms`` = ``request.timeout.ms`` = the op timeout and, when transactional,
+``transactional.id`` and ``transaction.timeout.ms``; the consumer ``isolation.level=read_committed``,
 ``enable.auto.commit=false``, ``enable.auto.offset.store=false``,
 ``auto.offset.reset=earliest`` and the session's ``group.id``. librdkafka's blocking calls
 run in a thread each, one at a time per session; the producer's delivery reports are
