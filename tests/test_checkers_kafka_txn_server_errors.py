@@ -57,7 +57,8 @@ def test_invalid_record_on_a_send_makes_the_verdict_invalid_naming_op_process_ke
 
 
 def test_the_clean_case_has_no_server_error_and_other_errors_are_not_one():
-    assert check_ops(reindex(base()))["valid"] is True
+    r = check_ops(reindex(base()))
+    assert r["valid"] is True and server_errors(r) == [] and "server-error" not in r["allowed"]
     h = reindex(base() + failed_txn(3, "NOT_LEADER_OR_FOLLOWER", kafka_error="NOT_LEADER_OR_FOLLOWER")
                 + failed_txn(4, "aborted-on-purpose") + failed_txn(5, "_MSG_TIMED_OUT", type="info"))
     r = check_ops(h)

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 from .collect import Collector
 from .cycles import cycle_anomalies
 from .explain import at, listing, val
-from .kinds import KINDS, allowed_kinds
+from .kinds import KINDS, allowed_kinds, excused_kinds
 from .orders import build_orders, ok_reads
 from .sequences import int_polls, int_sends, polls, sends
 from .values import (duplicates, g1a, inconsistent_offsets, lost_writes, precommitted_reads, unseen,
@@ -94,9 +94,7 @@ def analyse(col: Collector, options: Options = Options()) -> dict:
     found["server-error"] = col.server_errors.found
     unattributed = _unattributed(orders, writer_of)
 
-    allowed = allowed_kinds(col.subscribed, options.ww_deps, options.forbid)
-    if col.server_errors.errors():
-        allowed = allowed - {"server-error"}
+    allowed = allowed_kinds(col.subscribed, options.ww_deps, options.forbid) | excused_kinds(found, options.forbid)
     by_kind = {k: {"valid": not (found[k] and k not in allowed), "allowed": k in allowed, "anomalies": found[k]}
                for k in KINDS}
     errors = [k for k in KINDS if found[k] and k not in allowed]

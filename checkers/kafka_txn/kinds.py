@@ -45,9 +45,8 @@ ALWAYS_ALLOWED = ("int-send-skip", "G0", "G0-realtime")
 SUBSCRIBE_ALLOWED = ("poll-skip", "nonmonotonic-poll")
 #: allowed when write-write dependencies are inferred: no write isolation means such cycles
 WW_DEPS_ALLOWED = ("G1c", "G1c-realtime")
-#: allowed as far as each of its anomalies is excused (server_errors.py: an
-#: UNKNOWN_SERVER_ERROR after a fault began); the analysis takes it out of the allowed kinds
-#: when one is not
+#: allowed when every one of its anomalies is excused (server_errors.py: an
+#: UNKNOWN_SERVER_ERROR after a fault began): the analysis decides (:func:`excused_kinds`)
 EXCUSABLE = ("server-error",)
 #: every kind that can be allowed, hence named by ``forbid``
 ALLOWABLE = ALWAYS_ALLOWED + SUBSCRIBE_ALLOWED + WW_DEPS_ALLOWED + EXCUSABLE
@@ -56,19 +55,27 @@ ALLOWABLE = ALWAYS_ALLOWED + SUBSCRIBE_ALLOWED + WW_DEPS_ALLOWED + EXCUSABLE
 def allowed_kinds(subscribed: bool, ww_deps: bool, forbid: Iterable[str] = ()) -> frozenset[str]:
     """Jepsen's allowed kinds for a history: :data:`ALWAYS_ALLOWED`, plus
     :data:`SUBSCRIBE_ALLOWED` when it ``subscribed``, plus :data:`WW_DEPS_ALLOWED` with
-    ``ww_deps``, plus :data:`EXCUSABLE` (as far as excused); minus ``forbid``. Raises ValueError naming a kind of ``forbid`` that is not in
+    ``ww_deps``; minus ``forbid``. Raises ValueError naming a kind of ``forbid`` that is not in
     :data:`ALLOWABLE`."""
     forbid = set(forbid)
     bad = forbid - set(ALLOWABLE)
     if bad:
         raise ValueError(f"cannot forbid {', '.join(sorted(bad))}: only the kinds Jepsen allows can be "
                          f"forbidden ({', '.join(ALLOWABLE)}); the others are always errors")
-    out = set(ALWAYS_ALLOWED) | set(EXCUSABLE)
+    out = set(ALWAYS_ALLOWED)
     if subscribed:
         out |= set(SUBSCRIBE_ALLOWED)
     if ww_deps:
         out |= set(WW_DEPS_ALLOWED)
     return frozenset(out - forbid)
+
+
+def excused_kinds(found: dict[str, list[dict]], forbid: Iterable[str] = ()) -> frozenset[str]:
+    """The :data:`EXCUSABLE` kinds to allow: those that ``found`` (kind -> anomalies) shows,
+    every anomaly with ``"excused": True``, and that ``forbid`` does not name."""
+    forbid = set(forbid)
+    return frozenset(k for k in EXCUSABLE
+                     if k not in forbid and found.get(k) and all(a.get("excused") for a in found[k]))
 
 
 def parse_forbid(items: Iterable[str]) -> tuple[str, ...]:

@@ -107,10 +107,6 @@ class ServerErrors:
         excused = name not in ALWAYS_ERRORS and self.first_fault is not None
         self.found.append(_anomaly(op, name, keys, excused, self.first_fault))
 
-    def errors(self) -> list[dict]:
-        """The anomalies that are errors whatever ``forbid`` says (not excused)."""
-        return [a for a in self.found if not a["excused"]]
-
 
 def _anomaly(op: dict, name: str, keys: list[str], excused: bool, first_fault: int | None) -> dict:
     index, process = op.get("index"), op.get("process")
