@@ -9,13 +9,15 @@ registry of clients is ``targets/kafka/txn_clients.py``. The queue workload's ow
 non-transactional client contract is ``workloads/queue.py``'s ``QueueClient``.
 
 **Keys** are topic-partitions, ``(topic, partition)``. **Values** are ints, sent as their
-decimal digits (a record that is not digits reads back as its text).
+decimal digits, padded to ``SessionConfig.value_bytes`` with text that is a function of the
+value (``targets/txn_values.py``); a record that is not such text reads back as its text.
 
 **A session's settings** (both clients): a producer with ``acks=all``,
-``enable.idempotence=true`` and, when transactional, a ``transactional.id`` and
-``transaction.timeout.ms``; a consumer with ``isolation.level=read_committed``,
-``enable.auto.commit=false``, ``auto.offset.reset=earliest`` and a ``group.id``. Building a
-session does no I/O; :meth:`TxnSession.open` connects (and runs ``initTransactions``).
+``enable.idempotence=true``, ``compression.type`` (``SessionConfig.compression``) and, when
+transactional, a ``transactional.id`` and ``transaction.timeout.ms``; a consumer with
+``isolation.level=read_committed``, ``enable.auto.commit=false``,
+``auto.offset.reset=earliest`` and a ``group.id``. Building a session does no I/O;
+:meth:`TxnSession.open` connects (and runs ``initTransactions``).
 
 **Outcomes.** Every call raises :class:`TxnDefiniteError` (a
 ``history.outcomes.DefiniteError``: certainly no effect, Jepsen's ``fail``) or
@@ -23,7 +25,11 @@ session does no I/O; :meth:`TxnSession.open` connects (and runs ``initTransactio
 carry ``fatal`` (the session cannot go on: close it and open a fresh one), ``abortable``
 (the open transaction must be aborted) and ``retriable`` (the library's own word), the
 library's error name (``code``: librdkafka's error name in Kafka's spelling, or the Java
-exception's simple class name) and ``exception`` (the Java exception's full class name).
+exception's simple class name), ``exception`` (the Java exception's full class name) and
+``kafka_error``: the broker's error code by Kafka's protocol name (``INVALID_RECORD``,
+``CORRUPT_MESSAGE``, ``UNKNOWN_SERVER_ERROR``...) when the error is one a broker answered
+(librdkafka: a non-local ``KafkaError``; Java: an exception class of Kafka's ``Errors``
+table, the exception or one of its causes), else None.
 
 Per call, for both clients unless said (the sources: confluent-kafka's ``Producer`` and
 ``KafkaError`` documentation, ``retriable()``, ``txn_requires_abort()``, ``fatal()``;
@@ -88,6 +94,7 @@ import dataclasses
 from typing import Callable, Mapping, Protocol, Sequence
 
 from history.outcomes import DefiniteError, IndefiniteError
+from targets.txn_values import MAX_VALUE_BYTES
 
 #: a topic-partition
 Key = tuple[str, int]
@@ -97,39 +104,43 @@ Polled = dict[Key, list[tuple[int, object]]]
 
 class TxnErrorInfo:
     """What a transactional client's error says besides definite/indefinite: ``fatal``,
-    ``abortable``, ``retriable`` (bools) and ``exception`` (the library's class name, or
-    None)."""
+    ``abortable``, ``retriable`` (bools), ``exception`` (the library's class name, or None)
+    and ``kafka_error`` (the broker's error by Kafka's protocol name, e.g. ``INVALID_RECORD``,
+    ``UNKNOWN_SERVER_ERROR``, when the error is one the broker answered; else None)."""
 
     fatal: bool = False
     abortable: bool = False
     retriable: bool = False
     exception: str | None = None
+    kafka_error: str | None = None
 
-    def _flags(self, fatal: bool, abortable: bool, retriable: bool, exception: str | None) -> None:
+    def _flags(self, fatal: bool, abortable: bool, retriable: bool, exception: str | None,
+               kafka_error: str | None) -> None:
         self.fatal, self.abortable, self.retriable, self.exception = fatal, abortable, retriable, exception
+        self.kafka_error = kafka_error
 
 
 class TxnDefiniteError(DefiniteError, TxnErrorInfo):
     """Certainly no effect (``fail``); see the module docstring for the flags."""
 
     def __init__(self, code: str, message: str = "", *, fatal: bool = False, abortable: bool = False,
-                 retriable: bool = False, exception: str | None = None):
+                 retriable: bool = False, exception: str | None = None, kafka_error: str | None = None):
         super().__init__(code, message)
-        self._flags(fatal, abortable, retriable, exception)
+        self._flags(fatal, abortable, retriable, exception, kafka_error)
 
 
 class TxnIndefiniteError(IndefiniteError, TxnErrorInfo):
     """The effect is unknown (``info``); see the module docstring for the flags."""
 
     def __init__(self, code: str, message: str = "", *, fatal: bool = False, abortable: bool = False,
-                 retriable: bool = False, exception: str | None = None):
+                 retriable: bool = False, exception: str | None = None, kafka_error: str | None = None):
         super().__init__(code, message)
-        self._flags(fatal, abortable, retriable, exception)
+        self._flags(fatal, abortable, retriable, exception, kafka_error)
 
 
 def txn_error(definite: bool, code: str, message: str = "", **flags) -> TxnDefiniteError | TxnIndefiniteError:
     """A :class:`TxnDefiniteError` (``definite``) or :class:`TxnIndefiniteError` with the
-    keyword flags ``fatal``, ``abortable``, ``retriable``, ``exception``."""
+    keyword flags ``fatal``, ``abortable``, ``retriable``, ``exception``, ``kafka_error``."""
     return (TxnDefiniteError if definite else TxnIndefiniteError)(code, message, **flags)
 
 
@@ -145,8 +156,10 @@ class SessionConfig:
     abandoned transaction after it; short, so a crashed session does not hold the last stable
     offset back for long). ``poll_ms``: how long a poll waits for records. ``max_poll_records``:
     at most this many records per poll. ``session_timeout_ms``: the consumer group's
-    ``session.timeout.ms`` (the broker's minimum is 6000 by default). Raises ``ValueError``
-    naming a bad field.
+    ``session.timeout.ms`` (the broker's minimum is 6000 by default). ``compression``: the
+    producer's ``compression.type``, one of :data:`COMPRESSION_TYPES`. ``value_bytes``: the
+    size each value is padded to (bytes, 0..``targets.txn_values.MAX_VALUE_BYTES``; 0: its
+    digits alone). Raises ``ValueError`` naming a bad field.
     """
 
     bootstrap: tuple[str, ...]
@@ -157,6 +170,8 @@ class SessionConfig:
     poll_ms: int = 100
     max_poll_records: int = 100
     session_timeout_ms: int = 10_000
+    compression: str = "none"
+    value_bytes: int = 0
 
     def __post_init__(self) -> None:
         if not self.bootstrap or not all(isinstance(b, str) and ":" in b for b in self.bootstrap):
@@ -170,11 +185,32 @@ class SessionConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
+        check_compression(self.compression)
+        check_value_bytes(self.value_bytes)
 
     @property
     def transactional(self) -> bool:
         """True when the producer runs transactions."""
         return self.transactional_id is not None
+
+
+#: the producers' ``compression.type`` choices (both clients: librdkafka's and Kafka's names)
+COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+def check_compression(name: object) -> str:
+    """``name`` when it is one of :data:`COMPRESSION_TYPES`; else ``ValueError`` naming them."""
+    if name not in COMPRESSION_TYPES:
+        raise ValueError(f"compression must be one of {', '.join(COMPRESSION_TYPES)}, got {name!r}")
+    return name
+
+
+def check_value_bytes(n: object) -> int:
+    """``n`` when it is an int in 0..``targets.txn_values.MAX_VALUE_BYTES`` (bytes); else
+    ``ValueError`` naming the range."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_VALUE_BYTES:
+        raise ValueError(f"value_bytes must be an int from 0 to {MAX_VALUE_BYTES} (bytes), got {n!r}")
+    return n
 
 
 class TxnSession(Protocol):

@@ -261,7 +261,8 @@ def test_every_kind_has_a_frozen_history_here():
     names = {k for k in KINDS}
     tested = {"G1a", "lost-write", "unseen", "duplicate", "inconsistent-offsets", "poll-skip", "nonmonotonic-poll",
               "int-poll-skip", "int-nonmonotonic-poll", "nonmonotonic-send", "int-nonmonotonic-send",
-              "int-send-skip", "precommitted-read", "G0", "G1c", "G0-realtime", "G1c-realtime"}
+              "int-send-skip", "precommitted-read", "G0", "G1c", "G0-realtime", "G1c-realtime",
+              "server-error"}
     assert names == tested
 
 
@@ -295,7 +296,7 @@ def test_an_assign_that_seeks_to_the_beginning_starts_the_consumer_afresh():
 
 def test_parse_forbid_names_the_choices():
     assert parse_forbid(["all"]) == ("int-send-skip", "G0", "G0-realtime", "poll-skip", "nonmonotonic-poll",
-                                     "G1c", "G1c-realtime")
+                                     "G1c", "G1c-realtime", "server-error")
     with pytest.raises(ValueError, match="G1a: never allowed"):
         parse_forbid(["G1a"])
     with pytest.raises(ValueError, match="nope: not an anomaly kind"):

@@ -77,6 +77,23 @@ def test_what_a_run_is_known_to_show_depends_on_its_workload_where_two_checkers_
     assert "crashed-node" in known_kinds("3.5.1", 0) and "crashed-node" not in known_kinds("3.5.2", 0)
 
 
+def test_kafka_15653_is_3_6_0_alone_judged_by_server_error_under_a_fault_free_schedule():
+    from checkers.kafka_txn import KINDS
+    bug = kafka_bug_named("KAFKA-15653")
+    assert (bug.klass, bug.kinds, bug.schedule) == ("transactions", ("server-error",), "kafka-txn-none")
+    assert (bug.affected, bug.fixed, bug.fixed_in) == (Side("3.6.0", 0), Side("3.6.1", 0), ("3.6.1",))
+    assert [bug.affects(v, 0) for v in ("3.5.2", "3.6.0", "3.6.1", "3.6.2", "3.7.0", "4.4.0")] == \
+        [False, True, False, False, False, False]
+    assert set(bug.kinds) <= set(KINDS)                 # a kind the txn checker reports
+    assert known_kinds("3.6.0", 0)["server-error"] == ["KAFKA-15653"] and "server-error" not in known_kinds("3.6.1", 0)
+    cfg = resolve(RunConfig(seed=1, **bug.run_fields(bug.affected))).flat
+    # no fault at all; compressed, padded values; many transactional producers
+    assert cfg.nemesis == [] and cfg.scenario is None and cfg.workload == "txn"
+    assert (cfg.compression, cfg.value_bytes) == ("lz4", 1024) and cfg.concurrency >= 10 and cfg.partitions >= 4
+    assert cfg.kafka_version == "3.6.0" and resolve(RunConfig(seed=1, **bug.run_fields(bug.fixed))).flat.kafka_version \
+        == "3.6.1"
+
+
 def fake_run(tmp_path, anomalies_by_version: dict[str, dict[str, int]], seen: list):
     """A run_test stand-in: a stored run whose history has ops at 1 s and 3.5 s; its
     anomalies are ``anomalies_by_version[cfg.kafka_version]``, each naming the op at 3.5 s."""

@@ -169,3 +169,60 @@ def test_rdkafka_factory_describes_its_versions():
 def test_library_error_is_an_exception_with_its_flags():
     e = LibraryError("NOT_LEADER_FOR_PARTITION", "m", retriable=True)
     assert isinstance(e, Exception) and e.code == "NOT_LEADER_OR_FOLLOWER" and "m" in str(e) and e.retriable
+
+
+@pytest.mark.parametrize("code,name", [
+    (87, "INVALID_RECORD"), (2, "CORRUPT_MESSAGE"), (-1, "UNKNOWN_SERVER_ERROR"),
+    (KafkaError.NOT_LEADER_FOR_PARTITION, "NOT_LEADER_OR_FOLLOWER"),
+    (KafkaError._MSG_TIMED_OUT, None), (KafkaError._TIMED_OUT, None), (KafkaError._STATE, None),
+])
+def test_rdkafka_a_brokers_code_is_recorded_by_kafkas_name(code, name):
+    e = library_error(KafkaError(code))
+    assert e.kafka_error == name
+    if name is not None:
+        assert e.code == name         # the history's error: Kafka's spelling too
+
+
+def test_rdkafka_a_failed_send_carries_the_brokers_error_name_to_the_session_error():
+    with pytest.raises(TxnIndefiniteError) as e:
+        _rdkafka_send(FakeProducer((KafkaError(87), None)), txn=True)
+    assert (e.value.code, e.value.kafka_error, e.value.abortable) == ("INVALID_RECORD", "INVALID_RECORD", True)
+    with pytest.raises(TxnIndefiniteError) as e:
+        _rdkafka_send(FakeProducer((KafkaError(KafkaError._MSG_TIMED_OUT), None)))
+    assert e.value.kafka_error is None
+
+
+def test_rdkafka_producer_settings_carry_compression_and_padded_values():
+    config = SessionConfig(("127.0.0.1:1",), "g", "tx", compression="lz4", value_bytes=64)
+    assert RdkafkaDriver(config)._producer_conf()["compression.type"] == "lz4"
+    assert RdkafkaDriver(SessionConfig(("h:1",), "g"))._producer_conf()["compression.type"] == "none"
+    sent = []
+
+    class Recording(FakeProducer):
+        def produce(self, topic, value, partition, on_delivery):
+            sent.append(value)
+            super().produce(topic, value, partition, on_delivery)
+    from targets.kafka.txn_session import Session
+    driver = RdkafkaDriver(config)
+    driver.producer = Recording((None, FakeMessage(3)))
+    driver._reports = threading.Thread(target=driver._serve_reports, daemon=True)
+    driver._reports.start()
+
+    async def main():
+        try:
+            return await Session(config, driver, "librdkafka").send(("q", 2), 17)
+        finally:
+            driver._closed.set()
+    assert asyncio.run(main()) == 3
+    assert len(sent[0]) == 64 and sent[0].startswith(b"17~")
+    from targets.txn_values import decode_value
+    assert decode_value(sent[0]) == 17
+
+
+def test_java_error_answers_carry_the_brokers_error_name():
+    from targets.kafka.java_protocol import library_error as java_error
+    e = java_error({"class": "org.apache.kafka.common.InvalidRecordException", "message": "m",
+                    "kafka_error": "INVALID_RECORD"})
+    assert (e.code, e.kafka_error) == ("InvalidRecordException", "INVALID_RECORD")
+    assert java_error({"class": "java.lang.IllegalStateException", "kafka_error": None}).kafka_error is None
+    assert java_error({"class": "org.apache.kafka.common.KafkaException"}).kafka_error is None

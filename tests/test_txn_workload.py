@@ -330,3 +330,17 @@ def test_a_client_that_crashes_mid_op_is_info_and_replaced(tmp_path):
     assert kafka.sessions[0].closed and len(kafka.sessions) == 2
     assert [(o["process"], o["type"], o.get("error")) for o in ops if o["f"] == "send"] == \
         [(0, "invoke", None), (0, "info", "client-crashed"), (1, "invoke", None), (1, "ok", None)]
+
+
+def test_a_failed_op_records_the_brokers_error_name_beside_the_clients(tmp_path):
+    kafka = FakeKafka(script={"send": [indefinite("InvalidRecordException", kafka_error="INVALID_RECORD",
+                                                  abortable=True)]})
+    out, ops, _w = one_op(tmp_path, kafka, {"f": "send", "value": [["send", "t0-0", 1]]})
+    assert out.type == "fail"           # the abort returned
+    assert (ops[1]["error"], ops[1]["kafka_error"]) == ("InvalidRecordException", "INVALID_RECORD")
+    r = kafka_txn_result(ops)
+    assert r["valid"] is False and r["error_kinds"] == ["server-error"]
+    # an error no broker answered carries no kafka_error
+    out, ops, _w = one_op(tmp_path / "b", FakeKafka(script={"send": [indefinite()]}),
+                          {"f": "send", "value": [["send", "t0-0", 1]]})
+    assert "kafka_error" not in ops[1] and ops[1]["error"] == "_MSG_TIMED_OUT"

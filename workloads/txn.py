@@ -28,6 +28,7 @@ import logging
 from typing import Any
 
 from generator import Context, Generator
+from targets.txn_client import check_compression, check_value_bytes
 
 from .base import ClientOptions, ClientWorkload
 from .counters import Sequence
@@ -52,7 +53,12 @@ class TxnOptions(ClientOptions):
     (>= 0, ms): sleep between micro-ops (``--txn-delay``). ``timeout_ms``: each client call's
     bound (ms). ``transaction_timeout_ms``: ``transaction.timeout.ms``. ``poll_ms``: how long a
     poll waits. ``max_poll_records``: records per poll (>= 1). ``final_timeout_s``: the final
-    phase's bound (s). Raises ``ValueError`` naming the bad field.
+    phase's bound (s). ``compression``: the producers' ``compression.type``
+    (``targets.txn_client.COMPRESSION_TYPES``: none, gzip, snappy, lz4, zstd). ``value_bytes``
+    (bytes, 0..``targets.txn_values.MAX_VALUE_BYTES``): each sent value padded to this size
+    with text that is a function of the value (``targets/txn_values.py``; the history keeps
+    the int), so that compressed batches carry bytes to decompress; 0: the digits alone.
+    Raises ``ValueError`` naming the bad field.
     """
 
     topics: int = 3
@@ -74,6 +80,8 @@ class TxnOptions(ClientOptions):
     poll_ms: int = 100
     max_poll_records: int = 100
     final_timeout_s: float = 60.0
+    compression: str = "none"
+    value_bytes: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -92,6 +100,8 @@ class TxnOptions(ClientOptions):
         for name in ("crash_interval_s", "final_timeout_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0 s, got {getattr(self, name)!r}")
+        check_compression(self.compression)
+        check_value_bytes(self.value_bytes)
 
     def topic_names(self) -> list[str]:
         """``["t0", "t1", ...]``."""

@@ -91,6 +91,14 @@ def rebalance_log(keys: list[str]) -> dict:
     return {"rebalance_log": [{"keys": keys}]} if keys else {}
 
 
+def kafka_error(err: BaseException) -> dict:
+    """The completion's extra field for an error a broker answered: ``{"kafka_error": NAME}``
+    (Kafka's protocol name, e.g. ``INVALID_RECORD``; ``targets.txn_client.TxnErrorInfo``),
+    or nothing."""
+    name = getattr(err, "kafka_error", None)
+    return {"kafka_error": name} if isinstance(name, str) and name else {}
+
+
 def error_code(err: BaseException) -> str:
     """The history's ``error`` of ``err``: its client code, else its class and message."""
     code = getattr(err, "code", None)
@@ -120,7 +128,8 @@ class TxnWorker(ClientWorker):
         return SessionConfig(self.bootstrap, group_id=f"{base}-w{self.index}",
                              transactional_id=f"{base}-w{self.index}" if o.transactions else None,
                              timeout_ms=o.timeout_ms, transaction_timeout_ms=o.transaction_timeout_ms,
-                             poll_ms=o.poll_ms, max_poll_records=o.max_poll_records)
+                             poll_ms=o.poll_ms, max_poll_records=o.max_poll_records,
+                             compression=o.compression, value_bytes=o.value_bytes)
 
     async def _session(self, process: int) -> TxnSession:
         """The session of ``process``: a fresh one (opened, its consumer on this thread's keys)
@@ -229,7 +238,7 @@ class TxnWorker(ClientWorker):
                 log.exception("unexpected error from %s", f)
                 t = "info"
             out = Outcome(t, error=e, op=hist.complete(inv, t, done + mops[len(done):], error=error_code(e),
-                                                       **rebalance_log(moved)))
+                                                       **kafka_error(e), **rebalance_log(moved)))
             wl.tally.add(f, t)
             await self._after(out)
             return out

@@ -4,7 +4,8 @@
 over what a :class:`~checkers.kafka_txn.collect.Collector` kept, and judges: **invalid** when a
 kind that is not allowed (kinds.py) shows; else **unknown** when the history could not be read
 whole (data ops that cannot be read or paired), holds no send, poll or txn op, or polled values
-that no op sent (Jepsen's checker stops there); else **valid**.
+that no op sent (Jepsen's checker stops there); else **valid**. ``server-error`` (server_errors.py)
+is allowed only when every one of its anomalies is excused.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any, Iterable
 from .collect import Collector
 from .cycles import cycle_anomalies
 from .explain import at, listing, val
-from .kinds import KINDS, allowed_kinds
+from .kinds import KINDS, allowed_kinds, excused_kinds
 from .orders import build_orders, ok_reads
 from .sequences import int_polls, int_sends, polls, sends
 from .values import (duplicates, g1a, inconsistent_offsets, lost_writes, precommitted_reads, unseen,
@@ -90,9 +91,10 @@ def analyse(col: Collector, options: Options = Options()) -> dict:
     found["precommitted-read"] = precommitted_reads(ops)
     for a in cycle_anomalies(ops, orders, writer_of, options.ww_deps):
         found[a["kind"]].append(a)
+    found["server-error"] = col.server_errors.found
     unattributed = _unattributed(orders, writer_of)
 
-    allowed = allowed_kinds(col.subscribed, options.ww_deps, options.forbid)
+    allowed = allowed_kinds(col.subscribed, options.ww_deps, options.forbid) | excused_kinds(found, options.forbid)
     by_kind = {k: {"valid": not (found[k] and k not in allowed), "allowed": k in allowed, "anomalies": found[k]}
                for k in KINDS}
     errors = [k for k in KINDS if found[k] and k not in allowed]

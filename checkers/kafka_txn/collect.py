@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from history import NEMESIS
 
 from .mops import DATA_FS, SUBSCRIPTION_FS, MopError, Records, norm_key, parse_mops, subscription_keys
+from .server_errors import ServerErrors
 
 #: functions of Jepsen's Kafka workload that carry nothing the checker reads
 QUIET_FS = frozenset(("crash", "debug-topic-partitions"))
@@ -107,7 +108,8 @@ class Collector:
     (:class:`TxnOp` in completion order), ``seq`` (the same and the :class:`Subscription` s,
     in completion order), ``subscribed`` (any subscribe invoked), ``ignored`` (client ops of
     other functions, by ``f``), ``problems`` (``(index, why)`` for data ops that cannot be
-    read or paired) and ``invoked`` (data ops invoked)."""
+    read or paired), ``invoked`` (data ops invoked) and ``server_errors``
+    (:class:`~.server_errors.ServerErrors`: the failed data ops' server errors)."""
 
     def __init__(self) -> None:
         self.ops: list[TxnOp] = []
@@ -119,11 +121,13 @@ class Collector:
         self.ignored: Counter = Counter()
         self.problems: list[tuple[int, str]] = []
         self.invoked = 0
+        self.server_errors = ServerErrors()
 
     def feed(self, op: dict) -> None:
         """One op of the history, in order."""
         process = op.get("process")
         if process == NEMESIS:
+            self.server_errors.nemesis(op)
             return
         f, t = op.get("f"), op.get("type")
         if t == "invoke":
@@ -148,6 +152,8 @@ class Collector:
                 why = "with no open invoke" if inv is None else f"completing a {inv[1]!r} invoke"
                 self.problems.append((op.get("index"), f"{t} {f} by process {process} {why}"))
                 return
+            if t != OK:
+                self.server_errors.completed(op, inv[2])
             self._data(op, inv, t)
         elif f in SUBSCRIPTION_FS:
             if t in (OK, INFO):

@@ -1,16 +1,18 @@
 """The anomaly kinds of Jepsen's Kafka workload checker, what each means, and which are allowed.
 
 Names are Jepsen's (``jepsen.tests.kafka``, its ``analysis`` and ``allowed-error-types``), so a
-Jepsen user reads our verdicts as theirs. A kind that is *allowed* is still reported, with its
-explanations, but does not make the verdict invalid; :func:`allowed_kinds` gives Jepsen's
-defaults and ``forbid`` turns any of them back into an error.
+Jepsen user reads our verdicts as theirs, except :data:`ERROR_CLASSES`: kinds of our own that
+are classes of errors the ops ended with, not anomalies of the log (``server-error``,
+server_errors.py). A kind that is *allowed* is still reported, with its explanations, but
+does not make the verdict invalid; :func:`allowed_kinds` gives Jepsen's defaults and
+``forbid`` turns any of them back into an error.
 """
 from __future__ import annotations
 
 from typing import Iterable
 
-#: every kind, in the order results list them, with a one-line meaning
-KINDS: dict[str, str] = {
+#: Jepsen's kinds, in the order results list them, with a one-line meaning
+JEPSEN_KINDS: dict[str, str] = {
     "G1a": "aborted read: an ok poll saw a value whose send certainly failed",
     "lost-write": "a committed send below the highest offset some ok poll read was never read",
     "unseen": "an acknowledged send never polled by the end of the history",
@@ -29,6 +31,13 @@ KINDS: dict[str, str] = {
     "G0-realtime": "a G0 cycle that needs real-time order too",
     "G1c-realtime": "a G1c cycle that needs real-time order too",
 }
+#: kinds of our own: classes of errors the data ops ended with (not Jepsen's names)
+ERROR_CLASSES: dict[str, str] = {
+    "server-error": "a data op ended with INVALID_RECORD, CORRUPT_MESSAGE or UNKNOWN_SERVER_ERROR, errors a "
+                    "healthy broker never returns for valid records",
+}
+#: every kind, in the order results list them
+KINDS: dict[str, str] = {**JEPSEN_KINDS, **ERROR_CLASSES}
 
 #: always allowed (Jepsen): transactions' writes interleave, and writes are never isolated
 ALWAYS_ALLOWED = ("int-send-skip", "G0", "G0-realtime")
@@ -36,8 +45,11 @@ ALWAYS_ALLOWED = ("int-send-skip", "G0", "G0-realtime")
 SUBSCRIBE_ALLOWED = ("poll-skip", "nonmonotonic-poll")
 #: allowed when write-write dependencies are inferred: no write isolation means such cycles
 WW_DEPS_ALLOWED = ("G1c", "G1c-realtime")
+#: allowed when every one of its anomalies is excused (server_errors.py: an
+#: UNKNOWN_SERVER_ERROR after a fault began): the analysis decides (:func:`excused_kinds`)
+EXCUSABLE = ("server-error",)
 #: every kind that can be allowed, hence named by ``forbid``
-ALLOWABLE = ALWAYS_ALLOWED + SUBSCRIBE_ALLOWED + WW_DEPS_ALLOWED
+ALLOWABLE = ALWAYS_ALLOWED + SUBSCRIBE_ALLOWED + WW_DEPS_ALLOWED + EXCUSABLE
 
 
 def allowed_kinds(subscribed: bool, ww_deps: bool, forbid: Iterable[str] = ()) -> frozenset[str]:
@@ -56,6 +68,14 @@ def allowed_kinds(subscribed: bool, ww_deps: bool, forbid: Iterable[str] = ()) -
     if ww_deps:
         out |= set(WW_DEPS_ALLOWED)
     return frozenset(out - forbid)
+
+
+def excused_kinds(found: dict[str, list[dict]], forbid: Iterable[str] = ()) -> frozenset[str]:
+    """The :data:`EXCUSABLE` kinds to allow: those that ``found`` (kind -> anomalies) shows,
+    every anomaly with ``"excused": True``, and that ``forbid`` does not name."""
+    forbid = set(forbid)
+    return frozenset(k for k in EXCUSABLE
+                     if k not in forbid and found.get(k) and all(a.get("excused") for a in found[k]))
 
 
 def parse_forbid(items: Iterable[str]) -> tuple[str, ...]:

@@ -1,7 +1,8 @@
 """``kraft-chaos run``'s broker and workload-option flags: ``--brokers`` and the flags of
 :data:`harness.config.options.WORKLOAD_OPTIONS` (``--acks``, ``--min-insync-replicas``,
 ``--unclean-leader-election``, ``--partitions``, ``--replication-factor``,
-``--idempotence``, ``--txn-delay``, ``--transactions``), and the ``RunConfig`` keywords they give.
+``--idempotence``, ``--txn-delay``, ``--transactions``, ``--compression``, ``--value-bytes``), and
+the ``RunConfig`` keywords they give.
 
 Every flag defaults to None (not given): the target's or the workload's own default then
 applies (harness/config/options.py hands the given ones to the workload).
@@ -13,6 +14,8 @@ from typing import Any
 
 from harness.config.options import WORKLOAD_OPTIONS
 from harness.config.values import positive_int
+from targets.txn_client import COMPRESSION_TYPES, check_compression, check_value_bytes
+from targets.txn_values import MAX_VALUE_BYTES
 
 
 def parse_acks(text: str) -> int:
@@ -34,6 +37,24 @@ def parse_bool(flag: str):
             return False
         raise argparse.ArgumentTypeError(f"{flag} must be true or false, got {text!r}")
     return parse
+
+
+def parse_compression(text: str) -> str:
+    """``--compression``: one of ``targets.txn_client.COMPRESSION_TYPES``."""
+    try:
+        return check_compression(text.strip().lower())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--compression must be one of {', '.join(COMPRESSION_TYPES)}, "
+                                         f"got {text!r}") from None
+
+
+def parse_value_bytes(text: str) -> int:
+    """``--value-bytes``: an int from 0 to ``targets.txn_values.MAX_VALUE_BYTES``."""
+    try:
+        return check_value_bytes(int(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--value-bytes must be an integer from 0 to {MAX_VALUE_BYTES}, "
+                                         f"got {text!r}") from None
 
 
 def add_flags(r: argparse.ArgumentParser) -> None:
@@ -63,6 +84,13 @@ def add_flags(r: argparse.ArgumentParser) -> None:
     g.add_argument("--transactions", type=parse_bool("--transactions"), nargs="?", const=True, default=None,
                    help="txn: run every op in a Kafka transaction (default true); false: Jepsen's queue "
                         "workload without transactions (one micro-op an op, offsets committed to the group)")
+    g.add_argument("--compression", type=parse_compression, default=None,
+                   help=f"txn: the producers' compression.type, one of {', '.join(COMPRESSION_TYPES)} "
+                        f"(default none)")
+    g.add_argument("--value-bytes", type=parse_value_bytes, default=None, metavar="N",
+                   help="txn: pad each sent value to N bytes with text derived from the value (the history "
+                        "keeps the int), so that compressed batches carry bytes to decompress (default 0: "
+                        "the digits alone)")
 
 
 def config_kwargs(args: argparse.Namespace) -> dict[str, Any]:

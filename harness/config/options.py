@@ -18,7 +18,8 @@ from typing import Any
 WORKLOAD_OPTIONS = {"partitions": "--partitions", "replication_factor": "--replication-factor",
                     "acks": "--acks", "min_insync_replicas": "--min-insync-replicas",
                     "unclean_leader_election": "--unclean-leader-election", "idempotence": "--idempotence",
-                    "txn_delay_ms": "--txn-delay", "transactions": "--transactions"}
+                    "txn_delay_ms": "--txn-delay", "transactions": "--transactions",
+                    "compression": "--compression", "value_bytes": "--value-bytes"}
 
 #: RunConfig fields that are target settings read by one workload's client alone (the
 #: ``txn`` workload's, ``WorkloadSpec.client_fields``), each with its flag

@@ -44,7 +44,7 @@ class RunConfig:
     whose brokers are optional the workload's ``WorkloadSpec.brokers``). The fields of
     :data:`WORKLOAD_OPTIONS` (``acks`` 0/1/-1, ``min_insync_replicas``,
     ``unclean_leader_election``, ``partitions``, ``replication_factor``, ``idempotence``,
-    ``txn_delay_ms``, ``transactions``)
+    ``txn_delay_ms``, ``transactions``, ``compression``, ``value_bytes``)
     go to the workload's options when not None (:meth:`workload_options`).
     """
 
@@ -88,6 +88,8 @@ class RunConfig:
     idempotence: bool | None = None
     txn_delay_ms: int | None = None
     transactions: bool | None = None
+    compression: str | None = None
+    value_bytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready data (for ``test.json``)."""

@@ -7,7 +7,7 @@ One JSON object per line each way::
     request  {"id": N, "op": OP, "session": S, ...arguments}
     answer   {"id": N, "ok": true, "result": {...}}
              {"id": N, "ok": false, "error": {"class", "message", "causes", "retriable",
-              "abortable", "fatal", "sync", "protocol", "txn_state"}}
+              "abortable", "fatal", "sync", "protocol", "txn_state", "kafka_error"}}
 
 Answers come in any order (sessions run side by side in the JVM) and are matched by id.
 Keys travel as ``[topic, partition]``, offsets as ``[topic, partition, offset]``, records as
@@ -72,15 +72,18 @@ def parse_answer(line: bytes | str) -> Answer:
 def library_error(error: Mapping[str, Any]) -> LibraryError:
     """An answer's ``error`` as a :class:`LibraryError`: ``code`` the exception's simple
     class name (``ProtocolError`` for a request the program refused), the flags as the
-    program read them, ``local`` when a send threw before returning its future."""
+    program read them, ``local`` when a send threw before returning its future, and
+    ``kafka_error`` Kafka's protocol name of the error when the program found one (null: none)."""
     cls = str(error.get("class", "UnknownError"))
     simple = "ProtocolError" if error.get("protocol") else cls.rpartition(".")[2].replace("$", ".")
     message = str(error.get("message", ""))
     if error.get("txn_state"):
         message = f"{message} [transaction manager {error['txn_state']}]"
+    kafka_error = error.get("kafka_error")
     return LibraryError(simple, message, retriable=bool(error.get("retriable")),
                         abortable=bool(error.get("abortable")), fatal=bool(error.get("fatal")),
-                        exception=cls, local=bool(error.get("sync")))
+                        exception=cls, local=bool(error.get("sync")),
+                        kafka_error=kafka_error if isinstance(kafka_error, str) and kafka_error else None)
 
 
 def keys_arg(keys: Sequence[Key]) -> list[list]:

@@ -39,8 +39,12 @@ TIMEOUT_CODES = frozenset({
     # the Java client (simple class names)
     "TimeoutException", "InterruptException", "DisconnectException", "NetworkException",
 })
-#: librdkafka's names -> Kafka's
-RENAMED = {"NOT_LEADER_FOR_PARTITION": "NOT_LEADER_OR_FOLLOWER", "UNKNOWN_TOPIC_OR_PART": "UNKNOWN_TOPIC_OR_PARTITION"}
+#: librdkafka's names -> Kafka's (its ``Errors`` enum), where they differ: rdkafka.h keeps
+#: older names for codes -1, 2, 3, 4, 6, 10, 11 and 17
+RENAMED = {"UNKNOWN": "UNKNOWN_SERVER_ERROR", "INVALID_MSG": "CORRUPT_MESSAGE",
+           "UNKNOWN_TOPIC_OR_PART": "UNKNOWN_TOPIC_OR_PARTITION", "INVALID_MSG_SIZE": "INVALID_FETCH_SIZE",
+           "NOT_LEADER_FOR_PARTITION": "NOT_LEADER_OR_FOLLOWER", "MSG_SIZE_TOO_LARGE": "MESSAGE_TOO_LARGE",
+           "STALE_CTRL_EPOCH": "STALE_CONTROLLER_EPOCH", "TOPIC_EXCEPTION": "INVALID_TOPIC_EXCEPTION"}
 #: the code of an error raised because the client (the JVM) died
 CRASHED = "client-crashed"
 
@@ -56,7 +60,9 @@ class LibraryError(Exception):
     manager's abortable and fatal states). ``exception``: the Java class's full name.
     ``local``: the request was refused before it was handed to the network (librdkafka's
     ``produce()`` raised; Java's ``send()`` threw before returning its future). ``crashed``:
-    the client process died (every flag then says nothing).
+    the client process died (every flag then says nothing). ``kafka_error``: the broker's
+    error by Kafka's protocol name when a broker answered it (librdkafka's names renamed as
+    :data:`RENAMED`), else None.
     """
 
     code: str
@@ -67,9 +73,12 @@ class LibraryError(Exception):
     exception: str | None = None
     local: bool = False
     crashed: bool = False
+    kafka_error: str | None = None
 
     def __post_init__(self) -> None:
         self.code = RENAMED.get(self.code, self.code)
+        if self.kafka_error is not None:
+            self.kafka_error = RENAMED.get(self.kafka_error, self.kafka_error)
         super().__init__(f"{self.code}: {self.message}" if self.message else self.code)
 
     @property
@@ -88,7 +97,8 @@ def outcome(call: str, err: LibraryError, *, in_txn: bool = False,
     ``ValueError`` for an unknown call."""
     if call not in CALLS:
         raise ValueError(f"unknown session call {call!r}; known: {sorted(CALLS)}")
-    flags = {"fatal": err.fatal, "abortable": err.abortable, "retriable": err.retriable, "exception": err.exception}
+    flags = {"fatal": err.fatal, "abortable": err.abortable, "retriable": err.retriable, "exception": err.exception,
+             "kafka_error": err.kafka_error}
     text = f"{call}: {err.message}" if err.message else call
     if err.crashed:
         return txn_error(False, CRASHED, text, **{**flags, "fatal": True})

@@ -31,10 +31,10 @@ from typing import Any, Callable, Mapping, Sequence
 from targets.kafka.java_build import JavaClientBuild, ensure_java_client
 from targets.kafka.java_protocol import (ProtocolError, keys_arg, library_error, offsets_arg, parse_answer,
                                          records_of, request_line)
-from targets.kafka.queue_client import decode_value
 from targets.kafka.txn_errors import CRASHED, LibraryError
 from targets.kafka.txn_session import Session
 from targets.txn_client import Key, SessionConfig
+from targets.txn_values import decode_value, encode_value
 
 log = logging.getLogger("kraft_chaos.targets.kafka.java_client")
 
@@ -220,7 +220,7 @@ class JavaDriver:
                                  group_id=c.group_id, timeout_ms=c.timeout_ms,
                                  transaction_timeout_ms=c.transaction_timeout_ms,
                                  max_poll_records=c.max_poll_records, session_timeout_ms=c.session_timeout_ms,
-                                 client_id=f"kraft-chaos-{self.name}")
+                                 compression=c.compression, client_id=f"kraft-chaos-{self.name}")
         self._learn(result)
         return self.info()
 
@@ -249,7 +249,8 @@ class JavaDriver:
         await self._req("seek", offsets=offsets_arg(offsets))
 
     async def send(self, key: Key, value: int, timeout_ms: int) -> int:
-        result = await self._req("send", timeout_ms, topic=key[0], partition=key[1], value=str(value),
+        result = await self._req("send", timeout_ms, topic=key[0], partition=key[1],
+                                 value=encode_value(value, self.config.value_bytes),
                                  timeout_ms=timeout_ms)
         return int(result.get("offset", -1))
 

@@ -2,9 +2,9 @@
 as a :class:`targets.kafka.txn_session.Driver`, and its factory.
 
 Settings (``targets/txn_client.py``): the producer has ``acks=all``,
-``enable.idempotence=true``, ``linger.ms=0``, ``message.timeout.ms`` = ``request.timeout.ms``
-= the op timeout and, when transactional, ``transactional.id`` and
-``transaction.timeout.ms``; the consumer ``isolation.level=read_committed``,
+``enable.idempotence=true``, ``linger.ms=0``, the session's ``compression.type``,
+``message.timeout.ms`` = ``request.timeout.ms`` = the op timeout and, when transactional,
+``transactional.id`` and ``transaction.timeout.ms``; the consumer ``isolation.level=read_committed``,
 ``enable.auto.commit=false``, ``enable.auto.offset.store=false``,
 ``auto.offset.reset=earliest`` and the session's ``group.id``. librdkafka's blocking calls
 run in a thread each, one at a time per session; the producer's delivery reports are
@@ -24,10 +24,11 @@ import logging
 import threading
 from typing import Any, Callable, Mapping, Sequence
 
-from targets.kafka.queue_client import RDKAFKA_LOG, decode_value
+from targets.kafka.queue_client import RDKAFKA_LOG
 from targets.kafka.txn_errors import LibraryError
 from targets.kafka.txn_session import Session
 from targets.txn_client import Key, SessionConfig
+from targets.txn_values import decode_value, encode_value
 
 NAME = "librdkafka"
 #: seconds a session's close waits for the consumer to leave its group
@@ -40,7 +41,8 @@ log = logging.getLogger("kraft_chaos.targets.kafka.txn")
 
 def library_error(err: Any, *, local: bool = False) -> LibraryError:
     """A ``KafkaError`` (or a ``KafkaException`` carrying one, or a ``BufferError``) as a
-    :class:`LibraryError` with librdkafka's flags."""
+    :class:`LibraryError` with librdkafka's flags; a broker's code (>= -1, librdkafka's own
+    are below) also as ``kafka_error``, by Kafka's name."""
     if isinstance(err, BufferError):
         return LibraryError("_QUEUE_FULL", str(err), local=True)
     if isinstance(err, BaseException):
@@ -48,8 +50,11 @@ def library_error(err: Any, *, local: bool = False) -> LibraryError:
         if not hasattr(inner, "name"):
             return LibraryError(type(err).__name__, str(err), local=local)
         err = inner
+    code = err.code()
+    broker = isinstance(code, int) and code >= -1 and code != 0     # librdkafka's own errors are < -1
     return LibraryError(err.name(), err.str(), retriable=bool(err.retriable()),
-                        abortable=bool(err.txn_requires_abort()), fatal=bool(err.fatal()), local=local)
+                        abortable=bool(err.txn_requires_abort()), fatal=bool(err.fatal()), local=local,
+                        kafka_error=err.name() if broker else None)
 
 
 class RdkafkaDriver:
@@ -72,7 +77,8 @@ class RdkafkaDriver:
     def _producer_conf(self) -> dict:
         c = self.config
         conf = {"bootstrap.servers": ",".join(c.bootstrap), "acks": "all", "enable.idempotence": True,
-                "linger.ms": 0, "request.timeout.ms": c.timeout_ms, "message.timeout.ms": c.timeout_ms,
+                "linger.ms": 0, "compression.type": c.compression, "request.timeout.ms": c.timeout_ms,
+                "message.timeout.ms": c.timeout_ms,
                 "socket.timeout.ms": c.timeout_ms, "reconnect.backoff.max.ms": 1000,
                 "topic.metadata.refresh.interval.ms": 1000, "metadata.max.age.ms": 3000}
         if c.transactional_id is not None:
@@ -203,7 +209,8 @@ class RdkafkaDriver:
         def report(err, msg) -> None:     # on the report thread
             loop.call_soon_threadsafe(lambda: done.done() or done.set_result((err, msg)))
         try:
-            self.producer.produce(key[0], value=str(value).encode(), partition=key[1], on_delivery=report)
+            self.producer.produce(key[0], value=encode_value(value, self.config.value_bytes).encode(),
+                                  partition=key[1], on_delivery=report)
         except Exception as e:     # BufferError, KafkaException: refused, never queued
             raise library_error(e, local=True) from None
         try:

@@ -229,9 +229,10 @@ class Session:
             await self.abort()
         except TxnIndefiniteError as e:
             raise TxnIndefiniteError(cause.code, f"commit: {cause.message}; then the abort failed: {e}",
-                                     fatal=True, abortable=True, exception=cause.exception) from None
+                                     fatal=True, abortable=True, exception=cause.exception,
+                                     kafka_error=cause.kafka_error) from None
         raise TxnDefiniteError(cause.code, f"commit: {cause.message}; the transaction was aborted",
-                               abortable=True, exception=cause.exception)
+                               abortable=True, exception=cause.exception, kafka_error=cause.kafka_error)
 
     async def abort(self) -> None:
         await self._call("abort", self._retrying("abort", self.driver.abort, self._deadline()))

@@ -2,8 +2,9 @@
  * One session of kraft-chaos's Java client program (TxnClient.java): a KafkaProducer and a
  * KafkaConsumer of the release under test, the thread their ops run on, and the ops.
  *
- * Producer: acks=all, enable.idempotence=true, linger.ms=0, request/delivery timeouts and
- * max.block.ms = the op timeout, and with a transactional.id its transaction.timeout.ms.
+ * Producer: acks=all, enable.idempotence=true, linger.ms=0, the session's compression.type
+ * (default none), request/delivery timeouts and max.block.ms = the op timeout, and with a
+ * transactional.id its transaction.timeout.ms.
  * Consumer: isolation.level=read_committed, enable.auto.commit=false,
  * auto.offset.reset=earliest, the session's group.id. Values travel as strings.
  */
@@ -163,6 +164,7 @@ final class ClientSession {
         p.put("acks", "all");
         p.put("enable.idempotence", "true");
         p.put("linger.ms", "0");
+        p.put("compression.type", req.has("compression") ? req.get("compression").getAsString() : "none");
         p.put("request.timeout.ms", timeout);
         p.put("max.block.ms", timeout);
         p.put("delivery.timeout.ms", timeout);

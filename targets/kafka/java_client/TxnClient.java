@@ -12,7 +12,7 @@
  *   answer:   {"id": N, "ok": true, "result": {...}}
  *          or {"id": N, "ok": false, "error": {"class": fully qualified exception class,
  *              "message", "causes": [class, ...], "retriable", "abortable", "fatal",
- *              "sync", "txn_state"}}
+ *              "sync", "txn_state", "kafka_error"}}
  *
  * Each session (one producer and one consumer) runs its ops in order on a thread of its
  * own; sessions run side by side. Ops: hello, open, assign, subscribe, send, poll, seek,
@@ -27,6 +27,10 @@
  * manager's state after the error (hasAbortableError, hasFatalError), read by reflection
  * because the library does not publish them; "sync": the call threw before the record
  * was handed to the producer (send only). "txn_state": the transaction manager's state.
+ * "kafka_error": Kafka's protocol name of the error (INVALID_RECORD, UNKNOWN_SERVER_ERROR...)
+ * when the exception or one of its causes is exactly a class that Kafka's Errors table maps
+ * an error code to, else null (a client-side TimeoutException shows as REQUEST_TIMED_OUT,
+ * whose class it is).
  */
 
 import com.google.gson.Gson;
@@ -39,18 +43,46 @@ import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 
+import org.apache.kafka.common.errors.ApiException;
 import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.protocol.Errors;
 
 public final class TxnClient {
     private static final Gson GSON = new Gson();
     private static PrintStream protocol;
     static final Map<String, ClientSession> SESSIONS = new ConcurrentHashMap<>();
+    /** Kafka's protocol error name by the exact exception class its Errors table gives. */
+    static final Map<Class<?>, String> ERROR_NAMES = errorNames();
+
+    static Map<Class<?>, String> errorNames() {
+        Map<Class<?>, String> out = new HashMap<>();
+        for (Errors error : Errors.values()) {
+            ApiException e = error.exception();
+            if (e != null) {
+                out.putIfAbsent(e.getClass(), error.name());
+            }
+        }
+        return out;
+    }
+
+    /** The protocol name of the first of t and its causes whose class is in ERROR_NAMES, or null. */
+    static String kafkaError(Throwable t) {
+        int depth = 0;
+        for (Throwable c = t; c != null && depth < 8; c = c.getCause(), depth++) {
+            String name = ERROR_NAMES.get(c.getClass());
+            if (name != null) {
+                return name;
+            }
+        }
+        return null;
+    }
 
     /** A request failed before the client library was called (bad arguments, unknown session). */
     static final class ProtocolError extends RuntimeException {
@@ -208,6 +240,7 @@ public final class TxnClient {
         out.addProperty("sync", sync);
         Object state = tm == null ? null : ClientSession.field(tm, "currentState");
         out.addProperty("txn_state", state == null ? null : state.toString());
+        out.addProperty("kafka_error", kafkaError(e));
         return out;
     }
 }
