@@ -473,7 +473,7 @@ def test_unknowns_and_runs_that_could_not_be_made(tmp_path, run_kw, code):
 def test_a_kafka_hunt_skips_what_its_release_cannot_and_names_known_bugs(tmp_path):
     clock = Clock()
     run = FakeCluster(clock, fails=lambda families: "partition" in families)
-    doc = hunt(tmp_path, clock, run, db="kafka", kafka_version="3.7.2", minutes=30).run()
+    doc = hunt(tmp_path, clock, run, db="kafka", kafka_version="3.7.2", minutes=45).run()
     rows = doc["rows"]
     assert doc["sim"]["status"] == "not-for-target" and {r["kraft_version"] for r in rows} == {0}
     assert all(r["kafka_version"] == "3.7.2" and r["schedule"].startswith("kafka-") for r in rows)
