@@ -82,11 +82,11 @@ def test_plain_apt_get_fails_at_once_on_a_held_lock(apt_env, tmp_path):
     with Held(tmp_path / "dpkg" / "lock-frontend"):
         r = subprocess.run(["apt-get", "check"], env=apt_env, capture_output=True, text=True)
         assert r.returncode == 100 and "Could not get lock" in r.stderr
-    with Held(tmp_path / "state" / "lists" / "lock") as held:
+    with Held(tmp_path / "state" / "lists" / "lock", seconds=600) as held:
         r = subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=30", "update"], env=apt_env,
                            capture_output=True, text=True)
         assert r.returncode == 100 and "Could not get lock" in r.stderr
-        assert time.monotonic() - held.since < HOLD_S
+        assert held.proc.poll() is None            # failed while the lock was still held
 
 
 @pytest.mark.parametrize("lock, args", [
@@ -105,10 +105,12 @@ def test_apt_get_waits_for_the_lock_then_succeeds(apt_env, tmp_path, lock, args)
 
 
 def test_apt_get_gives_up_at_the_deadline(apt_env, tmp_path):
-    with Held(tmp_path / "state" / "lists" / "lock", seconds=30) as held:
+    with Held(tmp_path / "state" / "lists" / "lock", seconds=600) as held:
         r = _apt_get(apt_env, "update", wait_s=1)
-        took = time.monotonic() - held.since
-    assert r.returncode == 100 and took < 10
+        still_held = held.proc.poll() is None
+    # it gave up while the lock was still held (the holder keeps it 600 s; apt_get's own
+    # timeout is 60 s), not after the holder let go: no assumption on the machine's speed
+    assert r.returncode == 100 and still_held
     assert "apt: gave up after 1 s waiting for the package manager's lock" in r.stderr
     assert "E: Could not get lock" in r.stderr             # apt's own message, passed on
 
