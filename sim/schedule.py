@@ -16,7 +16,7 @@ import time
 from kraft.core.unsafe import Unsafe
 
 from .admin import leader_of
-from .clients import AppendClients
+from .clients import CLIENT_TIMEOUT_MS, FINAL_READ_MS, AppendClients
 from .controller_nodes import ControllerNode
 from .data_plane import DataPlane
 from .faults import PlannedFault, draw_client_ops, draw_schedule
@@ -165,15 +165,16 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
         live.check_leader()
         lead = leader_of(rt, ids)
         reader = clients if not brokers and clients.final_reads else None
-        if brokers:                 # the quorum's final log too (the membership and log checkers)
+        if reader is None:          # the quorum's final log all the same (the membership and log checkers)
             reader = AppendClients(rt, rec, random.Random(seed * 31 + 8), ids, 1)
             handlers.append(reader.on_reply)
-        if reader is not None:
-            if lead is not None:
-                reader.final_read(lead, True, 10_000)
-            for k, i in enumerate(ids):
-                reader.final_read(i, False, 10_001 + k)
+        final_end = rt.now + FINAL_READ_MS
+        reader.final_read(ids[0] if lead is None else lead, True, 10_000, final_end)
+        for k, i in enumerate(ids):
+            reader.final_read(i, False, 10_001 + k)
         rt.run_until(rt.now + FINAL_MS)
+        while reader.final_pending and rt.now < final_end + CLIENT_TIMEOUT_MS:
+            rt.run_until(rt.now + 250)          # a final read tried again (a leader stepped down)
         if brokers:
             plane.final(plan.end_ms + SETTLE_MS + FINAL_MS)
         _check_fatal(rt)
