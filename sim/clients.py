@@ -37,10 +37,6 @@ class AppendClients:
 
     #: the workload's name (workloads/registry.py), which the judge's checkers are looked up by
     workload = "append"
-    #: the share of a schedule's client ops that are reads by default (SimOptions.read_fraction's)
-    read_fraction = 0.1
-    #: whether the schedule ends with the final reads of the log (:meth:`final_read`)
-    final_reads = True
 
     def __init__(self, rt: Runtime, rec: Recording, rng: random.Random, node_ids: list[int], concurrency: int):
         self.rt, self.rec, self.rng = rt, rec, rng

@@ -11,7 +11,8 @@ from harness.cli.simulate import options_from
 from harness.simulation.judge import judge_history
 from sim.api import SimOptions, run_seed, simulate
 from sim.schedule import plan_for, run_schedule
-from sim.swarm import DIMENSIONS, WORKLOADS, command_flags, configure, draw
+from sim.swarm import DIMENSIONS, command_flags, configure, draw
+from sim.workloads import WORKLOADS
 
 SWARM = SimOptions(swarm=DIMENSIONS)
 
