@@ -8,8 +8,8 @@ The simulator's entry point for the workload is :class:`KvClients`: it takes the
 arguments and answers the same calls as :class:`sim.clients.AppendClients` (``issue``,
 ``on_reply``; it records its own ok answers); its share of reads by default and its final
 reads (none: the kv workload makes none) are in sim/workloads.py's table. Writes and cas go to
-the node a client believes leads; a read too, or with probability :data:`READ_ANY_NODE` to a random node (whose refusal
-does not change the belief). A cas whose compare failed is ``fail`` with error
+the node a client believes leads; a read too, or with probability :data:`READ_ANY_NODE` to a
+random node (whose refusal does not change the belief). A cas whose compare failed is ``fail`` with error
 ``cas-mismatch``; NOT_LEADER_OR_FOLLOWER is ``fail``; any other error or a timeout of a write
 or cas is ``info`` and the slot takes a fresh process.
 """

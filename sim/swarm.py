@@ -9,8 +9,8 @@ whether or not it is pinned, so that pinning one leaves the others' draws as the
 
 - ``voters``: 3 or 5;
 - ``kraft_version``: 0 (static voters) or 1 (KIP-853: wipes and voter changes);
-- ``workload``: one of sim/workloads.py's :data:`WORKLOADS`; ``brokers`` follow it (the queue workload runs on
-  three of our brokers, the quorum's workloads on none);
+- ``workload``: one of sim/workloads.py's :data:`WORKLOADS`; ``brokers`` follow it (the queue
+  workload runs on three of our brokers, the quorum's workloads on none);
 - ``families``: the fault families switched on, each a coin (:data:`FAMILY_ON`) among the
   families the simulator draws (faults/registry.py ``SIMULATED``, those of the drawn
   kraft.version); at least one;

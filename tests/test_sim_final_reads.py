@@ -32,7 +32,8 @@ def _final_reads(r, linearizable: bool) -> list[dict]:
 
 def test_a_kv_schedule_with_voter_changes_is_judged_by_the_quorum_log():
     """Seed 34 of the swarm: the kv workload at kraft.version 1 with three admin clients."""
-    opts = SimOptions(voters=3, kraft_version=1, workload="kv", families=("packet", "kill", "pause", "clock", "membership"),
+    opts = SimOptions(voters=3, kraft_version=1, workload="kv",
+                      families=("packet", "kill", "pause", "clock", "membership"),
                       fetch_max_records=1, admin_clients=3, fault_max_ms=12000.0).check()
     r = run_schedule(opts, 34, judge=judge_history, keep=True)
     assert r.ok and r.verdict is True, r.first
