@@ -121,7 +121,6 @@ def test_overlapping_voter_changes_meet_the_leaders_refusal_and_the_checkers_pai
 def test_one_table_describes_each_simulated_workload():
     """sim/workloads.py's WORKLOADS: the brokers, the clients (the data plane's for the queue),
     and each workload's own default share of reads in its schedules."""
-    import pytest
     for name, w in WORKLOADS.items():
         assert (w.clients is None) == (w.brokers > 0), name
         if w.clients is not None:
