@@ -39,6 +39,17 @@ STATISTICS = ("stats", "faults")
 KV_FS = ("read", "write", "cas")
 
 
+def is_kv_op(op: dict) -> bool:
+    """Whether ``op`` is a kv client op (``read``/``write``/``cas`` of a client process), which
+    the kv linearizability checker reads: not a final read of the quorum's log (``read`` with
+    a ``{"from", "final": true, ...}`` value, as the simulator records after a kv schedule for
+    the membership checker), which is no register op."""
+    if op["process"] == NEMESIS or op["f"] not in KV_FS:
+        return False
+    v = op.get("value")
+    return not (isinstance(v, dict) and v.get("final") is True)
+
+
 def check_kv_linearizability(ops: list[dict], ctx: CheckContext,
                              timeout_s: float = LINEARIZABILITY_TIMEOUT_S) -> dict:
     """Linearizability of kv client ops (``read``/``write``/``cas`` of client processes), by
@@ -47,17 +58,13 @@ def check_kv_linearizability(ops: list[dict], ctx: CheckContext,
     checker itself failed (the run's other verdicts are kept)."""
     from . import linearizability
 
-    ops = [op for op in ops if op["process"] != NEMESIS and op["f"] in KV_FS]
+    ops = [op for op in ops if is_kv_op(op)]
     try:
         return linearizability.check_history(ops, model="register", by_key=True, timeout_s=timeout_s,
                                              out_dir=ctx.run_dir)
     except Exception as e:
         log.exception("linearizability checker failed")
         return {"valid": "unknown", "anomalies": [], "error": f"checker failed: {type(e).__name__}: {e}"}
-
-
-def _kv_op(op: dict) -> bool:
-    return op["process"] != NEMESIS and op["f"] in KV_FS
 
 
 #: name -> factory(ctx) of a fresh Checker for one run
@@ -70,7 +77,7 @@ FACTORIES: dict[str, Callable[[CheckContext], Checker]] = {
     "election-safety": lambda ctx: ElectionSafety(),
     "nonmonotonic-read": lambda ctx: NonmonotonicRead(),
     "linearizability": lambda ctx: ListChecker(lambda ops, _n: check_kv_linearizability(ops, ctx),
-                                               keep=_kv_op),
+                                               keep=is_kv_op),
     "stats": lambda ctx: Stats(),
     "faults": lambda ctx: FaultReport(),
     "membership": lambda ctx: Membership(),

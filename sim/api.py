@@ -19,7 +19,8 @@ from faults.registry import SIMULATED
 from kraft.core.unsafe import SWITCHES
 
 from .judging import Judge
-from .swarm import DIMENSIONS, WORKLOADS, configure, workload_of
+from .swarm import DIMENSIONS, configure
+from .workloads import WORKLOADS, workload_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,7 +30,7 @@ class SimOptions:
     and voter changes), ``unsafe`` (kraft.core.unsafe switch names), ``sim_seconds`` (virtual
     seconds of faults and clients per schedule; the heal and final reads come after),
     ``client_rate`` (ops per virtual second), ``read_fraction`` (of them, reads) and
-    ``fetch_max_records`` (per Fetch response); ``workload`` (a :data:`sim.swarm.WORKLOADS`
+    ``fetch_max_records`` (per Fetch response); ``workload`` (a :data:`sim.workloads.WORKLOADS`
     name; None: the one that runs on ``brokers``), ``families`` (the fault families a schedule
     draws from; None: all the simulator plays), ``admin_clients`` (voter changes requested at
     once, 1..3), ``fault_max_ms`` (how long a fault lasts at most; a few last up to twice

@@ -21,6 +21,14 @@ from .runtime import Runtime
 CLIENT_TIMEOUT_MS = 5000.0
 #: reads start this many records below the highest high watermark seen
 READ_WINDOW = 200
+#: a final linearizable read that failed is tried again this long after (ms), following the
+#: leader hint, else on another node (workloads/append.py ``final_reads``: 0.5 s) ...
+FINAL_RETRY_MS = 500.0
+#: ... until it succeeds or this long after its first try (ms; workloads/append.py: 30 s)
+FINAL_READ_MS = 30000.0
+#: a final read retried after a timeout (info) takes a fresh process this far above its last
+#: (clear of the nodes' final reads, processes 10_001..)
+FRESH_PROCESS_STEP = 100
 
 
 class AppendClients:
@@ -29,10 +37,6 @@ class AppendClients:
 
     #: the workload's name (workloads/registry.py), which the judge's checkers are looked up by
     workload = "append"
-    #: the share of a schedule's client ops that are reads by default (SimOptions.read_fraction's)
-    read_fraction = 0.1
-    #: whether the schedule ends with the final reads of the log (:meth:`final_read`)
-    final_reads = True
 
     def __init__(self, rt: Runtime, rec: Recording, rng: random.Random, node_ids: list[int], concurrency: int):
         self.rt, self.rec, self.rng = rt, rec, rng
@@ -46,6 +50,8 @@ class AppendClients:
         self.next_value = 0
         self.last_hw = 0
         self.acked = 0
+        self.final_until: dict[int, float] = {}   # process of a final linearizable read -> retry deadline (ms)
+        self.final_due = 0                        # final reads retried but not yet sent
 
     def issue(self, slot: int, f: str) -> None:
         """Issue op ``f`` ("append" or "read") from ``slot`` now (skipped while it is busy)."""
@@ -89,6 +95,8 @@ class AppendClients:
         self.roaming.discard(token)
         self.rec.complete(inv, "info", inv["value"], error="timeout")
         self._retire(slot)
+        if slot < 0:
+            self._final_failed(inv, -1, True)
 
     def _retire(self, slot: int) -> None:
         self.busy.discard(slot)
@@ -130,7 +138,9 @@ class AppendClients:
         err = errors.name(code)
         if code == errors.NOT_LEADER_OR_FOLLOWER or kind == "read":
             self.rec.complete(inv, "fail", inv["value"], error=err)
-            if slot < 0 or not follow:
+            if slot < 0:
+                self._final_failed(inv, leader_id, False)
+            elif not follow:
                 pass
             elif 0 < leader_id and leader_id != int(inv["node"][1:]):
                 self.guess[slot] = leader_id
@@ -141,14 +151,43 @@ class AppendClients:
         self._retire(slot)
 
     # -- the final reads -------------------------------------------------------------------
-    def final_read(self, node: int, linearizable: bool, process: int) -> None:
+    def final_read(self, node: int, linearizable: bool, process: int, until_ms: float | None = None) -> None:
         """The final read of the whole log from ``node`` (linearizable: the leader's; else that
-        node's own committed prefix), recorded ``final: true``."""
+        node's own committed prefix), recorded ``final: true``. ``until_ms`` (virtual ms; a
+        linearizable read only): while it fails, it is tried again :data:`FINAL_RETRY_MS` later,
+        on the hinted leader or else another node (a fresh process after a timeout), until it
+        succeeds or that time, as workloads/append.py ``final_reads`` does (a leader may step
+        down just after the heal); :attr:`final_pending` says whether one is still under way."""
         value = {"from": 0, "linearizable": linearizable, "final": True}
         inv = self.rec.invoke(process, "read", value, f"n{node}")
+        if until_ms is not None:
+            self.final_until[process] = until_ms
         token = self.rt.client_request(node, ReadRequest(0, None, linearizable))
         if token is None:
             self.rec.complete(inv, "fail", value, error="connection")
+            self._final_failed(inv, -1, False)
             return
         self.waiting[token] = (-1 - process, inv, "read")
         self.rt.at(self.rt.now + CLIENT_TIMEOUT_MS, lambda: self._timeout(token))
+
+    @property
+    def final_pending(self) -> bool:
+        """Whether a final read is still awaited or due to be tried again."""
+        return self.final_due > 0 or any(slot < 0 for slot, _inv, _kind in self.waiting.values())
+
+    def _final_failed(self, inv: dict, leader_id: int, timed_out: bool) -> None:
+        """Final read ``inv`` failed (``leader_id``: the refusal's hint; ``timed_out``: its
+        outcome is unknown): try it again if it has a deadline not yet passed."""
+        process = inv["process"]
+        until = self.final_until.pop(process, None)
+        if until is None or self.rt.now + FINAL_RETRY_MS > until:
+            return
+        node = int(inv["node"][1:])
+        target = leader_id if leader_id in self.ids else self.rng.choice([i for i in self.ids if i != node] or self.ids)
+        fresh = process + FRESH_PROCESS_STEP if timed_out else process
+        self.final_due += 1
+
+        def again() -> None:
+            self.final_due -= 1
+            self.final_read(target, True, fresh, until)
+        self.rt.at(self.rt.now + FINAL_RETRY_MS, again)

@@ -6,10 +6,10 @@ by key and the quorum checkers; workloads/registry.py's ``kv``).
 
 The simulator's entry point for the workload is :class:`KvClients`: it takes the same
 arguments and answers the same calls as :class:`sim.clients.AppendClients` (``issue``,
-``on_reply``; it records its own ok answers), with :data:`READ_FRACTION` the share of reads a schedule draws by default and
-no final reads (the kv workload makes none). Writes and cas go to the node a client believes
-leads; a read too, or with probability :data:`READ_ANY_NODE` to a random node (whose refusal
-does not change the belief). A cas whose compare failed is ``fail`` with error
+``on_reply``; it records its own ok answers); its share of reads by default and its final
+reads (none: the kv workload makes none) are in sim/workloads.py's table. Writes and cas go to
+the node a client believes leads; a read too, or with probability :data:`READ_ANY_NODE` to a
+random node (whose refusal does not change the belief). A cas whose compare failed is ``fail`` with error
 ``cas-mismatch``; NOT_LEADER_OR_FOLLOWER is ``fail``; any other error or a timeout of a write
 or cas is ``info`` and the slot takes a fresh process.
 """
@@ -25,9 +25,6 @@ WORKLOAD = "kv"
 #: the keyspace and the values written (workloads/kv.py's defaults)
 KEYS = tuple(f"k{i}" for i in range(5))
 VALUES = 5
-#: the share of a schedule's client ops that are reads unless told otherwise (workloads/kv.py:
-#: a third each of reads, writes and cas)
-READ_FRACTION = 1 / 3
 #: the share of reads sent to a random node instead of the believed leader
 READ_ANY_NODE = 0.5
 #: ``error`` of a cas whose compare failed (workloads/kv.py's CAS_MISMATCH)
@@ -39,9 +36,6 @@ class KvClients(AppendClients):
     stream) picks the ops' keys and values and the nodes to try."""
 
     workload = WORKLOAD
-    read_fraction = READ_FRACTION
-    #: the kv workload makes no final reads
-    final_reads = False
 
     def issue(self, slot: int, f: str) -> None:
         """Issue a schedule's op from ``slot`` now (skipped while it is busy): "read" a random

@@ -16,25 +16,21 @@ import time
 from kraft.core.unsafe import Unsafe
 
 from .admin import leader_of
-from .clients import AppendClients
+from .clients import CLIENT_TIMEOUT_MS, FINAL_READ_MS, AppendClients
 from .controller_nodes import ControllerNode
 from .data_plane import DataPlane
 from .faults import PlannedFault, draw_client_ops, draw_schedule
 from .invariants import InvariantBroken, QuorumInvariants, Violation
-from .kv_clients import KvClients
 from .liveness import LivenessWatch
 from .monitor import Monitor
 from .nemesis import Nemesis
 from .quorum_nodes import TIMEOUTS, QuorumNode, quorum_nodes
 from .recording import Recording
 from .runtime import Runtime
+from .workloads import WORKLOADS
 
 #: client slots (Jepsen processes)
 CONCURRENCY = 5
-#: the workloads of the quorum alone (no brokers): name -> clients class (their interface:
-#: sim/clients.py's AppendClients; ``read_fraction`` their default share of reads,
-#: ``final_reads`` whether the schedule ends with final reads of the log)
-QUORUM_WORKLOADS = {"append": AppendClients, "kv": KvClients}
 #: after the faults: how long to wait for a leader and catch-up, then for the final reads (ms)
 SETTLE_MS, FINAL_MS = 15000.0, 6000.0
 
@@ -95,10 +91,8 @@ def plan_for(opts, seed: int) -> Plan:
     end = opts.sim_seconds * 1000.0
     faults = draw_schedule(rng, end, opts.kraft_version, max_duration_ms=opts.fault_max_ms, families=opts.families)
     reads = opts.read_fraction
-    if opts.brokers and reads == 0.1:
-        reads = 0.5                       # the queue workload's poll fraction
-    elif reads == 0.1:
-        reads = QUORUM_WORKLOADS[opts.workload_name].read_fraction    # the workload's own share
+    if reads == 0.1:
+        reads = WORKLOADS[opts.workload_name].read_fraction    # the workload's own share
     ops = draw_client_ops(random.Random(seed + 0x5EED), end, opts.client_rate, CONCURRENCY, reads)
     return Plan(tuple(faults), tuple(ops), end)
 
@@ -138,6 +132,7 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
     ids = list(range(1, opts.voters + 1))
     brokers = opts.brokers
     workload = opts.workload_name
+    spec = WORKLOADS[workload]
     violation, nemesis = None, None
     try:
         quorum_nodes(rt, opts.voters, opts.kraft_version, policy, opts.fetch_max_records,
@@ -149,7 +144,7 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
             nemesis.brokers, clients = plane.ids, plane.clients
             extra = plane.on_reply
         else:
-            clients = QUORUM_WORKLOADS[workload](rt, rec, random.Random(seed * 31 + 7), ids, CONCURRENCY)
+            clients = spec.client_class()(rt, rec, random.Random(seed * 31 + 7), ids, CONCURRENCY)
             extra = lambda token, msg: False       # noqa: E731
         handlers = [monitor.on_reply, nemesis.admin.on_reply, extra, clients.on_reply]
         rt.on_client = _first_taker(handlers)
@@ -164,16 +159,17 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
         _settle(rt, ids, plan.end_ms + SETTLE_MS, live)
         live.check_leader()
         lead = leader_of(rt, ids)
-        reader = clients if not brokers and clients.final_reads else None
-        if brokers:                 # the quorum's final log too (the membership and log checkers)
+        reader = clients if spec.final_reads else None
+        if reader is None:          # the quorum's final log all the same (the membership and log checkers)
             reader = AppendClients(rt, rec, random.Random(seed * 31 + 8), ids, 1)
             handlers.append(reader.on_reply)
-        if reader is not None:
-            if lead is not None:
-                reader.final_read(lead, True, 10_000)
-            for k, i in enumerate(ids):
-                reader.final_read(i, False, 10_001 + k)
+        final_end = rt.now + FINAL_READ_MS
+        reader.final_read(ids[0] if lead is None else lead, True, 10_000, final_end)
+        for k, i in enumerate(ids):
+            reader.final_read(i, False, 10_001 + k)
         rt.run_until(rt.now + FINAL_MS)
+        while reader.final_pending and rt.now < final_end + CLIENT_TIMEOUT_MS:
+            rt.run_until(rt.now + 250)          # a final read tried again (a leader stepped down)
         if brokers:
             plane.final(plan.end_ms + SETTLE_MS + FINAL_MS)
         _check_fatal(rt)

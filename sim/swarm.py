@@ -9,8 +9,8 @@ whether or not it is pinned, so that pinning one leaves the others' draws as the
 
 - ``voters``: 3 or 5;
 - ``kraft_version``: 0 (static voters) or 1 (KIP-853: wipes and voter changes);
-- ``workload``: one of :data:`WORKLOADS`; ``brokers`` follow it (the queue workload runs on
-  three of our brokers, the quorum's workloads on none);
+- ``workload``: one of sim/workloads.py's :data:`WORKLOADS`; ``brokers`` follow it (the queue
+  workload runs on three of our brokers, the quorum's workloads on none);
 - ``families``: the fault families switched on, each a coin (:data:`FAMILY_ON`) among the
   families the simulator draws (faults/registry.py ``SIMULATED``, those of the drawn
   kraft.version); at least one;
@@ -33,27 +33,11 @@ import random
 
 from faults import registry
 
+from .workloads import WORKLOADS, workload_of
+
 #: the dimensions a seed draws, in the order of the draw
 DIMENSIONS = ("voters", "kraft_version", "workload", "brokers", "families", "read_fraction", "client_rate",
               "fetch_max_records", "admin_clients", "fault_max_ms")
-
-
-@dataclasses.dataclass(frozen=True)
-class SimWorkload:
-    """One workload the simulator drives: ``brokers`` it runs on (0: the quorum's clients),
-    ``weight`` in the swarm's draw."""
-
-    brokers: int
-    weight: float
-
-
-#: the simulator's workloads (workloads/registry.py names), with the brokers each runs on and
-#: its weight in the draw; a workload the simulator learns to drive joins with one line here
-WORKLOADS: dict[str, SimWorkload] = {
-    "append": SimWorkload(brokers=0, weight=3),
-    "queue": SimWorkload(brokers=3, weight=2),
-    "kv": SimWorkload(brokers=0, weight=2),
-}
 
 #: the share of seeds that switch each fault family on (Groce et al.'s coin: the fewer
 #: families a seed plays, the more often each one hits)
@@ -70,15 +54,6 @@ CHOICES: dict[str, tuple[tuple[object, float], ...]] = {
     "admin_clients": ((1, 2), (2, 1), (3, 1)),
     "fault_max_ms": ((5000.0, 1), (12000.0, 2)),
 }
-
-
-def workload_of(brokers: int) -> str:
-    """The workload a fixed configuration with ``brokers`` runs (the first in :data:`WORKLOADS`
-    on that many brokers, or on some when ``brokers`` > 0)."""
-    for name, w in WORKLOADS.items():
-        if (w.brokers > 0) == (brokers > 0):
-            return name
-    raise ValueError(f"no simulated workload runs on {brokers} broker(s)")
 
 
 def _choose(rng: random.Random, choices) -> object:

@@ -1,7 +1,7 @@
-"""``kraft-chaos hunt``'s loop (harness/hunt/loop.py) with a stand-in for real runs and a fake
-simulator: the budget is never overrun, the rotation's coverage, the first failure shrunk into a
-scenario (real and simulated), the replay of the simulator's scenario, stop or go on, Ctrl-C,
-errors and the exit codes. Time is a fake clock that each run or seed advances: no timing
+"""``kraft-chaos hunt``'s loop (harness/hunt/loop.py, sim_rounds.py, real_rotation.py) with a
+stand-in for real runs and a fake simulator: the budget is never overrun, the rotation's
+coverage, the first failure shrunk into a scenario (real and simulated), the replay of the
+simulator's scenario, stop or go on, Ctrl-C, errors and the exit codes. Time is a fake clock that each run or seed advances: no timing
 assertion, only what the hunt decides."""
 from __future__ import annotations
 
@@ -23,8 +23,9 @@ from harness.config.resolved import resolve
 from harness.config.run import scenario_config
 from harness.config.scenario import load
 from harness.hunt import portfolio
-from harness.hunt.loop import MAX_ERRORS_IN_A_ROW, Hunt
+from harness.hunt.loop import Hunt
 from harness.hunt.options import HuntOptions
+from harness.hunt.real_rotation import MAX_ERRORS_IN_A_ROW
 from harness.run.runner import Interrupted
 from harness.simulation.judge import judge_history
 from sim.swarm import DIMENSIONS

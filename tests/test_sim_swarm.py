@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import collections
 
+import pytest
+
 from faults.registry import SIMULATED
 from harness.cli.main import build_parser, main
 from harness.cli.simulate import options_from
 from harness.simulation.judge import judge_history
 from sim.api import SimOptions, run_seed, simulate
 from sim.schedule import plan_for, run_schedule
-from sim.swarm import DIMENSIONS, WORKLOADS, command_flags, configure, draw
+from sim.swarm import DIMENSIONS, command_flags, configure, draw
+from sim.workloads import WORKLOADS
 
 SWARM = SimOptions(swarm=DIMENSIONS)
 
@@ -113,3 +116,19 @@ def test_overlapping_voter_changes_meet_the_leaders_refusal_and_the_checkers_pai
         assert {None, "admin-2", "admin-3"} <= slots or not starts
         refused += sum(c.get("attempts", 1) > 1 for op in starts for c in op["value"]["changes"])
     assert overlapped and refused
+
+
+def test_one_table_describes_each_simulated_workload():
+    """sim/workloads.py's WORKLOADS: the brokers, the clients (the data plane's for the queue),
+    and each workload's own default share of reads in its schedules."""
+    for name, w in WORKLOADS.items():
+        assert (w.clients is None) == (w.brokers > 0), name
+        if w.clients is not None:
+            cls = w.client_class()
+            assert callable(cls.issue) and callable(cls.on_reply) and callable(cls.final_read)
+        opts = SimOptions(workload=name, brokers=w.brokers).check()
+        ops = plan_for(opts, 3).client_ops
+        share = sum(1 for _at, _slot, f in ops if f == "read") / len(ops)
+        assert abs(share - w.read_fraction) < 0.05, (name, share)
+    with pytest.raises(ValueError, match="data plane"):
+        WORKLOADS["queue"].client_class()

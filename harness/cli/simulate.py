@@ -25,7 +25,8 @@ from harness.config.values import number, positive_int, seed_value, unsafe_switc
 from harness.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_VALID
 from harness.simulation.judge import judge_history
 from sim.api import SeedOutcome, SimOptions, simulate
-from sim.swarm import DIMENSIONS, WORKLOADS, command_flags, describe
+from sim.swarm import DIMENSIONS, command_flags, describe
+from sim.workloads import WORKLOADS
 
 #: lines of a failing seed's event trace printed
 TRACE_TAIL = 25

@@ -1,6 +1,6 @@
 """A hunt's report: ``hunt.json``, the table (``hunt.txt``), the JUnit XML (``hunt.xml``, and
 ``--junit FILE``) and the exit code, rewritten after every row so that an interrupted or killed
-hunt leaves the report of what ran.
+hunt leaves the report of what ran; and a row's progress line (:func:`row_line`).
 
 ``hunt.json``::
 
@@ -161,3 +161,13 @@ class HuntReport:
         if self.junit:
             Path(self.junit).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(self.out / "hunt.xml", self.junit)
+
+
+def row_line(row: dict) -> str:
+    """One progress line: ``[n] phase schedule workload kvN seed S: VERDICT anomalies (W s) store``."""
+    found = ", ".join(f"{k} {n}" for k, n in (row.get("anomalies") or {}).items())
+    at = f" at {row['detect_s']:.1f} s" if row.get("detect_s") is not None else ""
+    wall = f" ({row['wall_s']:.0f} s)" if isinstance(row.get("wall_s"), (int, float)) else ""
+    return (f"[{row['n']}] {row['phase']} {row['schedule']} {row['workload']} kv{row['kraft_version']} "
+            f"seed {row['seed']}: {row['verdict'].upper()}{' ' + found if found else ''}{at}{wall} "
+            f"{row.get('error') or row.get('store') or row.get('detail') or ''}".rstrip())

@@ -3,7 +3,7 @@ sim/README.md: ``SimOptions``, ``SeedOutcome``, ``simulate``, ``shrink_and_expor
 our checkers (the judge the hunt passes in, harness/simulation/judge.py), in batches
 (:func:`run_batch`) that the hunt interleaves round by round over the simulator configurations
 (harness/hunt/portfolio.py ``sim_configs``: swarm testing by default, ``sim_targets``;
-harness/hunt/loop.py ``Hunt.sim_phase``), each configuration one row of the report, merged from its batches
+harness/hunt/sim_rounds.py ``SimRounds.sim_phase``), each configuration one row of the report, merged from its batches
 (:func:`merge_rows`).
 
 The simulator models our quorum and brokers (``kraft/``), so the phase runs only on the target
