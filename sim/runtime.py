@@ -198,7 +198,7 @@ class Runtime:
                 event = SyncDone(a, b)
             else:
                 continue
-            # self.step(n, event), inlined: this runs for every event
+            # the step: node n's core takes the event; its effects are carried out, then checked
             self.events += 1
             trace((when, nid, event))
             try:
@@ -210,19 +210,6 @@ class Runtime:
             self.on_step(n, n.core, effects)
         if self.now < t:
             self.now = t
-
-    def step(self, n: SimNode, event) -> None:
-        """Hand ``event`` to node ``n``'s core and carry out its effects (what :meth:`run_until`
-        does for each event)."""
-        self.events += 1
-        self.trace.append((self.now, n.id, event))
-        try:
-            effects = n.step(event)
-        except FatalError as e:
-            self._fatal(n, e)
-            return
-        self._carry_out(n, effects)
-        self.on_step(n, n.core, effects)
 
     def _fatal(self, n: SimNode, e: FatalError) -> None:
         n.fatal = str(e)
