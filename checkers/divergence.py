@@ -75,10 +75,19 @@ def divergence(read_hws: dict, nodes: dict[str, NodeData] | None) -> dict:
                 "notes": ["no node data"]}
     hws, notes = _high_watermarks(read_hws, nodes)
     logs = {}
+    canon: dict[int, tuple] = {}    # id(payload) -> (payload, its record_key): nodes' logs may share payloads
     for name in hws:
         by_off = {}
         for rec in nodes[name].records:
-            by_off[rec[0]] = (rec[0], rec[1], rec[2], record_key(rec[2], rec[3]))
+            payload = rec[3]
+            if type(payload) is int:
+                key = rec[2], 0, payload
+            else:
+                seen = canon.get(id(payload))
+                if seen is None or seen[1][0] != rec[2]:
+                    seen = canon[id(payload)] = payload, record_key(rec[2], payload)
+                key = seen[1]
+            by_off[rec[0]] = (rec[0], rec[1], rec[2], key)
         logs[name] = (by_off, min(by_off) if by_off else 0, nodes[name].records)
     anomalies = []
     for a, b in combinations(sorted(hws), 2):

@@ -137,7 +137,9 @@ def run_seed(opts: SimOptions, seed: int, judge: Judge | None = None) -> SeedOut
     cyclic garbage collector is paused for the schedule and run once after it: a schedule's
     objects live until its end, then die together as one graph full of cycles (the runtime
     and its callbacks), which the collector would otherwise scan again and again as they age
-    (about a tenth of a schedule's CPU time)."""
+    (about a tenth of a schedule's CPU time). The history, most of those objects, leaves the
+    graph once judged (sim/schedule.py) and is freed by reference counting; in a worker, what
+    outlives the seed is then frozen (``gc.freeze``), so no later collection scans it again."""
     from .schedule import run_schedule
     opts = opts.for_seed(seed)
     was_enabled = gc.isenabled()
@@ -153,9 +155,16 @@ def run_seed(opts: SimOptions, seed: int, judge: Judge | None = None) -> SeedOut
         if was_enabled:
             gc.enable()
             gc.collect()
+            if _freeze_survivors:
+                gc.freeze()     # what outlived the seed (modules imported, caches) is the worker's for good
     name, detail = r.first
     return SeedOutcome(seed, r.ok, name, detail, r.events, r.sim_ms / 1000.0, r.wall_s,
                        tuple(r.trace) if not r.ok else (), r.verdict, opts)
+
+
+#: set in worker processes (:func:`_worker_init`): after each seed's collection, what survived is
+#: frozen out of the collector's sight, so the next seed's collection scans that seed's objects only
+_freeze_survivors = False
 
 
 def _work(args) -> SeedOutcome:
@@ -169,7 +178,9 @@ def _worker_init() -> None:
     sight (``gc.freeze``), so the collection after each seed scans that seed's objects only."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    global _freeze_survivors
     gc.freeze()         # the parent's modules and objects live as long as the worker: never scan them
+    _freeze_survivors = True
 
 
 def simulate(opts: SimOptions, seeds: Iterable[int], workers: int = 2,

@@ -108,6 +108,11 @@ class BrokerNode(SimNode):
 
     # -- between the two cores ---------------------------------------------------------------------
     def _from_broker(self, effects: list) -> list:
+        for e in effects:
+            if type(e) is ProposeIsr:
+                break
+        else:
+            return effects                  # the common case: nothing for the controller channel
         out = []
         for e in effects:
             if type(e) is ProposeIsr:

@@ -163,9 +163,13 @@ class Runtime:
     # -- the loop ------------------------------------------------------------------------
     def run_until(self, t: float) -> None:
         """Handle every event due by ``t`` (ms), in order."""
-        heap, nodes, pop, pending, step = self.heap, self.nodes, _heappop, self.pending, self.step
-        while heap and heap[0][0] <= t:
-            entry = pop(heap)
+        heap, nodes, pop, pending = self.heap, self.nodes, _heappop, self.pending
+        trace, carry_out = self.trace.append, self._carry_out
+        while heap:
+            entry = heap[0]
+            if entry[0] > t:
+                break
+            pop(heap)
             when, _, code, nid, life, a, b = entry
             self.now = when
             if code == ACTION:
@@ -194,26 +198,26 @@ class Runtime:
                 event = SyncDone(a, b)
             else:
                 continue
-            step(n, event)
+            # the step: node n's core takes the event; its effects are carried out, then checked
+            self.events += 1
+            trace((when, nid, event))
+            try:
+                effects = n.step(event)
+            except FatalError as e:           # the node stops, as the adapters do
+                self._fatal(n, e)
+                continue
+            carry_out(n, effects)
+            self.on_step(n, n.core, effects)
         if self.now < t:
             self.now = t
 
-    def step(self, n: SimNode, event) -> None:
-        """Hand ``event`` to node ``n``'s core and carry out its effects."""
-        self.events += 1
-        self.trace.append((self.now, n.id, event))
-        try:
-            effects = n.step(event)
-        except FatalError as e:           # the node stops, as the adapters do
-            n.fatal = str(e)
-            self.trace.append((self.now, n.id, f"FATAL {e}"))
-            self.stop(n.id)
-            return
-        self._carry_out(n, effects)
-        self.on_step(n, n.core, effects)
+    def _fatal(self, n: SimNode, e: FatalError) -> None:
+        n.fatal = str(e)
+        self.trace.append((self.now, n.id, f"FATAL {e}"))
+        self.stop(n.id)
 
     def _carry_out(self, n: SimNode, effects: list) -> None:
-        disk, life, now = n.disk, n.life, self.now
+        disk, life, now, nid = n.disk, n.life, self.now, n.id
         for e in effects:
             t = type(e)
             if t is Send:
@@ -221,12 +225,13 @@ class Runtime:
             elif t is Reply:
                 self._reply(n, e)
             elif t is SetTimer:
-                self.push(e.at, CORE, n.id, life, TimerFired(e.key, e.at))
+                self._seq = seq = self._seq + 1         # self.push, inlined
+                _heappush(self.heap, (e.at, seq, CORE, nid, life, TimerFired(e.key, e.at), None))
             elif t is WriteLog:
                 disk.log(e.log).write(e.records)
             elif t is SyncLog:
                 disk.log(e.log).sync(e.end)
-                self.push(now + self.fsync_ms, SYNC, n.id, life, e.end, e.log)
+                self.push(now + self.fsync_ms, SYNC, nid, life, e.end, e.log)
             elif t is TruncateLog:
                 disk.log(e.log).truncate(e.offset)
             elif t is PersistElection:
@@ -237,19 +242,22 @@ class Runtime:
                 pass
 
     def _send(self, n: SimNode, e: Send) -> None:
-        self._tokens += 1
-        token = self._tokens
-        self.pending[token] = [n.id, n.life, e.to, e.msg, e.gen]
-        wait = getattr(e.msg, "max_wait_ms", 0) or 0
-        self.push(self.now + n.core.cfg.request_timeout_ms + wait, TIMEOUT, n.id, n.life, token)
+        self._tokens = token = self._tokens + 1
+        src, life, now, msg, heap = n.id, n.life, self.now, e.msg, self.heap
+        self.pending[token] = [src, life, e.to, msg, e.gen]
+        wait = getattr(msg, "max_wait_ms", 0) or 0
+        self._seq = seq = self._seq + 1                 # self.push, inlined (here and below)
+        _heappush(heap, (now + n.core.cfg.request_timeout_ms + wait, seq, TIMEOUT, src, life, token, None))
         dst = self.nodes.get(e.to)
         if dst is None or dst.core is None:
             return                              # refused: the timeout answers
-        delay, copy = self.net.fate(n.id, e.to)
+        delay, copy = self.net.fate(src, e.to)
         if delay is not None:
-            self.push(self.now + delay, CORE, e.to, dst.life, Received(token, e.msg))
+            self._seq = seq = seq + 1
+            _heappush(heap, (now + delay, seq, CORE, e.to, dst.life, Received(token, msg), None))
         if copy is not None:
-            self.push(self.now + copy, CORE, e.to, dst.life, Received(("dup", token), e.msg))
+            self._seq = seq = self._seq + 1
+            _heappush(heap, (now + copy, seq, CORE, e.to, dst.life, Received(("dup", token), msg), None))
 
     def _reply(self, n: SimNode, e: Reply) -> None:
         token = e.token

@@ -185,12 +185,13 @@ def _run(opts, seed: int, plan: Plan | None, judge, keep: bool) -> RunResult:
         config = {"workload": workload, "db": "kraft", "kraft_version": opts.kraft_version,
                   "unsafe": list(opts.unsafe), "brokers": brokers, "simulated": True}
         verdict, anomalies = judge(rec.ops, nodes, workload, config)
+    ops, rec.ops = rec.ops, []      # the history leaves the runtime's cycles: freed by reference counting
     trace = _format_trace(rt.trace)
     if violation is None and verdict is False:     # a checker's anomaly: the faults that led to it
         trace = ["faults:"] + _format_trace(rt.notes) + ["last steps:"] + trace[-20:]
     return RunResult(violation, verdict, list(anomalies), rt.events, rt.now, time.perf_counter() - t0,
                      trace, _plain(nemesis.applied) if nemesis else [],
-                     rec.ops if keep else [], nodes if keep else {})
+                     ops if keep else [], nodes if keep else {})
 
 
 def _plain(applied: list[dict]) -> list[dict]:
