@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Hashable, Iterable
 
-from . import _wgl
+from .core import _wgl
 from .operation import UNKNOWN, Operation
 
 

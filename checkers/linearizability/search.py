@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Hashable
 
-from . import _wgl
+from .core import _wgl
 from .model import ILLEGAL, Model
 from .operation import UNKNOWN, Operation
 
