@@ -49,19 +49,23 @@ def started(hist) -> list[str]:
     return [o["f"] for o in hist.ops if o["type"] == "invoke" and o["f"].startswith("start-")]
 
 
-def any_overlap(hist) -> bool:
-    """Whether some fault started while one of another family was still active."""
+def overlaps(invokes) -> tuple[bool, set[str]]:
+    """(whether some fault started while one of another family was still active, the
+    families still active after the last of ``invokes``, nemesis invoke ops in order)."""
     active, seen = set(), False
-    for o in hist.ops:
-        if o["type"] != "invoke":
-            continue
+    for o in invokes:
         fam = o["f"].split("-", 1)[1]
         if o["f"].startswith("start-"):
             seen |= bool(active)
             active.add(fam)
         else:
             active.discard(fam)
-    return seen
+    return seen, active
+
+
+def any_overlap(hist) -> bool:
+    """Whether some fault has started while one of another family was still active."""
+    return overlaps(o for o in hist.ops if o["type"] == "invoke")[0]
 
 
 def test_runs_faults_until_stop_event():
@@ -170,12 +174,5 @@ def test_overlap_mode_never_has_two_nemesis_ops_in_flight():
     pairs = check_nemesis_pairs(hist.ops)
     assert ctl.max_in_flight == 1
     # faults of different families overlapped: some start came while another was active
-    active, overlapped = set(), False
-    for inv, _ in pairs:
-        fam = inv["f"].split("-", 1)[1]
-        if inv["f"].startswith("start-"):
-            overlapped |= bool(active)
-            active.add(fam)
-        else:
-            active.discard(fam)
+    overlapped, active = overlaps(inv for inv, _ in pairs)
     assert overlapped and active == set() and ctl.slots == {}
