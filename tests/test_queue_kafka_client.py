@@ -15,10 +15,14 @@ from targets.kafka.queue_client import (CREATE_DEFINITE, PRODUCE_DEFINITE, Kafka
 
 
 @pytest.mark.parametrize("code,cls,name", [
-    (KafkaError.NOT_LEADER_FOR_PARTITION, DefiniteError, "NOT_LEADER_OR_FOLLOWER"),
-    (KafkaError.NOT_ENOUGH_REPLICAS, DefiniteError, "NOT_ENOUGH_REPLICAS"),
-    (KafkaError.UNKNOWN_TOPIC_OR_PART, DefiniteError, "UNKNOWN_TOPIC_OR_PARTITION"),
+    # a refusal that depends on the moment may answer a re-sent attempt (librdkafka re-sends
+    # after a leader change): the first attempt may be in the old leader's log
+    (KafkaError.NOT_LEADER_FOR_PARTITION, IndefiniteError, "NOT_LEADER_OR_FOLLOWER"),
+    (KafkaError.NOT_ENOUGH_REPLICAS, IndefiniteError, "NOT_ENOUGH_REPLICAS"),
+    (KafkaError.UNKNOWN_TOPIC_OR_PART, IndefiniteError, "UNKNOWN_TOPIC_OR_PARTITION"),
     (KafkaError._PURGE_QUEUE, DefiniteError, "_PURGE_QUEUE"),
+    (KafkaError._UNKNOWN_PARTITION, DefiniteError, "_UNKNOWN_PARTITION"),
+    (KafkaError.MSG_SIZE_TOO_LARGE, DefiniteError, "MSG_SIZE_TOO_LARGE"),
     (KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND, IndefiniteError, "NOT_ENOUGH_REPLICAS_AFTER_APPEND"),
     (KafkaError.REQUEST_TIMED_OUT, IndefiniteError, "REQUEST_TIMED_OUT"),
     (KafkaError._MSG_TIMED_OUT, IndefiniteError, "_MSG_TIMED_OUT"),
@@ -90,6 +94,9 @@ def test_send_returns_the_delivered_offset():
 
 def test_send_maps_the_delivery_error():
     with pytest.raises(DefiniteError) as e:
+        _send((KafkaError(KafkaError._QUEUE_FULL), None))
+    assert e.value.code == "_QUEUE_FULL"
+    with pytest.raises(IndefiniteError) as e:
         _send((KafkaError(KafkaError.NOT_ENOUGH_REPLICAS), None))
     assert e.value.code == "NOT_ENOUGH_REPLICAS"
     with pytest.raises(IndefiniteError) as e:

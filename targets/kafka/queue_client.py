@@ -16,9 +16,10 @@
   (``min.insync.replicas``, ``unclean.leader.election.enable``, ...).
 
 Errors: :class:`history.outcomes.DefiniteError` when the request certainly had no effect:
-NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, an unknown topic or partition, a message
-never sent (purged from the queue, or refused locally), and every error of a read;
-:class:`history.outcomes.IndefiniteError` otherwise: NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+a message never sent (purged from the queue, or refused locally), a refusal every attempt
+would get alike (size, acks, authorization), and every error of a read;
+:class:`history.outcomes.IndefiniteError` otherwise (see :data:`PRODUCE_DEFINITE` for why a
+broker's NOT_LEADER_OR_FOLLOWER or NOT_ENOUGH_REPLICAS is among these): NOT_ENOUGH_REPLICAS_AFTER_APPEND,
 REQUEST_TIMED_OUT, a message timed out (``_MSG_TIMED_OUT``: librdkafka's Python binding
 does not say whether it was sent), a lost connection, any other code. Codes are Kafka's
 names; librdkafka's ``NOT_LEADER_FOR_PARTITION`` and ``UNKNOWN_TOPIC_OR_PART`` are
@@ -39,12 +40,18 @@ log = logging.getLogger("kraft_chaos.targets.kafka.queue")
 
 #: librdkafka's names -> Kafka's
 RENAMED = {"NOT_LEADER_FOR_PARTITION": "NOT_LEADER_OR_FOLLOWER", "UNKNOWN_TOPIC_OR_PART": "UNKNOWN_TOPIC_OR_PARTITION"}
-#: delivery errors (Kafka's names) after which the record certainly is in no log
+#: delivery errors (Kafka's names) after which the record certainly is in no log: the ones
+#: librdkafka raises before sending, and the broker's answers that every attempt of the same
+#: request would get alike (its size, acks or authorization). A broker's refusal that depends
+#: on the moment (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, LEADER_NOT_AVAILABLE, an unknown
+#: topic or partition, a fenced or unknown epoch) is not: librdkafka re-sends a message after
+#: a leader change even with ``retries=0``, so the error it reports may answer a second
+#: attempt while the first was appended by the old leader. Seen on 4.1.0 (a send refused with
+#: NOT_ENOUGH_REPLICAS by the new leader, after 155 ms, was in the old leader's log, which ELR
+#: elected again later): such an error is indefinite.
 PRODUCE_DEFINITE = frozenset({
-    "NOT_LEADER_OR_FOLLOWER", "NOT_ENOUGH_REPLICAS", "UNKNOWN_TOPIC_OR_PARTITION", "_UNKNOWN_PARTITION",
-    "_UNKNOWN_TOPIC", "INVALID_REQUIRED_ACKS", "MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "_QUEUE_FULL",
-    "_INVALID_ARG", "TOPIC_AUTHORIZATION_FAILED", "INVALID_RECORD", "_PURGE_QUEUE", "LEADER_NOT_AVAILABLE",
-    "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "CORRUPT_MESSAGE",
+    "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC", "INVALID_REQUIRED_ACKS", "MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE",
+    "_QUEUE_FULL", "_INVALID_ARG", "TOPIC_AUTHORIZATION_FAILED", "_PURGE_QUEUE",
 })
 #: CreateTopics errors after which the topic certainly was not created
 CREATE_DEFINITE = frozenset({
